@@ -1,0 +1,62 @@
+"""Run a retriever over queries one at a time, timing each query as a user would see it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from retrieval_pipeline.core.retrieval.base import Retriever
+from retrieval_pipeline.core.types import Run
+
+
+@dataclass
+class TimedRun:
+    retriever: str
+    run: Run
+    latency_ms: dict[str, float]
+
+
+def timed_run(retriever: Retriever, queries: Mapping[str, str], k: int) -> TimedRun:
+    """Search each query alone (batch size 1) and record its wall time in milliseconds.
+
+    One untimed warm-up query runs first, so lazy model loading and first-call costs do not land on
+    the first real query's latency.
+    """
+    run: Run = {}
+    latency: dict[str, float] = {}
+    if queries:
+        retriever.search([next(iter(queries.values()))], k)
+    for qid, text in queries.items():
+        t0 = time.perf_counter()
+        hits = retriever.search([text], k)[0]
+        latency[qid] = (time.perf_counter() - t0) * 1000.0
+        run[qid] = hits
+    return TimedRun(retriever.name, run, latency)
+
+
+def runs_to_frame(runs: list[TimedRun]) -> pd.DataFrame:
+    """Long format: one row per (retriever, query, rank); a query with no hits keeps one row with rank 0."""
+    rows = []
+    for tr in runs:
+        for qid, hits in tr.run.items():
+            if not hits:
+                rows.append((tr.retriever, qid, 0, None, float("nan"), tr.latency_ms[qid]))
+            for rank, (doc_id, score) in enumerate(hits, start=1):
+                rows.append((tr.retriever, qid, rank, doc_id, float(score), tr.latency_ms[qid]))
+    return pd.DataFrame(rows, columns=["retriever", "query_id", "rank", "doc_id", "score", "latency_ms"])
+
+
+def frame_to_runs(frame: pd.DataFrame) -> dict[str, TimedRun]:
+    """Inverse of :func:`runs_to_frame`."""
+    out: dict[str, TimedRun] = {}
+    for retriever, group in frame.sort_values(["retriever", "query_id", "rank"]).groupby("retriever", sort=False):
+        run: Run = {}
+        latency: dict[str, float] = {}
+        for qid, g in group.groupby("query_id", sort=False):
+            latency[qid] = float(g["latency_ms"].iloc[0])
+            run[qid] = [(d, float(s)) for d, s, r in zip(g["doc_id"], g["score"], g["rank"]) if r > 0]
+        out[str(retriever)] = TimedRun(str(retriever), run, latency)
+    return out

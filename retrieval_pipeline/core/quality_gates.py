@@ -1,0 +1,79 @@
+"""Threshold and drift gates over metric tables, Dagster-free (the checks in ``defs`` call these).
+
+A threshold gate fails when ANY checked retriever is below the floor; the result lists every
+retriever's value so the failing one is visible. The drift gate compares each checked retriever's
+metric with the previous evaluation of the same dataset: relative drop ``(prev - cur) / prev``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GateResult:
+    name: str
+    passed: bool
+    severity: str  # ERROR | WARN
+    description: str
+    values: dict[str, float] = field(default_factory=dict)
+    threshold: float | None = None
+
+
+def check_name(metric: str) -> str:
+    """A Dagster-safe check name for a metric floor: ``hit_rate@5`` → ``min_hit_rate_at_5``."""
+    return "min_" + metric.replace("@", "_at_").replace(".", "_")
+
+
+def drift_check_name(metric: str) -> str:
+    return "drift_" + metric.replace("@", "_at_").replace(".", "_")
+
+
+def threshold_gate(
+    metric: str, minimum: float, severity: str, metrics: Mapping[str, Mapping[str, float]], checked: Sequence[str]
+) -> GateResult:
+    """Fail when any checked retriever's ``metric`` is below ``minimum`` (NaN counts as failing)."""
+    values = {r: float(metrics[r][metric]) for r in checked if r in metrics}
+    missing = [r for r in checked if r not in metrics]
+    below = {r: v for r, v in values.items() if math.isnan(v) or v < minimum}
+    if missing:
+        desc = f"no {metric} for checked retrievers {missing}"
+        return GateResult(check_name(metric), False, severity, desc, values, minimum)
+    if below:
+        desc = f"{metric} below {minimum:g} for " + ", ".join(f"{r} ({v:.3f})" for r, v in below.items())
+    else:
+        desc = f"{metric} >= {minimum:g} for all {len(values)} checked retrievers (lowest {min(values.values()):.3f})"
+    return GateResult(check_name(metric), not below, severity, desc, values, minimum)
+
+
+def drift_gate(
+    metric: str,
+    max_relative_drop: float,
+    current: Mapping[str, Mapping[str, float]],
+    previous: Mapping[str, float] | None,
+    checked: Sequence[str],
+) -> GateResult:
+    """WARN when a retriever's metric fell more than ``max_relative_drop`` since the last evaluation.
+
+    Args:
+        previous: ``{retriever: value}`` from the previous materialisation, or None for the first one.
+    """
+    name = drift_check_name(metric)
+    if not previous:
+        return GateResult(name, True, "WARN", "first evaluation of this dataset: nothing to compare with", {}, max_relative_drop)
+    drops: dict[str, float] = {}
+    for r in checked:
+        prev, cur = previous.get(r), current.get(r, {}).get(metric)
+        if prev is None or cur is None or prev <= 0 or math.isnan(prev):
+            continue
+        drops[r] = (prev - cur) / prev
+    bad = {r: d for r, d in drops.items() if d > max_relative_drop}
+    if bad:
+        desc = f"{metric} fell more than {max_relative_drop:.0%} since the previous evaluation: " + ", ".join(
+            f"{r} {previous[r]:.3f} -> {current[r][metric]:.3f} (-{d:.1%})" for r, d in bad.items()
+        )
+    else:
+        desc = f"{metric} within {max_relative_drop:.0%} of the previous evaluation for all checked retrievers"
+    return GateResult(name, not bad, "WARN", desc, {f"{r}_relative_drop": d for r, d in drops.items()}, max_relative_drop)

@@ -1,0 +1,188 @@
+"""The dataset registry: ``data/config/datasets.yaml`` read into typed settings.
+
+Every dataset is one partition of the asset graph. Per-dataset settings override the ``defaults``
+block key by key (nested mappings are merged), so a dataset names only what differs.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from retrieval_pipeline.core.errors import InputError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BM25Settings(_Strict):
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+
+
+class DenseSettings(_Strict):
+    batch_size: int = 32  # the model itself is the encoder resource's choice
+
+
+class MinMaxSettings(_Strict):
+    alpha: float = Field(0.5, ge=0.0, le=1.0)
+
+
+class RRFSettings(_Strict):
+    k: int = Field(60, ge=1)
+
+
+class RetrieverSettings(_Strict):
+    depth: int = Field(100, ge=1)
+    bm25: BM25Settings = BM25Settings()
+    dense: DenseSettings = DenseSettings()
+    hybrid_minmax: MinMaxSettings = MinMaxSettings()
+    hybrid_rrf: RRFSettings = RRFSettings()
+
+    @property
+    def names(self) -> list[str]:
+        """Retriever names, each saying what it is."""
+        return ["bm25", "dense_minilm", f"hybrid_minmax_a{self.hybrid_minmax.alpha:g}", f"hybrid_rrf_k{self.hybrid_rrf.k}"]
+
+
+class NegativeSettings(_Strict):
+    per_query_siblings: int = Field(3, ge=0)
+    per_query_bm25: int = Field(3, ge=0)
+
+
+class FilterSettings(_Strict):
+    judge: Literal["offline_lexical", "none"] = "offline_lexical"
+    random_contexts: int = Field(3, ge=0)
+    min_sufficiency: float = Field(0.2, ge=0.0, le=1.0)
+    seed: int = 13
+
+
+class Threshold(_Strict):
+    min: float
+    severity: Literal["ERROR", "WARN"] = "WARN"
+
+
+class DriftSettings(_Strict):
+    metric: str = "hit_rate@5"
+    max_relative_drop: float = Field(0.10, gt=0.0, lt=1.0)
+
+
+class CorpusSpec(_Strict):
+    """Exactly one way to build the target corpus."""
+
+    ranked_targets: Path | None = None
+    introspect_modules: list[str] | None = None
+    introspect_modules_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CorpusSpec:
+        given = [n for n in ("ranked_targets", "introspect_modules", "introspect_modules_file") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError(f"corpus needs exactly one of ranked_targets, introspect_modules, introspect_modules_file; got {given or 'none'}")
+        return self
+
+
+class DatasetConfig(_Strict):
+    name: str
+    description: str = ""
+    kind: Literal["suite"] = "suite"
+    suites: list[Path] = Field(min_length=1)
+    corpus: CorpusSpec
+    retrievers: RetrieverSettings = RetrieverSettings()
+    negatives: NegativeSettings = NegativeSettings()
+    filter: FilterSettings = FilterSettings()
+    thresholds: dict[str, Threshold] = Field(default_factory=dict)
+    drift: DriftSettings = DriftSettings()
+    checked_retrievers: list[str] | None = None
+
+    def input_paths(self) -> list[Path]:
+        """Every file this dataset reads (for existence checks before scheduling)."""
+        paths = list(self.suites)
+        paths += [p for p in (self.corpus.ranked_targets, self.corpus.introspect_modules_file) if p]
+        return paths
+
+    def missing_inputs(self) -> list[Path]:
+        return [p for p in self.input_paths() if not p.exists()]
+
+    def corpus_modules(self) -> list[str]:
+        """Module names to introspect (from the inline list or the one-per-line file)."""
+        if self.corpus.introspect_modules:
+            return list(self.corpus.introspect_modules)
+        assert self.corpus.introspect_modules_file is not None
+        lines = self.corpus.introspect_modules_file.read_text(encoding="utf-8").splitlines()
+        return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
+
+
+class Registry(_Strict):
+    path: Path
+    datasets: dict[str, DatasetConfig]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.datasets)
+
+    def get(self, name: str) -> DatasetConfig:
+        try:
+            return self.datasets[name]
+        except KeyError:
+            raise InputError(f"unknown dataset {name!r}; known: {', '.join(self.datasets)}", path=str(self.path)) from None
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "thresholds":
+            out[key] = _merge(out[key], value)
+        elif key == "thresholds" and isinstance(value, dict):
+            out[key] = {**out.get(key, {}), **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
+    raw = dict(raw)
+    raw["suites"] = [str((root / p).resolve()) if not Path(p).is_absolute() else p for p in raw.get("suites", [])]
+    corpus = dict(raw.get("corpus") or {})
+    for key in ("ranked_targets", "introspect_modules_file"):
+        if corpus.get(key) and not Path(corpus[key]).is_absolute():
+            corpus[key] = str((root / corpus[key]).resolve())
+    raw["corpus"] = corpus
+    return raw
+
+
+def load_registry(path: Path | str = DEFAULT_REGISTRY_PATH, root: Path | None = None) -> Registry:
+    """Read and validate the registry; errors name the file and the dataset.
+
+    Args:
+        path: the registry YAML.
+        root: folder that relative paths are resolved against. Default: the registry's own ``root:`` key
+            (relative to the registry file) if it has one, else the project root.
+    """
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the dataset registry: {exc}", path=str(path)) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict) or not doc["datasets"]:
+        raise InputError("the registry needs a non-empty 'datasets' mapping", path=str(path))
+    if root is None:
+        root = (path.parent / doc["root"]).resolve() if doc.get("root") else PROJECT_ROOT
+    defaults = doc.get("defaults") or {}
+    datasets: dict[str, DatasetConfig] = {}
+    for name, raw in doc["datasets"].items():
+        try:
+            merged = _resolve_paths(_merge(defaults, raw or {}), root)
+            datasets[name] = DatasetConfig(name=name, **merged)
+        except (ValidationError, TypeError) as exc:
+            raise InputError(f"invalid settings: {exc}", path=str(path), case_id=f"dataset {name}") from exc
+    return Registry(path=path, datasets=datasets)

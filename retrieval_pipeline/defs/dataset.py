@@ -1,0 +1,107 @@
+"""The verified retrieval dataset: forward-RAG-filtered tuples with hard negatives, in Parquet and JSONL."""
+
+import json
+
+import pandas as pd
+import dagster as dg
+
+from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.judges.offline import OfflineLexicalJudge, passthrough_decision
+from retrieval_pipeline.core.negatives import SiblingIndex, bm25_negatives
+from retrieval_pipeline.core.reports import md_preview
+from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
+from retrieval_pipeline.core.retrieval_dataset import build_record, write_jsonl
+from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.defs.indexes import bm25_index
+from retrieval_pipeline.defs.partitions import dataset_partitions
+from retrieval_pipeline.defs.resources import PipelineSettings
+
+
+@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas"}, deps=[bm25_index])
+def verified_pairs(
+    context: dg.AssetExecutionContext, settings: PipelineSettings, qa_pairs: pd.DataFrame, corpus: pd.DataFrame
+) -> dg.MaterializeResult[pd.DataFrame]:
+    """Forward-RAG filter: every retrieval pair kept or dropped, with the judge's name and reason.
+
+    Sufficiency (the gold context answers the query) and necessity (random contexts do not) are decided
+    by the configured judge; offline that is ``offline_lexical``, a deterministic stand-in for an LLM.
+    Kept pairs get hard negatives: sibling objects of the gold's module and top BM25 non-gold hits.
+    Dropped pairs stay here, inspectable, with their reason.
+    """
+    config = settings.dataset(context.partition_key)
+    docs = from_frame(corpus, Document)
+    texts = {d.doc_id: d.text for d in docs}
+    pairs = qa_pairs[qa_pairs["status"] != "not_retrieval"].reset_index(drop=True)
+    fs = config.filter
+    judge = OfflineLexicalJudge(texts, random_contexts=fs.random_contexts, min_sufficiency=fs.min_sufficiency, seed=fs.seed) if fs.judge == "offline_lexical" else None
+    siblings = SiblingIndex(docs)
+    bm25 = BM25Retriever.load(settings.index_dir(context.partition_key, "bm25"))
+    neg = config.negatives
+
+    rows = []
+    for pair in pairs.itertuples(index=False):
+        golds = list(pair.gold_doc_ids)
+        if pair.status != "resolved":
+            decision = None
+            row = {"keep": False, "judge": "none", "reason": f"dropped: gold target unresolved ({pair.method})",
+                   "sufficiency": None, "best_random": None, "random_doc_ids": []}
+        else:
+            decision = judge.decide(pair.query_id, pair.query, golds) if judge else passthrough_decision(pair.query_id)
+            row = {"keep": decision.keep, "judge": decision.judge, "reason": decision.reason,
+                   "sufficiency": decision.sufficiency, "best_random": decision.best_random,
+                   "random_doc_ids": decision.random_doc_ids}
+        sib = siblings.siblings(golds, neg.per_query_siblings) if row["keep"] else []
+        hard = bm25_negatives(bm25.search([pair.query], neg.per_query_bm25 + len(golds) + len(sib))[0], golds, neg.per_query_bm25, sib) if row["keep"] else []
+        rows.append({"query_id": pair.query_id, "suite": pair.suite, "benchmark_type": pair.benchmark_type,
+                     "query": pair.query, "gold_doc_ids": golds, "gold_method": pair.method, **row,
+                     "sibling_negatives": sib, "bm25_negatives": hard})
+    frame = pd.DataFrame(rows)
+    kept = int(frame["keep"].sum()) if len(frame) else 0
+    reasons = frame["reason"].str.split(":").str[0].value_counts().to_dict() if len(frame) else {}
+    return dg.MaterializeResult(
+        value=frame,
+        metadata={
+            "pairs": len(frame), "kept": kept, "dropped": len(frame) - kept,
+            "judge": judge.name if judge else "none",
+            "judge_note": "offline_lexical is a deterministic lexical stand-in for an LLM judge" if judge else "filter off",
+            "decisions_by_reason": dg.MetadataValue.json({str(k): int(v) for k, v in reasons.items()}),
+            "dropped_pairs": dg.MetadataValue.md(md_preview(frame[~frame["keep"]][["query_id", "reason"]] if len(frame) else frame, n=50)),
+        },
+    )
+
+
+@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas", "jsonl"})
+def retrieval_dataset(
+    context: dg.AssetExecutionContext, settings: PipelineSettings, verified_pairs: pd.DataFrame, corpus: pd.DataFrame
+) -> dg.MaterializeResult[pd.DataFrame]:
+    """The verified retrieval-evaluation dataset: (query, positives, hard negatives, metadata) per kept pair.
+
+    Also exported as ``retrieval_dataset.jsonl`` in the shape
+    ``{id, source, query, positive_ctxs: [{fqn, text, rank_relevance}], negative_ctxs: [{fqn, text, is_hard_negative}], metadata}``.
+    """
+    docs = {d.doc_id: d for d in from_frame(corpus, Document)}
+    kept = verified_pairs[verified_pairs["keep"]] if len(verified_pairs) else verified_pairs
+    records = []
+    for pair in kept.itertuples(index=False):
+        records.append(build_record(
+            query_id=pair.query_id, source=f"{context.partition_key}/{pair.suite}", query=pair.query,
+            gold_doc_ids=list(pair.gold_doc_ids), docs=docs, sibling_ids=list(pair.sibling_negatives),
+            bm25_ids=list(pair.bm25_negatives), random_ids=list(pair.random_doc_ids),
+            metadata={"benchmark_type": pair.benchmark_type, "gold_method": pair.gold_method,
+                      "judge": pair.judge, "judge_reason": pair.reason, "dataset": context.partition_key},
+        ))
+    if not records:
+        raise ValueError(f"dataset {context.partition_key}: the filter kept no pair, nothing to evaluate "
+                         f"({len(verified_pairs)} pairs judged; see verified_pairs for the reasons)")
+    path = settings.export_path(context.partition_key, "retrieval_dataset.jsonl")
+    write_jsonl(records, path)
+    frame = pd.DataFrame(records)
+    frame["metadata"] = frame["metadata"].map(lambda m: json.dumps(m, sort_keys=True))
+    n_neg = frame["negative_ctxs"].map(len)
+    return dg.MaterializeResult(
+        value=frame,
+        metadata={"tuples": len(frame), "jsonl_path": dg.MetadataValue.path(str(path)),
+                  "positives_per_query": float(frame["positive_ctxs"].map(len).mean()),
+                  "negatives_per_query": float(n_neg.mean()),
+                  "preview": dg.MetadataValue.md(md_preview(frame[["id", "query"]]))},
+    )

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "datasets.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_project_registry_loads_with_issue_defaults():
+    registry = load_registry(DEFAULT_REGISTRY_PATH)
+    stdlib = registry.get("stdlib")
+    assert stdlib.thresholds["hit_rate@5"].min == 0.80 and stdlib.thresholds["hit_rate@5"].severity == "ERROR"
+    assert stdlib.thresholds["mrr"].severity == "WARN"
+    assert stdlib.retrievers.names == ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"]
+    assert all(p.is_absolute() for p in stdlib.input_paths())
+
+
+def test_dataset_overrides_merge_key_by_key(tmp_path):
+    path = write(tmp_path, """
+defaults:
+  thresholds: {hit_rate@5: {min: 0.8, severity: ERROR}, mrr: {min: 0.5}}
+  retrievers: {hybrid_minmax: {alpha: 0.5}, hybrid_rrf: {k: 60}}
+datasets:
+  a:
+    suites: [s.yaml]
+    corpus: {introspect_modules: [json]}
+    thresholds: {hit_rate@5: {min: 0.6, severity: WARN}}
+    retrievers: {hybrid_minmax: {alpha: 0.3}}
+""")
+    a = load_registry(path, root=tmp_path).get("a")
+    assert a.thresholds["hit_rate@5"].min == 0.6 and a.thresholds["hit_rate@5"].severity == "WARN"
+    assert a.thresholds["mrr"].min == 0.5  # inherited
+    assert a.retrievers.names[2:] == ["hybrid_minmax_a0.3", "hybrid_rrf_k60"]
+    assert a.suites == [(tmp_path / "s.yaml").resolve()]
+    assert a.missing_inputs() == [(tmp_path / "s.yaml").resolve()]
+
+
+def test_invalid_dataset_names_file_and_dataset(tmp_path):
+    path = write(tmp_path, "datasets:\n  broken:\n    suites: [s.yaml]\n    corpus: {}\n")
+    with pytest.raises(InputError) as err:
+        load_registry(path, root=tmp_path)
+    assert str(path) in str(err.value) and "dataset broken" in str(err.value) and "exactly one" in str(err.value)
+
+
+def test_unknown_dataset_lists_known_ones():
+    with pytest.raises(InputError, match="known: stdlib"):
+        load_registry().get("nope")
+
+
+def test_yaml_syntax_error_names_file(tmp_path):
+    path = write(tmp_path, "datasets: [unclosed\n")
+    with pytest.raises(InputError, match=str(path)):
+        load_registry(path)
