@@ -1,0 +1,366 @@
+"""Infer the primary subject class of a ``fix_error`` case (the API object the fix is about).
+
+:class:`TargetInferer` is the seam: :class:`AstTargetInferer` reads the solution code when it exists
+(fixed file, else test file, else unfixed file) and falls back to the case description; an LLM-based
+inferer can later implement the same protocol.
+
+AST rules: imported names are mapped to FQNs; every call of an imported name (or of a bare name that
+is neither a builtin nor defined locally, e.g. a class whose import is missing) counts once, so does
+subclassing, and a call of a locally defined class credits its bases. A call whose result is bound
+to a name (or returned) and never passed into another call is a *root* object
+(``root_agent = SequentialAgent(sub_agents=[a, b])``) and gets :data:`ROOT_BONUS`.
+Candidates are resolved through the corpus (exact / alias / suffix, then by short name); the highest
+score wins, ties going to root objects, then to the more frequent, then to the first seen.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_gold
+from retrieval_pipeline.core.types import Case
+
+InferenceMethod = Literal["ast", "description", "none"]
+
+#: Extra score for a root object (bound or returned, never passed into another call).
+ROOT_BONUS = 3
+#: Solution files tried in order (roles of ``Case.files``).
+FILE_ORDER = ("fixed", "test", "unfixed")
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_BACKTICKED = re.compile(r"`([^`]+)`")
+_CAMEL_CASE = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b")
+_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass
+class TargetInference:
+    """The inferred subject of one case: a corpus ``doc_id`` (or None), how, and the evidence."""
+
+    case_id: str
+    target: str | None
+    method: InferenceMethod
+    evidence: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class TargetInferer(Protocol):
+    """Anything that names the primary subject of a fix_error case."""
+
+    name: str
+
+    def infer(self, case: Case, lookup: CorpusLookup) -> TargetInference: ...
+
+
+class AstTargetInferer:
+    """Infer the subject from solution code with :mod:`ast`, else from the description."""
+
+    name = "ast"
+
+    def infer(self, case: Case, lookup: CorpusLookup) -> TargetInference:
+        """Infer the subject of ``case`` against the corpus behind ``lookup``.
+
+        Args:
+            case: A fix_error case (``files`` holds existing solution/test files by role).
+            lookup: The corpus indexes.
+
+        Returns:
+            The inference; ``warnings`` name missing or unparsable files together with the case.
+        """
+        warnings = _missing_file_warnings(case)
+        for role in FILE_ORDER:
+            path = case.files.get(role)
+            if path is None:
+                continue
+            inference = _infer_from_file(case.case_id, role, Path(path), lookup, warnings)
+            if inference is not None:
+                return inference
+        return _infer_from_description(case, lookup, warnings)
+
+
+# --------------------------------------------------------------------------- symbol resolution
+
+
+@dataclass
+class SymbolMatch:
+    """A symbol resolved to a document: how (exact/alias/suffix/name), and the other plausible ids."""
+
+    doc_id: str
+    how: str
+    alternatives: list[str]
+
+
+def resolve_symbol(symbol: str, lookup: CorpusLookup) -> SymbolMatch | None:
+    """Resolve a symbol: a bare name by short name; a dotted one gold-style, then by its last part.
+
+    A dotted symbol only falls back to same-named ids of its own top-level package, so
+    ``pydantic.BaseModel`` never lands on some ``google.adk...BaseModel``.
+    """
+    if "." not in symbol and symbol not in lookup:
+        return _pick_canonical(lookup.by_name(symbol), lookup)
+    resolution = resolve_gold(symbol, lookup)
+    if resolution.doc_id is not None:
+        return SymbolMatch(resolution.doc_id, resolution.method, resolution.candidates)
+    package, name = symbol.split(".", 1)[0], symbol.rsplit(".", 1)[-1]
+    pool = resolution.candidates or [d for d in lookup.by_name(name) if d.split(".", 1)[0] == package]
+    return _pick_canonical(pool, lookup)
+
+
+def _pick_canonical(doc_ids: list[str], lookup: CorpusLookup) -> SymbolMatch | None:
+    """Pick among same-named ids: classes first, then the shortest public path (id or alias), then shortest id."""
+    if not doc_ids:
+        return None
+    ranked = sorted(doc_ids, key=lambda d: (lookup.kind(d) != "class", _shortest_path_depth(d, lookup), len(d)))
+    return SymbolMatch(ranked[0], "name", ranked[1:])
+
+
+def _shortest_path_depth(doc_id: str, lookup: CorpusLookup) -> int:
+    """Components in the shortest dotted name a document is known by (a re-export is more canonical)."""
+    return min(name.count(".") + 1 for name in [doc_id, *lookup.aliases(doc_id)])
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def _missing_file_warnings(case: Case) -> list[str]:
+    """One warning per file the suite named but that does not exist."""
+    return [
+        f"case {case.case_id!r}: {item.get('role', '?')} file not found: {item.get('path', '?')}"
+        for item in case.extra.get("missing_files", [])
+        if isinstance(item, dict)
+    ]
+
+
+# --------------------------------------------------------------------------- from a file
+
+
+def _infer_from_file(
+    case_id: str, role: str, path: Path, lookup: CorpusLookup, warnings: list[str]
+) -> TargetInference | None:
+    """Infer from one solution file; None (with a warning) when it is unreadable or yields nothing."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as exc:
+        warnings.append(f"case {case_id!r}: syntax error in {role} file {path} at line {exc.lineno}: {exc.msg}")
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        warnings.append(f"case {case_id!r}: cannot read {role} file {path}: {exc}")
+        return None
+    uses = _SymbolUses.collect(tree)
+    scored, unresolved = _score(uses, lookup)
+    evidence: dict[str, Any] = {"source": "file", "role": role, "file": str(path), "unresolved": unresolved}
+    if not scored:
+        warnings.append(f"case {case_id!r}: no corpus object is called in {role} file {path}")
+        return None
+    winner = scored[0]
+    evidence["candidates"] = scored
+    evidence["reason"] = _why_won(winner, scored[1:])
+    return TargetInference(case_id, winner["doc_id"], "ast", evidence, warnings)
+
+
+@dataclass
+class _SymbolUses:
+    """What a module uses: per expanded symbol, how often it is called/subclassed, and if it is a root."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    roots: set[str] = field(default_factory=set)
+    via: dict[str, str] = field(default_factory=dict)  # symbol -> local class it was reached through
+
+    @classmethod
+    def collect(cls, tree: ast.Module) -> _SymbolUses:
+        """Walk a parsed module and record every call/subclassing of an external symbol."""
+        uses = cls()
+        imports = _import_map(tree)
+        local_classes = _local_class_bases(tree, imports)
+        local_defs = _local_definitions(tree)
+        consumed_names = _names_passed_to_calls(tree)
+        for class_name, bases in local_classes.items():
+            for base in bases:
+                uses._add(base, root=False, via=class_name)
+        for call, bound_names in _calls_with_binding(tree):
+            dotted = _dotted(call.func)
+            if dotted is None:
+                continue
+            root = bound_names is not None and not (bound_names & consumed_names)
+            if dotted in local_classes:
+                for base in local_classes[dotted]:
+                    uses._add(base, root=root, via=dotted)
+                continue
+            symbol = _expand(dotted, imports, local_defs)
+            if symbol is not None:
+                uses._add(symbol, root=root)
+        return uses
+
+    def _add(self, symbol: str, *, root: bool, via: str | None = None) -> None:
+        """Count one use of ``symbol``."""
+        self.counts[symbol] = self.counts.get(symbol, 0) + 1
+        if root:
+            self.roots.add(symbol)
+        if via is not None:
+            self.via.setdefault(symbol, via)
+
+
+def _import_map(tree: ast.Module) -> dict[str, str]:
+    """Local name -> FQN for every import in the module (relative imports map to the bare name)."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    names[root] = root
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                qualified = f"{node.module}.{alias.name}" if node.module and not node.level else alias.name
+                names[alias.asname or alias.name] = qualified
+    return names
+
+
+def _local_class_bases(tree: ast.Module, imports: dict[str, str]) -> dict[str, list[str]]:
+    """Locally defined class -> its base classes as expanded symbols."""
+    classes: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            dotted = (_dotted(base) for base in node.bases)
+            classes[node.name] = [_expand(d, imports, set()) or d for d in dotted if d and d != "object"]
+    return classes
+
+
+def _local_definitions(tree: ast.Module) -> set[str]:
+    """Names of functions and classes defined in the module (never corpus objects themselves)."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {node.name for node in ast.walk(tree) if isinstance(node, defs)}
+
+
+def _names_passed_to_calls(tree: ast.Module) -> set[str]:
+    """Names that appear anywhere inside the arguments of a call (their objects are consumed)."""
+    passed: set[str] = set()
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            passed |= {n.id for n in ast.walk(argument) if isinstance(n, ast.Name)}
+    return passed
+
+
+def _calls_with_binding(tree: ast.Module) -> list[tuple[ast.Call, set[str] | None]]:
+    """Every call, paired with the names its result is bound to ('<return>' when returned).
+
+    Only a call that *is* the whole assigned/returned value is bound; nested calls get None.
+    """
+    bound: dict[int, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound[id(node.value)] = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            bound[id(node.value)] = {"<return>"}
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    return [(call, bound.get(id(call))) for call in calls]
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, None for anything else (calls, subscripts...)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _expand(dotted: str, imports: dict[str, str], local_defs: set[str]) -> str | None:
+    """Map a called dotted name to a symbol: through imports, or a bare non-builtin, non-local name."""
+    root, _, rest = dotted.partition(".")
+    if root in imports:
+        return f"{imports[root]}.{rest}" if rest else imports[root]
+    if rest or root in _BUILTIN_NAMES or root in local_defs:
+        return None  # attribute of a local object, a builtin, or our own helper
+    return root  # e.g. a class used without its import: resolved by name
+
+
+def _score(uses: _SymbolUses, lookup: CorpusLookup) -> tuple[list[dict[str, Any]], list[str]]:
+    """Resolve used symbols to documents and score them, best first; also list unresolved symbols."""
+    by_doc: dict[str, dict[str, Any]] = {}
+    unresolved: list[str] = []
+    for order, (symbol, count) in enumerate(uses.counts.items()):
+        resolved = resolve_symbol(symbol, lookup)
+        if resolved is None:
+            unresolved.append(symbol)
+            continue
+        entry = by_doc.setdefault(resolved.doc_id, _candidate_entry(resolved, order))
+        entry["symbols"].append(symbol if symbol not in uses.via else f"{symbol} (via {uses.via[symbol]})")
+        entry["count"] += count
+        entry["root"] = entry["root"] or symbol in uses.roots
+    for entry in by_doc.values():
+        entry["score"] = entry["count"] + (ROOT_BONUS if entry["root"] else 0)
+    ranked = sorted(by_doc.values(), key=lambda e: (-e["score"], not e["root"], -e["count"], e["first_seen"]))
+    return ranked, unresolved
+
+
+def _candidate_entry(match: SymbolMatch, order: int) -> dict[str, Any]:
+    """An empty evidence record for one candidate document."""
+    return {
+        "doc_id": match.doc_id,
+        "symbols": [],
+        "resolved_by": match.how,
+        "alternatives": match.alternatives,
+        "count": 0,
+        "root": False,
+        "first_seen": order,
+    }
+
+
+def _why_won(winner: dict[str, Any], others: list[dict[str, Any]]) -> str:
+    """A one-line explanation of the winning candidate."""
+    parts = [f"score {winner['score']}", f"used {winner['count']}x"]
+    if winner["root"]:
+        parts.append(f"root object (+{ROOT_BONUS})")
+    if others and others[0]["score"] == winner["score"]:
+        parts.append(f"tie with {others[0]['doc_id']} broken by root/frequency/first use")
+    return f"{winner['doc_id']}: " + ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- from the description
+
+
+def _infer_from_description(case: Case, lookup: CorpusLookup, warnings: list[str]) -> TargetInference:
+    """Backticked names first, then CamelCase words; the first resolving to a class wins."""
+    tried = [(name, resolve_symbol(name, lookup)) for name in description_names(case.query)]
+    names = [
+        {"name": name, "doc_id": match.doc_id if match else None, "kind": lookup.kind(match.doc_id) if match else None}
+        for name, match in tried
+    ]
+    resolved = [(name, match) for name, match in tried if match is not None]
+    classes = [(name, match) for name, match in resolved if lookup.kind(match.doc_id) == "class"]
+    if not resolved:
+        reason = "no solution file parsed and no description name resolves in the corpus"
+        evidence = {"source": "description", "names": names, "reason": reason}
+        return TargetInference(case.case_id, None, "none", evidence, warnings)
+    name, match = (classes or resolved)[0]
+    why = "first description name resolving to a class" if classes else "no name resolves to a class; first one"
+    evidence = {
+        "source": "description",
+        "names": names,
+        "alternatives": match.alternatives,
+        "reason": f"{why}: {name!r} ({match.how})",
+    }
+    return TargetInference(case.case_id, match.doc_id, "description", evidence, warnings)
+
+
+def description_names(text: str) -> list[str]:
+    """Candidate API names in a description: backticked identifiers, then CamelCase words (deduplicated)."""
+    backticked = [m.strip().strip("'\"").removesuffix("()") for m in _BACKTICKED.findall(text)]
+    names = [n for n in backticked if _DOTTED_NAME.match(n)]
+    names += _CAMEL_CASE.findall(_BACKTICKED.sub(" ", text))
+    return list(dict.fromkeys(names))

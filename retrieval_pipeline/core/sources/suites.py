@@ -1,0 +1,238 @@
+"""Load an ADK-style benchmark suite YAML into validated :class:`Case` rows and :class:`Rejected` rows.
+
+A suite file is a mapping with a ``benchmarks`` list. Each row carries its own ``benchmark_type``:
+
+* ``api_understanding``: ``question`` plus gold FQNs in ``answers[].fully_qualified_class_name``;
+* ``fix_error``: ``description`` plus ``fixed_file`` / ``test_file`` / ``unfixed_file`` paths;
+* ``multiple_choice``: ``question``, ``options`` (letter -> text) and ``correct_answer``.
+
+File-level problems raise :class:`InputError`; row-level problems become :class:`Rejected` rows, so
+``len(cases) + len(rejects) == total`` always holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
+
+#: YAML key -> role name used in ``Case.files`` and ``extra["missing_files"]``.
+FIX_FILE_ROLES: dict[str, str] = {"fixed_file": "fixed", "test_file": "test", "unfixed_file": "unfixed"}
+
+_QUERY_KEY = {"api_understanding": "question", "multiple_choice": "question", "fix_error": "description"}
+#: Keys turned into typed ``Case`` fields, per type; every other key is kept in ``Case.extra``.
+_COMMON_KEYS = {"id", "benchmark_type", "explanation"}
+_TYPED_KEYS = {
+    "api_understanding": _COMMON_KEYS | {"question"},
+    "multiple_choice": _COMMON_KEYS | {"question", "options", "correct_answer"},
+    "fix_error": _COMMON_KEYS | {"description"} | set(FIX_FILE_ROLES),
+}
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass
+class SuiteLoad:
+    """The outcome of loading one suite file: accepted cases, rejected rows, and the row count."""
+
+    cases: list[Case]
+    rejects: list[Rejected]
+    total: int
+
+
+class _CaseProblem(Exception):
+    """A row-level validation failure; its message names the offending field."""
+
+
+def load_suite(
+    path: str | Path,
+    *,
+    suite: str | None = None,
+    files_root: str | Path | None = None,
+) -> SuiteLoad:
+    """Load and validate one suite YAML file.
+
+    Args:
+        path: The suite YAML file (``{benchmarks: [...]}``).
+        suite: The suite name; defaults to the name of the file's parent directory.
+        files_root: Directory that ``fix_error`` file paths are relative to; defaults to the file's directory.
+
+    Returns:
+        The accepted cases and rejected rows, with ``len(cases) + len(rejects) == total``.
+
+    Raises:
+        InputError: The file is unreadable, is not valid YAML, or has no top-level ``benchmarks`` list.
+    """
+    path = Path(path)
+    rows = read_benchmark_rows(path)
+    suite_name = suite or path.resolve().parent.name
+    root = Path(files_root) if files_root is not None else path.resolve().parent
+
+    cases: list[Case] = []
+    rejects: list[Rejected] = []
+    first_seen: dict[str, int] = {}
+    for index, raw in enumerate(rows):
+        case_id = _raw_id(raw)
+        try:
+            _check_unique(case_id, index, first_seen)
+            cases.append(_build_case(raw, index, path, suite_name, root))
+        except _CaseProblem as problem:
+            rejects.append(_reject(path, index, case_id, str(problem)))
+    return SuiteLoad(cases=cases, rejects=rejects, total=len(rows))
+
+
+def read_benchmark_rows(path: Path) -> list[Any]:
+    """Read a suite file and return its raw ``benchmarks`` list.
+
+    Raises:
+        InputError: Unreadable file, YAML syntax error (with line and column), or wrong top-level shape.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read suite file: {exc}", path=str(path)) from exc
+    try:
+        data = yaml.load(text, Loader=_SafeLoader)
+    except yaml.YAMLError as exc:
+        raise InputError(f"YAML syntax error{_yaml_position(exc)}: {exc}", path=str(path)) from exc
+    if not isinstance(data, Mapping) or not isinstance(data.get("benchmarks"), list):
+        raise InputError("top level must be a mapping with a 'benchmarks' list", path=str(path))
+    return list(data["benchmarks"])
+
+
+def _yaml_position(exc: yaml.YAMLError) -> str:
+    """Format the 1-based line/column of a YAML error, or '' when PyYAML gives none."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return ""
+    return f" at line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _raw_id(raw: Any) -> str | None:
+    """Return the row's id as a stripped string, or None when missing/empty/not a mapping."""
+    if not isinstance(raw, Mapping):
+        return None
+    value = raw.get("id")
+    text = "" if value is None else str(value).strip()
+    return text or None
+
+
+def _check_unique(case_id: str | None, index: int, first_seen: dict[str, int]) -> None:
+    """Register ``case_id``; a repeat is a problem naming the first position."""
+    if case_id is None:
+        return
+    if case_id in first_seen:
+        raise _CaseProblem(f"duplicate 'id' {case_id!r} (first seen at index {first_seen[case_id]})")
+    first_seen[case_id] = index
+
+
+def _reject(path: Path, index: int, case_id: str | None, problem: str) -> Rejected:
+    """Build a Rejected whose reason names the file and the case."""
+    who = f"case {case_id!r} (index {index})" if case_id else f"case at index {index}"
+    return Rejected(source_file=str(path), case_id=case_id, index=index, reason=f"file {path}, {who}: {problem}")
+
+
+def _build_case(raw: Any, index: int, path: Path, suite: str, files_root: Path) -> Case:
+    """Validate one raw row and turn it into a Case (raises _CaseProblem)."""
+    if not isinstance(raw, Mapping):
+        raise _CaseProblem(f"case is not a mapping (got {type(raw).__name__})")
+    case_id = _raw_id(raw)
+    if case_id is None:
+        raise _CaseProblem("missing or empty 'id'")
+    benchmark_type = raw.get("benchmark_type")
+    if benchmark_type not in BENCHMARK_TYPES:
+        expected = ", ".join(BENCHMARK_TYPES)
+        raise _CaseProblem(f"unknown 'benchmark_type' {benchmark_type!r} (expected one of {expected})")
+    explanation = raw.get("explanation")
+    case = Case(
+        case_id=case_id,
+        suite=suite,
+        benchmark_type=benchmark_type,
+        source_file=str(path),
+        index=index,
+        query=_required_text(raw, _QUERY_KEY[benchmark_type]),
+        explanation=str(explanation) if explanation is not None else None,
+        extra={k: v for k, v in raw.items() if k not in _TYPED_KEYS[benchmark_type]},
+    )
+    _FILLERS[benchmark_type](case, raw, files_root)
+    return case
+
+
+def _required_text(raw: Mapping[str, Any], key: str) -> str:
+    """Return ``raw[key]`` as stripped text, or raise naming the key when missing/empty."""
+    value = raw.get(key)
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        raise _CaseProblem(f"missing or empty '{key}'")
+    return text
+
+
+def _fill_api_understanding(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:
+    """Attach gold FQNs; a case without any is a problem."""
+    case.gold_fqns = gold_fqns_of(raw.get("answers"))
+    if not case.gold_fqns:
+        raise _CaseProblem("no gold FQN in 'answers[].fully_qualified_class_name'")
+
+
+def gold_fqns_of(answers: Any) -> list[str]:
+    """Collect ``fully_qualified_class_name`` values (string or list) in order, de-duplicated."""
+    found: list[str] = []
+    for answer in answers if isinstance(answers, list) else []:
+        value = answer.get("fully_qualified_class_name") if isinstance(answer, Mapping) else None
+        for fqn in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            text = fqn.strip() if isinstance(fqn, str) else ""
+            if text and text not in found:
+                found.append(text)
+    return found
+
+
+def _fill_multiple_choice(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:
+    """Attach options and the correct letter, checking the letter is one of the options."""
+    options = raw.get("options")
+    if not isinstance(options, Mapping):
+        raise _CaseProblem(f"'options' must be a mapping letter -> text (got {type(options).__name__})")
+    case.options = {str(letter).strip(): str(text) for letter, text in options.items()}
+    if len(case.options) < 2:
+        raise _CaseProblem(f"'options' has {len(case.options)} entries, at least 2 are needed")
+    correct = raw.get("correct_answer")
+    letter = str(correct).strip() if correct is not None else ""
+    if letter not in case.options:
+        raise _CaseProblem(f"'correct_answer' {correct!r} is not among option letters {sorted(case.options)}")
+    case.correct_answer = letter
+
+
+def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:
+    """Resolve solution/test file paths; existing ones go to ``files``, absent ones to ``extra``."""
+    missing: list[dict[str, str]] = []
+    for key, role in FIX_FILE_ROLES.items():
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise _CaseProblem(f"'{key}' must be a non-empty path string (got {value!r})")
+        resolved = _resolve_path(value.strip(), files_root)
+        if resolved.is_file():
+            case.files[role] = str(resolved)
+        else:
+            missing.append({"role": role, "path": str(resolved)})
+    if missing:
+        case.extra["missing_files"] = missing
+
+
+def _resolve_path(value: str, files_root: Path) -> Path:
+    """Return ``value`` as an absolute path, relative paths taken from ``files_root``."""
+    candidate = Path(value)
+    return (candidate if candidate.is_absolute() else files_root / candidate).resolve()
+
+
+_FILLERS = {
+    "api_understanding": _fill_api_understanding,
+    "multiple_choice": _fill_multiple_choice,
+    "fix_error": _fill_fix_error,
+}
