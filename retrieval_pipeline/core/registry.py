@@ -62,7 +62,8 @@ class NegativeSettings(_Strict):
 class FilterSettings(_Strict):
     judge: Literal["offline_lexical", "none"] = "offline_lexical"
     random_contexts: int = Field(3, ge=0)
-    min_sufficiency: float = Field(0.2, ge=0.0, le=1.0)
+    min_description_tokens: int = Field(2, ge=0)
+    max_random_coverage: float = Field(0.5, ge=0.0, le=1.0)
     seed: int = 13
 
 

@@ -33,7 +33,9 @@ def verified_pairs(
     texts = {d.doc_id: d.text for d in docs}
     pairs = qa_pairs[qa_pairs["status"] != "not_retrieval"].reset_index(drop=True)
     fs = config.filter
-    judge = OfflineLexicalJudge(texts, random_contexts=fs.random_contexts, min_sufficiency=fs.min_sufficiency, seed=fs.seed) if fs.judge == "offline_lexical" else None
+    judge = (OfflineLexicalJudge(texts, random_contexts=fs.random_contexts, min_description_tokens=fs.min_description_tokens,
+                                 max_random_coverage=fs.max_random_coverage, seed=fs.seed)
+             if fs.judge == "offline_lexical" else None)
     siblings = SiblingIndex(docs)
     bm25 = BM25Retriever.load(settings.index_dir(context.partition_key, "bm25"))
     neg = config.negatives

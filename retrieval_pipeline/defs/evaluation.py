@@ -33,7 +33,8 @@ def retrieval_runs(
     pk = context.partition_key
     cfg = settings.dataset(pk).retrievers
     bm25 = BM25Retriever.load(settings.index_dir(pk, "bm25"))
-    dense = DenseRetriever.load(settings.index_dir(pk, "dense_minilm"), encoder.get_encoder(), settings.embedding_cache())
+    # no embedding cache for queries here: latency must include encoding the query, as a user would see it
+    dense = DenseRetriever.load(settings.index_dir(pk, "dense_minilm"), encoder.get_encoder())
     names = cfg.names
     retrievers = [
         bm25,

@@ -180,3 +180,32 @@ def test_introspection_keeps_wrapped_functions_bound_methods_and_private_base_me
     assert "random.sample" in ids  # bound method of the module's hidden Random instance
     assert "argparse.ArgumentParser.add_argument" in ids  # defined on the private argparse._ActionsContainer
     assert "collections.OrderedDict.get" not in ids  # inherited from builtin dict: left to dict
+
+
+def test_introspected_text_is_stable_across_processes():
+    """Defaults that print memory addresses would change the text (and the embedding cache key) every run."""
+    import subprocess
+    import sys
+
+    code = ("from retrieval_pipeline.core.sources.api_index import introspect_modules as f;"
+            "import hashlib;print(hashlib.sha256(''.join(d.text for d in f(['shutil','difflib','logging','dataclasses']).documents).encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    assert len(digests) == 1
+    from retrieval_pipeline.core.sources.api_index import introspect_modules
+
+    text = {d.doc_id: d.text for d in introspect_modules(["shutil"]).documents}["shutil.move"]
+    assert "copy_function=<default>" in text and "0x" not in text
+
+
+def test_methods_patched_in_by_other_packages_are_left_out(monkeypatch):
+    import logging
+
+    from retrieval_pipeline.core.sources.api_index import introspect_modules
+
+    def warning_once(self, msg):  # what transformers attaches to logging.Logger when imported
+        pass
+
+    warning_once.__module__ = "transformers.utils.logging"
+    monkeypatch.setattr(logging.Logger, "warning_once", warning_once, raising=False)
+    ids = {d.doc_id for d in introspect_modules(["logging"]).documents}
+    assert "logging.Logger.info" in ids and "logging.Logger.warning_once" not in ids

@@ -2,16 +2,23 @@
 
 Forward-RAG filtering keeps a (query, gold) pair only when the gold context is **sufficient** (the
 question can be answered from it alone) and **necessary** (random contexts do not answer it). An LLM
-makes that call when one is configured; offline, this judge stands in with a lexical proxy:
+makes that call when one is configured. Offline, no model understands the question, so this judge is
+deliberately conservative: it drops a pair only on evidence a lexical rule can see.
+
+* **sufficiency**: the gold context must carry an answer at all: at least ``min_description_tokens``
+  distinct tokens beyond those of its own id (``cached_property(func)`` with no docstring tells a
+  reader nothing the name does not; ``uuid4()`` "Generate a random UUID." is enough);
+* **necessity**: the question must be specific: it is dropped when one of ``random_contexts`` seeded
+  random non-gold documents covers it at least as well as the gold does *and* covers at least
+  ``max_random_coverage`` of it, with
 
     coverage(q, c) = Σ_{t ∈ T(q) ∩ T(c)} idf(t) / Σ_{t ∈ T(q)} idf(t)
 
-where ``T(x)`` is the set of tokens of ``x`` and ``idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))``
-over the corpus. A pair is kept when ``max_gold coverage >= min_sufficiency`` and the gold covers
-strictly more than every one of ``random_contexts`` seeded random non-gold documents.
+  where ``T(x)`` is the token set of ``x`` and ``idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))``.
 
-It is a stand-in, and says so: a lexical judge favours pairs whose gold shares words with the question,
-so a dataset filtered by it leans towards lexical retrievers. Every decision records the judge's name.
+Requiring lexical overlap between question and gold would keep only questions that repeat the
+documentation's words, tilting the dataset towards BM25; this judge does not. Every decision records
+the judge's name and the numbers behind it.
 """
 
 from __future__ import annotations
@@ -51,19 +58,22 @@ class OfflineLexicalJudge:
         corpus: Mapping[str, str],
         *,
         random_contexts: int = 3,
-        min_sufficiency: float = 0.2,
+        min_description_tokens: int = 2,
+        max_random_coverage: float = 0.5,
         seed: int = 13,
     ) -> None:
         if not corpus:
             raise ValueError("the offline judge needs a non-empty corpus")
         self._doc_ids = list(corpus)
         self._tokens = {doc_id: frozenset(tokenize(text)) for doc_id, text in corpus.items()}
+        self._described = {doc_id: len(toks - set(tokenize(doc_id))) for doc_id, toks in self._tokens.items()}
         df = Counter(t for toks in self._tokens.values() for t in toks)
         n = len(self._doc_ids)
         self._idf = {t: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
         self._default_idf = math.log(1.0 + (n + 0.5) / 0.5)  # a term no document has
         self.random_contexts = random_contexts
-        self.min_sufficiency = min_sufficiency
+        self.min_description_tokens = min_description_tokens
+        self.max_random_coverage = max_random_coverage
         self.seed = seed
 
     def coverage(self, query: str, doc_id: str) -> float:
@@ -86,18 +96,22 @@ class OfflineLexicalJudge:
         golds = [g for g in gold_doc_ids if g in self._tokens]
         if not golds:
             return FilterDecision(query_id, False, self.name, "dropped: no gold document in the corpus")
+        described = max(self._described[g] for g in golds)
         suff = max(self.coverage(query, g) for g in golds)
         randoms = self._random_docs(query_id, set(golds))
         best_random = max((self.coverage(query, d) for d in randoms), default=0.0)
-        if suff < self.min_sufficiency:
-            reason = f"dropped (insufficient): gold covers {suff:.2f} of the query's idf mass < {self.min_sufficiency:.2f}"
+        if described < self.min_description_tokens:
             keep = False
-        elif best_random >= suff:
-            reason = f"dropped (not necessary): a random context covers {best_random:.2f} >= gold {suff:.2f}"
+            reason = (f"dropped (insufficient): the gold context has {described} distinct tokens beyond its name "
+                      f"(< {self.min_description_tokens}): nothing to answer from")
+        elif best_random >= self.max_random_coverage and best_random >= suff:
             keep = False
+            reason = (f"dropped (not necessary): a random context covers {best_random:.2f} of the query "
+                      f"(>= {self.max_random_coverage:.2f}), as much as the gold ({suff:.2f})")
         else:
-            reason = f"kept: gold covers {suff:.2f} >= {self.min_sufficiency:.2f}; best of {len(randoms)} random contexts {best_random:.2f}"
             keep = True
+            reason = (f"kept: gold context has {described} distinct tokens beyond its name; gold covers {suff:.2f} of the query, "
+                      f"best of {len(randoms)} random contexts {best_random:.2f}")
         return FilterDecision(query_id, keep, self.name, reason, suff, best_random, randoms)
 
 

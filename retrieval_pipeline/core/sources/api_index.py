@@ -289,8 +289,18 @@ def _method_documents(cls: type, class_fqn: str, module_name: str) -> Iterator[_
             for attr, raw in vars(base).items():
                 own.setdefault(attr, raw)
     for attr, raw in sorted(own.items()):
-        if not attr.startswith("_") and inspect.isroutine(raw):
+        if not attr.startswith("_") and inspect.isroutine(raw) and not _patched_in(raw, cls):
             yield _object_document(f"{class_fqn}.{attr}", "method", getattr(cls, attr, raw), module_name)
+
+
+def _patched_in(raw: Any, cls: type) -> bool:
+    """A method another package attached at run time (transformers adds ``Logger.warning_once``).
+
+    Such methods depend on what else the process imported, so they are left out: the corpus must be
+    the same whichever process builds it.
+    """
+    module = getattr(getattr(raw, "__func__", raw), "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] != cls.__module__.split(".")[0]
 
 
 def _object_document(fqn: str, kind: str, obj: Any, module_name: str) -> _Built:
@@ -330,12 +340,37 @@ def _object_text(name: str, fqn: str, kind: str, obj: Any, docstring: str | None
     return "\n".join(lines)
 
 
+class _Opaque:
+    """Stands in for a default value whose repr changes from one process to the next."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_OPAQUE = _Opaque()
+
+
 def _signature_of(obj: Any) -> str | None:
-    """``str(inspect.signature(obj))``, or None when Python cannot tell."""
+    """The signature as text, stable across processes; None when Python cannot tell.
+
+    Defaults whose repr carries a memory address (``copy_function=<function copy2 at 0x7f...>``) or
+    runtime state (``logging.shutdown``'s handler list) are shown as ``<default>``: otherwise the
+    document text, and so its embedding-cache key, would change on every run.
+    """
     try:
-        return str(inspect.signature(obj))
+        signature = inspect.signature(obj)
     except (ValueError, TypeError):
         return None
+    params = [
+        p.replace(default=_OPAQUE) if p.default is not p.empty and _unstable_repr(p.default) else p
+        for p in signature.parameters.values()
+    ]
+    return str(signature.replace(parameters=params))
+
+
+def _unstable_repr(value: Any) -> bool:
+    text = repr(value)
+    return " at 0x" in text or (text.startswith("<") and text.endswith(">"))
 
 
 def _first_per_id(built: list[_Built]) -> list[_Built]:
