@@ -1,6 +1,7 @@
 """Evaluation: runs per retriever, per-query results, and the metric table with its checks."""
 
 import math
+from typing import Optional
 
 import pandas as pd
 import dagster as dg
@@ -21,9 +22,19 @@ HEADLINE = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", 
             "ndcg@10", "not_found_rate", "avg_rank_when_found", "latency_mean_ms", "latency_p95_ms"]
 
 
+class RunsConfig(dg.Config):
+    """Per-run knobs for ``retrieval_runs``."""
+
+    sample_size: Optional[int] = None  # evaluate only the first N queries (a quick look; metrics say so)
+
+
 @dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"}, deps=[bm25_index, dense_index])
 def retrieval_runs(
-    context: dg.AssetExecutionContext, settings: PipelineSettings, encoder: EncoderResource, retrieval_dataset: pd.DataFrame
+    context: dg.AssetExecutionContext,
+    config: RunsConfig,
+    settings: PipelineSettings,
+    encoder: EncoderResource,
+    retrieval_dataset: pd.DataFrame,
 ) -> dg.MaterializeResult[pd.DataFrame]:
     """Ranked results of every retriever for every query, with per-query latency (one query at a time).
 
@@ -43,10 +54,12 @@ def retrieval_runs(
         HybridRetriever(names[3], [bm25, dense], method="rrf", rrf_k=cfg.hybrid_rrf.k, depth=cfg.depth),
     ]
     queries = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
+    if config.sample_size is not None:
+        queries = dict(list(queries.items())[: config.sample_size])
     runs = [timed_run(r, queries, cfg.depth) for r in retrievers]
     frame = runs_to_frame(runs)
     return dg.MaterializeResult(value=frame, metadata={
-        "queries": len(queries), "depth": cfg.depth, "retrievers": ", ".join(r.name for r in retrievers),
+        "queries": len(queries), "queries_in_dataset": len(retrieval_dataset), "depth": cfg.depth, "retrievers": ", ".join(r.name for r in retrievers),
         **{f"{tr.retriever}/latency_mean_ms": float(sum(tr.latency_ms.values()) / max(len(tr.latency_ms), 1)) for tr in runs},
     })
 
@@ -54,7 +67,8 @@ def retrieval_runs(
 @dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
 def query_results(retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame) -> dg.MaterializeResult[pd.DataFrame]:
     """Per-query metrics for every retriever (kept so any aggregate can be traced to its queries)."""
-    qrels = qrels_from_records(retrieval_dataset.to_dict("records"))
+    evaluated = set(retrieval_runs["query_id"])  # all of the dataset unless the run was sampled
+    qrels = {q: rel for q, rel in qrels_from_records(retrieval_dataset.to_dict("records")).items() if q in evaluated}
     frames = []
     for name, tr in frame_to_runs(retrieval_runs).items():
         pq = per_query_metrics(tr.run, qrels)

@@ -125,3 +125,12 @@ def test_weekly_schedule_requests_every_dataset_with_inputs_present():
 
     expected = [n for n, c in load_registry().datasets.items() if not c.missing_inputs()]
     assert sorted(r.partition_key for r in data.run_requests or []) == sorted(expected)
+
+
+def test_sample_size_evaluates_only_the_first_queries(tiny_resources):
+    resources = tiny_resources()
+    result = dg.materialize(all_assets(), partition_key=PARTITION, resources=resources, instance=dg.DagsterInstance.ephemeral(),
+                            run_config=dg.RunConfig(ops={"retrieval_runs": {"config": {"sample_size": 1}}}))
+    assert result.success
+    results = result.asset_value("query_results")
+    assert results["query_id"].nunique() == 1  # the unsampled queries are not scored as misses
