@@ -16,9 +16,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import yaml
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.sources.yaml_file import read_yaml
 from retrieval_pipeline.core.types import Document, Rejected
 
 #: At most this many method/property lines go into a document's text.
@@ -26,7 +26,6 @@ MAX_MEMBER_LINES = 40
 #: Docstrings are cut to this many characters in a document's text.
 MAX_DOCSTRING_CHARS = 1500
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -93,16 +92,7 @@ def load_ranked_targets(path: str | Path) -> CorpusLoad:
 
 def _read_entry_list(path: Path) -> list[Any]:
     """Read the YAML file and check it is a list."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ranked targets: {exc}", path=str(path)) from exc
-    try:
-        data = yaml.load(text, Loader=_SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(f"YAML syntax error{where}: {exc}", path=str(path)) from exc
+    data = read_yaml(path, "ranked targets")
     if not isinstance(data, list):
         raise InputError(f"top level must be a list of entries (got {type(data).__name__})", path=str(path))
     return data

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.sources.yaml_file import read_yaml
 from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
 
 #: YAML key -> role name used in ``Case.files`` and ``extra["missing_files"]``.
@@ -34,7 +33,6 @@ _TYPED_KEYS = {
     "fix_error": _COMMON_KEYS | {"description"} | set(FIX_FILE_ROLES),
 }
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -93,25 +91,10 @@ def read_benchmark_rows(path: Path) -> list[Any]:
     Raises:
         InputError: Unreadable file, YAML syntax error (with line and column), or wrong top-level shape.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read suite file: {exc}", path=str(path)) from exc
-    try:
-        data = yaml.load(text, Loader=_SafeLoader)
-    except yaml.YAMLError as exc:
-        raise InputError(f"YAML syntax error{_yaml_position(exc)}: {exc}", path=str(path)) from exc
+    data = read_yaml(path, "suite file")
     if not isinstance(data, Mapping) or not isinstance(data.get("benchmarks"), list):
         raise InputError("top level must be a mapping with a 'benchmarks' list", path=str(path))
     return list(data["benchmarks"])
-
-
-def _yaml_position(exc: yaml.YAMLError) -> str:
-    """Format the 1-based line/column of a YAML error, or '' when PyYAML gives none."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    if mark is None:
-        return ""
-    return f" at line {mark.line + 1}, column {mark.column + 1}"
 
 
 def _raw_id(raw: Any) -> str | None:
