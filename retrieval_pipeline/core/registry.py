@@ -83,12 +83,14 @@ class CorpusSpec(_Strict):
     ranked_targets: Path | None = None
     introspect_modules: list[str] | None = None
     introspect_modules_file: Path | None = None
+    introspect_package: str | None = None  # an installed package, walked into its public submodules
 
     @model_validator(mode="after")
     def _exactly_one(self) -> CorpusSpec:
-        given = [n for n in ("ranked_targets", "introspect_modules", "introspect_modules_file") if getattr(self, n)]
+        options = ("ranked_targets", "introspect_modules", "introspect_modules_file", "introspect_package")
+        given = [n for n in options if getattr(self, n)]
         if len(given) != 1:
-            raise ValueError(f"corpus needs exactly one of ranked_targets, introspect_modules, introspect_modules_file; got {given or 'none'}")
+            raise ValueError(f"corpus needs exactly one of {', '.join(options)}; got {given or 'none'}")
         return self
 
 
@@ -115,7 +117,11 @@ class DatasetConfig(_Strict):
         return [p for p in self.input_paths() if not p.exists()]
 
     def corpus_modules(self) -> list[str]:
-        """Module names to introspect (from the inline list or the one-per-line file)."""
+        """Module names to introspect (the inline list, the one-per-line file, or a package's submodules)."""
+        if self.corpus.introspect_package:
+            from retrieval_pipeline.core.sources.api_index import package_modules
+
+            return package_modules(self.corpus.introspect_package)
         if self.corpus.introspect_modules:
             return list(self.corpus.introspect_modules)
         assert self.corpus.introspect_modules_file is not None

@@ -209,3 +209,17 @@ def test_methods_patched_in_by_other_packages_are_left_out(monkeypatch):
     monkeypatch.setattr(logging.Logger, "warning_once", warning_once, raising=False)
     ids = {d.doc_id for d in introspect_modules(["logging"]).documents}
     assert "logging.Logger.info" in ids and "logging.Logger.warning_once" not in ids
+
+
+def test_installed_package_is_walked_into_public_submodules():
+    import pytest
+
+    from retrieval_pipeline.core.errors import InputError
+    from retrieval_pipeline.core.sources.api_index import introspect_modules, package_modules
+
+    modules = package_modules("json")
+    assert modules[0] == "json" and {"json.decoder", "json.encoder", "json.tool"} <= set(modules)
+    ids = {d.doc_id for d in introspect_modules(modules).documents}
+    assert {"json.dumps", "json.decoder.JSONDecoder", "json.decoder.JSONDecoder.raw_decode"} <= ids
+    with pytest.raises(InputError, match="not installed"):
+        package_modules("no_such_package_for_sure")

@@ -62,3 +62,8 @@ def test_yaml_syntax_error_names_file(tmp_path):
     path = write(tmp_path, "datasets: [unclosed\n")
     with pytest.raises(InputError, match=str(path)):
         load_registry(path)
+
+
+def test_corpus_from_an_installed_package(tmp_path):
+    path = write(tmp_path, "datasets:\n  p:\n    suites: [s.yaml]\n    corpus: {introspect_package: json}\n")
+    assert "json.decoder" in load_registry(path, root=tmp_path).get("p").corpus_modules()

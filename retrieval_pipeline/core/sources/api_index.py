@@ -8,6 +8,7 @@ name, FQN, signature, the docstring (capped), and at most :data:`MAX_MEMBER_LINE
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -231,6 +232,31 @@ def introspect_modules(module_names: Iterable[str]) -> CorpusLoad:
         "by_kind": dict(sorted(Counter(d.kind for d in documents).items())),
     }
     return CorpusLoad(documents=documents, rejects=rejects, report=report)
+
+
+def package_modules(package: str, max_modules: int = 5000) -> list[str]:
+    """The package and its public submodules (no ``_``-prefixed or ``tests`` component), sorted.
+
+    Walks the installed package's folders with :mod:`pkgutil` without importing the submodules, so a
+    submodule that fails to import becomes a reject later in :func:`introspect_modules`, not a crash here.
+
+    Raises:
+        InputError: The package is not installed.
+    """
+    import pkgutil
+
+    spec = importlib.util.find_spec(package)
+    if spec is None:
+        raise InputError(f"package {package!r} is not installed in this environment", path=package)
+    found = [package]
+    for info in pkgutil.walk_packages(spec.submodule_search_locations or [], prefix=f"{package}.", onerror=lambda _: None):
+        parts = info.name.split(".")[1:]
+        if any(p.startswith("_") or p in {"tests", "test"} for p in parts):
+            continue
+        found.append(info.name)
+        if len(found) >= max_modules:
+            break
+    return sorted(found)
 
 
 def _import_reject(module_name: str, exc: Exception) -> Rejected:
