@@ -43,6 +43,7 @@ class RRFSettings(_Strict):
 
 class RetrieverSettings(_Strict):
     depth: int = Field(100, ge=1)
+    latency_sample: int = Field(200, ge=0)  # queries timed one at a time; all are ranked in a batch
     bm25: BM25Settings = BM25Settings()
     dense: DenseSettings = DenseSettings()
     hybrid_minmax: MinMaxSettings = MinMaxSettings()

@@ -36,3 +36,13 @@ def test_case_frame_round_trip():
     case = Case("c1", "s", "api_understanding", "f.yaml", 0, "q?", gold_fqns=["a.b"], extra={"category": "x"})
     frame = to_frame([case], Case, ("gold_fqns", "files", "options", "extra"))
     assert from_frame(frame, Case, ("gold_fqns", "files", "options", "extra")) == [case]
+
+
+def test_batched_run_ranks_all_and_times_only_the_sample():
+    from retrieval_pipeline.core.evaluate import batched_run
+
+    queries = {f"q{i}": "x" for i in range(5)}
+    tr = batched_run(Fixed(), queries, k=2, latency_sample=2)
+    assert set(tr.run) == set(queries) and set(tr.latency_ms) == {"q0", "q1"}
+    back = frame_to_runs(runs_to_frame([tr]))["fixed"]
+    assert back.run == tr.run and back.latency_ms == tr.latency_ms
