@@ -1,10 +1,10 @@
 # Two commands do everything on a fresh machine:
-#   make run    create .venv, install, materialise the whole graph on the embedded sample (dataset "stdlib")
+#   make run    create .venv, install, materialise the whole graph on every embedded sample dataset
 #   make test   create .venv, install, run the whole test suite (unit + integration)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DATASET ?= stdlib
+DATASETS ?= stdlib python_nq python_reference_qa
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -24,7 +24,10 @@ $(DAGSTER_HOME)/dagster.yaml:
 	printf 'telemetry:\n  enabled: false\n' > $@
 
 run: install
-	$(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --select '*' --partition $(DATASET)
+	@for d in $(DATASETS); do \
+	  echo "== materialising every asset of dataset $$d"; \
+	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --select '*' --partition $$d || exit 1; \
+	done
 
 test: install
 	$(BIN)/python -m pytest

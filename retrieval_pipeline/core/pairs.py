@@ -4,6 +4,8 @@
 * ``fix_error``: the primary subject inferred by a :class:`TargetInferer` (AST by default; the seam
   where an LLM-based inferer plugs in).
 * ``multiple_choice``: not a retrieval pair; routed to the question verifier and counted as such.
+* ``nq``: the question's own de-duplicated long answer; ``beir``: the qrels, graded.
+* ``context_qa``: chunks similar enough to the expected context (see :mod:`context_pairs`).
 
 Every case yields exactly one :class:`QAPair`; unresolved ones stay in the table with the reason.
 """
@@ -11,7 +13,7 @@ Every case yields exactly one :class:`QAPair`; unresolved ones stay in the table
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +34,10 @@ class QAPair:
     method: str  # how the gold was found: exact/alias/suffix mix, ast:..., description:..., none
     evidence: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    gold_grades: list[int] = field(default_factory=list)  # aligned with gold_doc_ids; empty means all 1
+
+    def grades(self) -> list[int]:
+        return list(self.gold_grades) or [1] * len(self.gold_doc_ids)
 
 
 def _api_pair(case: Case, lookup: CorpusLookup) -> QAPair:
@@ -69,11 +75,29 @@ def _fix_pair(case: Case, lookup: CorpusLookup, inferer: TargetInferer) -> QAPai
     )
 
 
-def build_pairs(cases: Sequence[Case], lookup: CorpusLookup, inferer: TargetInferer) -> list[QAPair]:
-    """One pair per case, in input order."""
+def build_pairs(
+    cases: Sequence[Case],
+    lookup: CorpusLookup,
+    inferer: TargetInferer,
+    context_pair: Callable[[Case], QAPair] | None = None,
+) -> list[QAPair]:
+    """One pair per case, in input order.
+
+    Args:
+        context_pair: How a ``context_qa`` case becomes a pair (a :class:`ContextMatcher`'s ``pair``);
+            needed only when such cases are present.
+    """
     pairs = []
     for case in cases:
-        if case.benchmark_type == "api_understanding":
+        if case.benchmark_type == "context_qa":
+            if context_pair is None:
+                raise ValueError(f"case {case.case_id!r} is a context_qa case but no context matcher was given")
+            pairs.append(context_pair(case))
+        elif case.benchmark_type == "nq":
+            pairs.append(nq_pair(case))
+        elif case.benchmark_type == "beir":
+            pairs.append(beir_pair(case))
+        elif case.benchmark_type == "api_understanding":
             pairs.append(_api_pair(case, lookup))
         elif case.benchmark_type == "fix_error":
             pairs.append(_fix_pair(case, lookup, inferer))
@@ -83,6 +107,25 @@ def build_pairs(cases: Sequence[Case], lookup: CorpusLookup, inferer: TargetInfe
                        "not_retrieval", "none", {"routed_to": "question verifier"})
             )
     return pairs
+
+
+def nq_pair(case: Case) -> QAPair:
+    """The question's own long answer (its de-duplicated chunk) is the one relevant document."""
+    chunk = case.extra.get("gold_chunk_id")
+    return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query,
+                  [chunk] if chunk else [], "resolved" if chunk else "unresolved", "nq:long_answer",
+                  {"short_answers": case.extra.get("short_answers", [])})
+
+
+def beir_pair(case: Case) -> QAPair:
+    """BEIR judgements as given: grade >= 1 is relevant (graded); grade 0 is judged non-relevant."""
+    judged = {str(d): int(g) for d, g in (case.extra.get("qrels") or {}).items()}
+    relevant = sorted((d for d, g in judged.items() if g >= 1), key=lambda d: (-judged[d], d))
+    return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query, relevant,
+                  "resolved" if relevant else "unresolved", "beir:qrels",
+                  {"judged_non_relevant": sorted(d for d, g in judged.items() if g < 1)},
+                  [] if relevant else [f"query {case.case_id!r} ({case.source_file}) has no judgement with grade >= 1"],
+                  [judged[d] for d in relevant])
 
 
 def pairs_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
@@ -103,4 +146,15 @@ def pairs_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
         "api_gold_by_method": dict(by_method),
         "fix_error_cases": len(fix),
         "fix_error_targets_found": sum(1 for p in fix if p.status == "resolved"),
+        **_context_report([p for p in pairs if p.benchmark_type == "context_qa"]),
     }
+
+
+def _context_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
+    """For context QA: how many expected contexts matched a chunk; their share is the relevance ceiling,
+    the best hit rate any retriever can reach on this corpus at these settings."""
+    if not pairs:
+        return {}
+    matched = sum(1 for p in pairs if p.status == "resolved")
+    return {"context_pairs": len(pairs), "contexts_matched": matched, "relevance_ceiling": matched / len(pairs),
+            "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs)}

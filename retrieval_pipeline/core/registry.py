@@ -95,12 +95,59 @@ class CorpusSpec(_Strict):
         return self
 
 
+class NQSource(_Strict):
+    """A Natural Questions CSV (``question,long_answer,short_answer``)."""
+
+    csv: Path
+    sample_size: int | None = Field(None, ge=1)  # first N questions, for quick runs
+
+
+class ChunkingSettings(_Strict):
+    size: int = Field(400, ge=50)  # characters; see README for why 400/100 (the relevance ceiling)
+    overlap: int = Field(100, ge=0)
+
+
+class SimilaritySettingsModel(_Strict):
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    autojunk: bool = False
+    normalise: bool = True
+
+
+class ContextQASource(_Strict):
+    """QA pairs with an expected context and no chunk ids; relevance by text similarity."""
+
+    qa: Path
+    documents: list[Path] | None = None  # markdown files ...
+    pydoc_topics: list[str] | None = None  # ... or topics of CPython's language reference (pydoc_data); ["*"]: all
+    chunking: ChunkingSettings = ChunkingSettings()
+    similarity: SimilaritySettingsModel = SimilaritySettingsModel()
+
+    @model_validator(mode="after")
+    def _one_document_source(self) -> ContextQASource:
+        if bool(self.documents) == bool(self.pydoc_topics):
+            raise ValueError("context_qa needs exactly one of documents, pydoc_topics")
+        return self
+
+
+class BeirSource(_Strict):
+    """A BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+
+    path: Path
+    split: str = "test"
+
+
+_KIND_BLOCKS = {"suite": ("suites", "corpus"), "nq": ("nq",), "context_qa": ("context_qa",), "beir": ("beir",)}
+
+
 class DatasetConfig(_Strict):
     name: str
     description: str = ""
-    kind: Literal["suite"] = "suite"
-    suites: list[Path] = Field(min_length=1)
-    corpus: CorpusSpec
+    kind: Literal["suite", "nq", "context_qa", "beir"] = "suite"
+    suites: list[Path] = Field(default_factory=list)
+    corpus: CorpusSpec | None = None
+    nq: NQSource | None = None
+    context_qa: ContextQASource | None = None
+    beir: BeirSource | None = None
     retrievers: RetrieverSettings = RetrieverSettings()
     negatives: NegativeSettings = NegativeSettings()
     filter: FilterSettings = FilterSettings()
@@ -108,8 +155,24 @@ class DatasetConfig(_Strict):
     drift: DriftSettings = DriftSettings()
     checked_retrievers: list[str] | None = None
 
+    @model_validator(mode="after")
+    def _blocks_match_kind(self) -> DatasetConfig:
+        wanted = set(_KIND_BLOCKS[self.kind])
+        missing = [b for b in wanted if not getattr(self, b)]
+        extra = [b for blocks in _KIND_BLOCKS.values() for b in blocks if b not in wanted and getattr(self, b)]
+        if missing or extra:
+            raise ValueError(f"kind {self.kind!r} needs {sorted(wanted)}" + (f"; missing {missing}" if missing else "")
+                             + (f"; not allowed: {extra}" if extra else ""))
+        return self
+
     def input_paths(self) -> list[Path]:
-        """Every file this dataset reads (for existence checks before scheduling)."""
+        """Every file or folder this dataset reads (for existence checks before scheduling)."""
+        if self.kind == "nq":
+            return [self.nq.csv]
+        if self.kind == "context_qa":
+            return [self.context_qa.qa, *(self.context_qa.documents or [])]
+        if self.kind == "beir":
+            return [self.beir.path]
         paths = list(self.suites)
         paths += [p for p in (self.corpus.ranked_targets, self.corpus.introspect_modules_file) if p]
         return paths
@@ -157,14 +220,23 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_PATH_KEYS = {"corpus": ("ranked_targets", "introspect_modules_file"), "nq": ("csv",),
+              "context_qa": ("qa", "documents"), "beir": ("path",)}
+
+
 def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Relative paths (in ``suites`` and the kind blocks) become absolute, against ``root``."""
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        return str((root / value).resolve()) if value and not Path(value).is_absolute() else value
+
     raw = dict(raw)
-    raw["suites"] = [str((root / p).resolve()) if not Path(p).is_absolute() else p for p in raw.get("suites", [])]
-    corpus = dict(raw.get("corpus") or {})
-    for key in ("ranked_targets", "introspect_modules_file"):
-        if corpus.get(key) and not Path(corpus[key]).is_absolute():
-            corpus[key] = str((root / corpus[key]).resolve())
-    raw["corpus"] = corpus
+    raw["suites"] = resolve(raw.get("suites", []))
+    for block, keys in _PATH_KEYS.items():
+        if isinstance(raw.get(block), dict):
+            raw[block] = {k: (resolve(v) if k in keys else v) for k, v in raw[block].items()}
     return raw
 
 

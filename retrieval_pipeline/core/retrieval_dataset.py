@@ -7,8 +7,8 @@ One record per kept pair::
      negative_ctxs: [{fqn, text, is_hard_negative, kind}],
      metadata: {...}}
 
-``rank_relevance`` is the qrels grade (1: relevant; all gold targets of these suites are equally
-relevant). Hard negatives are siblings and BM25 near misses; the judge's random contexts are added as
+``rank_relevance`` is the qrels grade: 1 for suite golds, NQ answers and similarity matches (all
+equally relevant); BEIR's graded judgements (1..3) as given. Hard negatives are siblings and BM25 near misses; the judge's random contexts are added as
 easy negatives (``is_hard_negative: false``).
 """
 
@@ -29,6 +29,7 @@ def build_record(
     query: str,
     gold_doc_ids: Sequence[str],
     docs: Mapping[str, Document],
+    gold_grades: Sequence[int] | None = None,
     sibling_ids: Sequence[str],
     bm25_ids: Sequence[str],
     random_ids: Sequence[str],
@@ -47,7 +48,10 @@ def build_record(
         "id": query_id,
         "source": source,
         "query": query,
-        "positive_ctxs": [{"fqn": g, "text": docs[g].text, "rank_relevance": 1} for g in gold_doc_ids if g in docs],
+        "positive_ctxs": [
+            {"fqn": g, "text": docs[g].text, "rank_relevance": int(grade)}
+            for g, grade in zip(gold_doc_ids, gold_grades or [1] * len(gold_doc_ids)) if g in docs
+        ],
         "negative_ctxs": negatives,
         "metadata": dict(metadata),
     }

@@ -55,7 +55,8 @@ def verified_pairs(
         sib = siblings.siblings(golds, neg.per_query_siblings) if row["keep"] else []
         hard = bm25_negatives(bm25.search([pair.query], neg.per_query_bm25 + len(golds) + len(sib))[0], golds, neg.per_query_bm25, sib) if row["keep"] else []
         rows.append({"query_id": pair.query_id, "suite": pair.suite, "benchmark_type": pair.benchmark_type,
-                     "query": pair.query, "gold_doc_ids": golds, "gold_method": pair.method, **row,
+                     "query": pair.query, "gold_doc_ids": golds, "gold_grades": list(pair.gold_grades) or [1] * len(golds),
+                     "gold_method": pair.method, **row,
                      "sibling_negatives": sib, "bm25_negatives": hard})
     frame = pd.DataFrame(rows)
     kept = int(frame["keep"].sum()) if len(frame) else 0
@@ -87,7 +88,8 @@ def retrieval_dataset(
     for pair in kept.itertuples(index=False):
         records.append(build_record(
             query_id=pair.query_id, source=f"{context.partition_key}/{pair.suite}", query=pair.query,
-            gold_doc_ids=list(pair.gold_doc_ids), docs=docs, sibling_ids=list(pair.sibling_negatives),
+            gold_doc_ids=list(pair.gold_doc_ids), gold_grades=list(pair.gold_grades), docs=docs,
+            sibling_ids=list(pair.sibling_negatives),
             bm25_ids=list(pair.bm25_negatives), random_ids=list(pair.random_doc_ids),
             metadata={"benchmark_type": pair.benchmark_type, "gold_method": pair.gold_method,
                       "judge": pair.judge, "judge_reason": pair.reason, "dataset": context.partition_key},

@@ -6,19 +6,27 @@ from typing import Optional
 import pandas as pd
 import dagster as dg
 
+from retrieval_pipeline.core.context_metrics import context_qa_metrics
 from retrieval_pipeline.core.evaluate import batched_run, frame_to_runs, runs_to_frame
+from retrieval_pipeline.core.evaluation_results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
 from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name, drift_gate, threshold_gate
 from retrieval_pipeline.core.reports import comparison_table
 from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
+from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
+from retrieval_pipeline.core.similarity import SimilaritySettings
+from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
+from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.defs.indexes import bm25_index, dense_index
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
 from retrieval_pipeline.defs.resources import EncoderResource, PipelineSettings
 
 HEADLINE = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", "precision@5", "f1@5", "mrr",
+            "context_coverage@5", "best_match_position@5",
             "ndcg@10", "not_found_rate", "avg_rank_when_found", "latency_mean_ms", "latency_p95_ms"]
 
 
@@ -68,19 +76,52 @@ def retrieval_runs(
 
 
 @dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
-def query_results(retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame) -> dg.MaterializeResult[pd.DataFrame]:
-    """Per-query metrics for every retriever (kept so any aggregate can be traced to its queries)."""
+def query_results(
+    context: dg.AssetExecutionContext,
+    settings: PipelineSettings,
+    retrieval_runs: pd.DataFrame,
+    retrieval_dataset: pd.DataFrame,
+    raw_cases: pd.DataFrame,
+    corpus: pd.DataFrame,
+) -> dg.MaterializeResult[pd.DataFrame]:
+    """Per-query metrics for every retriever (kept so any aggregate can be traced to its queries).
+
+    Context-QA datasets add, per max hits k in 1/5/10: context coverage (best similarity of a retrieved
+    chunk to the expected context), best-match position and MRR@k, with the similarity settings recorded.
+    """
+    config = settings.dataset(context.partition_key)
     evaluated = set(retrieval_runs["query_id"])  # all of the dataset unless the run was sampled
     qrels = {q: rel for q, rel in qrels_from_records(retrieval_dataset.to_dict("records")).items() if q in evaluated}
+    context_extra = _context_columns(config, raw_cases, corpus) if config.kind == "context_qa" else None
     frames = []
     for name, tr in frame_to_runs(retrieval_runs).items():
         pq = per_query_metrics(tr.run, qrels)
+        if context_extra is not None:
+            pq = pq.merge(context_extra(tr.run, qrels), on="query_id", how="left")
         pq.insert(0, "retriever", name)
         pq["latency_ms"] = pq["query_id"].map(tr.latency_ms)
         pq["top_hits"] = pq["query_id"].map(lambda q: [d for d, _ in tr.run.get(q, [])[:10]])
         frames.append(pq)
     frame = pd.concat(frames, ignore_index=True)
-    return dg.MaterializeResult(value=frame, metadata={"rows": len(frame), "queries": len(qrels)})
+    meta: dict = {"rows": len(frame), "queries": len(qrels)}
+    if config.kind == "context_qa":
+        meta["similarity_settings"] = dg.MetadataValue.json(config.context_qa.similarity.model_dump())
+    return dg.MaterializeResult(value=frame, metadata=meta)
+
+
+def _context_columns(config, raw_cases: pd.DataFrame, corpus: pd.DataFrame):
+    """A function (run, qrels) -> the context-QA columns that per_query_metrics does not already give."""
+    sim = config.context_qa.similarity
+    sim_settings = SimilaritySettings(threshold=sim.threshold, autojunk=sim.autojunk, normalise=sim.normalise)
+    expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
+    chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
+
+    def columns(run, qrels) -> pd.DataFrame:
+        frame = context_qa_metrics(run, qrels, expected, chunks, sim_settings)
+        keep = [c for c in frame.columns if c == "query_id" or c.startswith(("context_coverage", "best_match_position", "mrr@", "hit@"))]
+        return frame[keep]
+
+    return columns
 
 
 def _build_check_specs() -> list[dg.AssetCheckSpec]:
@@ -157,3 +198,33 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
         },
         check_results=results,
     )
+
+
+@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"json"})
+def evaluation_exports(
+    context: dg.AssetExecutionContext, settings: PipelineSettings, retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame
+) -> dg.MaterializeResult:
+    """TREC run and qrels files (read unchanged by trec_eval, ranx, ir_measures) and ``evaluation_results.json``.
+
+    Written to ``data/out/exports/<dataset>/``: ``qrels.txt``, ``<retriever>.run`` and
+    ``evaluation_results.json`` (per search type: metrics and per-question results).
+    """
+    records = retrieval_dataset.to_dict("records")
+    qrels = qrels_from_records(records)
+    runs = frame_to_runs(retrieval_runs)
+    evaluated = set(retrieval_runs["query_id"])
+    qrels = {q: rel for q, rel in qrels.items() if q in evaluated}
+    qrels_path = settings.export_path(context.partition_key, "qrels.txt")
+    write_trec_qrels(qrels, qrels_path)
+    run_paths = {}
+    for name, tr in runs.items():
+        run_paths[name] = settings.export_path(context.partition_key, f"{name}.run")
+        write_trec_run(tr.run, run_paths[name], tag=name)
+    questions = {r["id"]: r["query"] for r in records if r["id"] in evaluated}
+    results_path = settings.export_path(context.partition_key, "evaluation_results.json")
+    write_evaluation_results(evaluation_results(runs, qrels, questions), results_path)
+    return dg.MaterializeResult(metadata={
+        "qrels": dg.MetadataValue.path(str(qrels_path)),
+        "evaluation_results": dg.MetadataValue.path(str(results_path)),
+        **{f"run/{name}": dg.MetadataValue.path(str(p)) for name, p in run_paths.items()},
+    })

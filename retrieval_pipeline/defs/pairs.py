@@ -3,29 +3,41 @@
 import pandas as pd
 import dagster as dg
 
+from retrieval_pipeline.core.context_pairs import ContextMatcher
 from retrieval_pipeline.core.frames import from_frame, to_frame
 from retrieval_pipeline.core.mining.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.mining.gold import CorpusLookup
 from retrieval_pipeline.core.pairs import QAPair, build_pairs, pairs_report
 from retrieval_pipeline.core.reports import md_preview
+from retrieval_pipeline.core.similarity import SimilaritySettings
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.partitions import dataset_partitions
+from retrieval_pipeline.defs.resources import PipelineSettings
 
 PAIR_JSON_FIELDS = ("evidence", "warnings")
 
 
 @dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas"})
-def qa_pairs(context: dg.AssetExecutionContext, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> dg.MaterializeResult[pd.DataFrame]:
-    """Extracted (query, gold target) pairs, one per case.
+def qa_pairs(
+    context: dg.AssetExecutionContext, settings: PipelineSettings, raw_cases: pd.DataFrame, corpus: pd.DataFrame
+) -> dg.MaterializeResult[pd.DataFrame]:
+    """Extracted (query, gold target) pairs, one per case: the qrels.
 
     api_understanding golds are resolved by exact, alias and suffix matching; fix_error targets are the
     primary subject found by static analysis (AST) of the solution file, else from the description.
+    NQ: the question's own de-duplicated long answer. Context QA: every chunk whose similarity to the
+    expected context reaches the threshold (settings and ratios kept as evidence). BEIR: the qrels.
     Unresolved cases stay in the table with the reason; multiple-choice cases are routed to the verifier.
     """
     cases = from_frame(raw_cases, Case, CASE_JSON_FIELDS)
-    lookup = CorpusLookup.from_documents(from_frame(corpus, Document))
-    pairs = build_pairs(cases, lookup, AstTargetInferer())
+    documents = from_frame(corpus, Document)
+    config = settings.dataset(context.partition_key)
+    matcher = None
+    if config.kind == "context_qa":
+        sim = config.context_qa.similarity
+        matcher = ContextMatcher(documents, SimilaritySettings(threshold=sim.threshold, autojunk=sim.autojunk, normalise=sim.normalise))
+    pairs = build_pairs(cases, CorpusLookup.from_documents(documents), AstTargetInferer(), matcher.pair if matcher else None)
     for pair in pairs:
         for warning in pair.warnings:
             context.log.warning(warning)
