@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
-from retrieval_pipeline.defs.resources import AlertSinkResource, KeywordEncoderResource, PipelineSettings
+from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.defs.support import resources_in
 
 API_SUITE = """
 benchmarks:
@@ -89,16 +89,9 @@ def write_dataset(root: Path, thresholds: str = "") -> Path:
 
 @pytest.fixture
 def tiny_resources(tmp_path: Path):
-    """Resources pointing every output at ``tmp_path``; returns a factory taking extra registry YAML."""
+    """Resources for the tiny dataset; returns a factory taking extra registry YAML."""
 
     def make(thresholds: str = "") -> dict[str, object]:
-        registry = write_dataset(tmp_path / "in", thresholds)
-        out = tmp_path / "out"
-        return {
-            "io_manager": ParquetIOManagerFactory(base_path=str(out)),
-            "settings": PipelineSettings(registry_path=str(registry), out_dir=str(out), cache_dir=str(tmp_path / "cache")),
-            "encoder": KeywordEncoderResource(vocabulary=VOCAB),
-            "alerts": AlertSinkResource(log_path=str(out / "alerts.jsonl")),
-        }
+        return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in", thresholds))
 
     return make

@@ -10,8 +10,8 @@ import pytest
 from retrieval_pipeline.core.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.trec import read_trec_qrels, read_trec_run
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
-from retrieval_pipeline.defs.resources import AlertSinkResource, KeywordEncoderResource, PipelineSettings
+from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline.defs.resources import KeywordEncoderResource
 
 VOCAB = ["python", "release", "version", "function", "statement", "exception", "loop", "import", "module", "policy",
          "coverage", "vehicle", "home", "damage", "what", "who", "when"]
@@ -19,13 +19,7 @@ VOCAB = ["python", "release", "version", "function", "statement", "exception", "
 
 @pytest.fixture
 def resources(tmp_path):
-    out = tmp_path / "out"
-    return {
-        "io_manager": ParquetIOManagerFactory(base_path=str(out)),
-        "settings": PipelineSettings(out_dir=str(out), cache_dir=str(tmp_path / "cache")),
-        "encoder": KeywordEncoderResource(vocabulary=VOCAB),
-        "alerts": AlertSinkResource(log_path=str(out / "alerts.jsonl")),
-    }
+    return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB))
 
 
 def run(partition, resources):

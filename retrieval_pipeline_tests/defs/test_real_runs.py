@@ -7,21 +7,15 @@ import pytest
 
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
-from retrieval_pipeline.defs.resources import AlertSinkResource, EncoderResource, PipelineSettings
+from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline.defs.resources import EncoderResource
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def real_resources(tmp_path):
-    out = tmp_path / "out"
-    return {
-        "io_manager": ParquetIOManagerFactory(base_path=str(out)),
-        "settings": PipelineSettings(out_dir=str(out), cache_dir=str(tmp_path / "cache")),
-        "encoder": EncoderResource(),
-        "alerts": AlertSinkResource(log_path=str(out / "alerts.jsonl")),
-    }
+    return resources_in(tmp_path, EncoderResource())
 
 
 def run(partition, resources, instance):
