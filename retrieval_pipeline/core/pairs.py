@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from retrieval_pipeline.core.mining.fix_targets import TargetInferer
+from retrieval_pipeline.core.mining.fix_targets import TargetInference, TargetInferer
 from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_case_golds
 from retrieval_pipeline.core.types import Case
 
@@ -59,8 +59,7 @@ def _api_pair(case: Case, lookup: CorpusLookup) -> QAPair:
     )
 
 
-def _fix_pair(case: Case, lookup: CorpusLookup, inferer: TargetInferer) -> QAPair:
-    inference = inferer.infer(case, lookup)
+def _fix_pair(case: Case, inference: TargetInference, inferer: TargetInferer) -> QAPair:
     return QAPair(
         query_id=case.case_id,
         suite=case.suite,
@@ -87,6 +86,10 @@ def build_pairs(
         context_pair: How a ``context_qa`` case becomes a pair (a :class:`ContextMatcher`'s ``pair``);
             needed only when such cases are present.
     """
+    fix_cases = [c for c in cases if c.benchmark_type == "fix_error"]
+    batch = getattr(inferer, "infer_all", None)  # an LLM inferer answers all cases concurrently
+    inferred = batch(fix_cases, lookup) if batch else [inferer.infer(c, lookup) for c in fix_cases]
+    inference_of = {c.case_id: i for c, i in zip(fix_cases, inferred)}
     pairs = []
     for case in cases:
         if case.benchmark_type == "context_qa":
@@ -100,7 +103,7 @@ def build_pairs(
         elif case.benchmark_type == "api_understanding":
             pairs.append(_api_pair(case, lookup))
         elif case.benchmark_type == "fix_error":
-            pairs.append(_fix_pair(case, lookup, inferer))
+            pairs.append(_fix_pair(case, inference_of[case.case_id], inferer))
         else:
             pairs.append(
                 QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query, [],
@@ -146,8 +149,18 @@ def pairs_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
         "api_gold_by_method": dict(by_method),
         "fix_error_cases": len(fix),
         "fix_error_targets_found": sum(1 for p in fix if p.status == "resolved"),
+        **_agreement_report(fix),
         **_context_report([p for p in pairs if p.benchmark_type == "context_qa"]),
     }
+
+
+def _agreement_report(fix: Sequence[QAPair]) -> dict[str, Any]:
+    """When an LLM inferred fix_error targets: how often it agreed with the AST, over cases both answered."""
+    both = [p for p in fix if "agree" in p.evidence and p.evidence.get("llm") and p.evidence.get("ast")]
+    if not any("agree" in p.evidence for p in fix):
+        return {}
+    return {"ast_llm_compared": len(both), "ast_llm_agreement_rate": sum(p.evidence["agree"] for p in both) / len(both) if both else float("nan"),
+            "ast_llm_disagreements": sum(not p.evidence["agree"] for p in both)}
 
 
 def _context_report(pairs: Sequence[QAPair]) -> dict[str, Any]:

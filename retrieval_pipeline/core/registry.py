@@ -61,11 +61,17 @@ class NegativeSettings(_Strict):
 
 
 class FilterSettings(_Strict):
-    judge: Literal["offline_lexical", "none"] = "offline_lexical"
+    # auto: an LLM when an endpoint is configured, else the deterministic offline_lexical judge
+    judge: Literal["auto", "llm", "offline_lexical", "none"] = "auto"
     random_contexts: int = Field(3, ge=0)
     min_description_tokens: int = Field(2, ge=0)
     max_random_coverage: float = Field(0.5, ge=0.0, le=1.0)
     seed: int = 13
+
+
+class TargetSettings(_Strict):
+    # fix_error primary subject: auto = LLM reconciled with AST when an endpoint is configured, else AST
+    inferer: Literal["auto", "llm", "ast"] = "auto"
 
 
 class Threshold(_Strict):
@@ -151,6 +157,7 @@ class DatasetConfig(_Strict):
     retrievers: RetrieverSettings = RetrieverSettings()
     negatives: NegativeSettings = NegativeSettings()
     filter: FilterSettings = FilterSettings()
+    targets: TargetSettings = TargetSettings()
     thresholds: dict[str, Threshold] = Field(default_factory=dict)
     drift: DriftSettings = DriftSettings()
     checked_retrievers: list[str] | None = None

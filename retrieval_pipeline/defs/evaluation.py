@@ -16,6 +16,7 @@ from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
 from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.similarity import SimilaritySettings
 from retrieval_pipeline.core.types import Case, Document
@@ -23,7 +24,7 @@ from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.defs.indexes import bm25_index, dense_index
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
-from retrieval_pipeline.defs.resources import EncoderResource, PipelineSettings
+from retrieval_pipeline.defs.resources import EncoderResource, LLMResource, PipelineSettings, llm_metadata
 
 HEADLINE = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", "precision@5", "f1@5", "mrr",
             "context_coverage@5", "best_match_position@5",
@@ -75,10 +76,23 @@ def retrieval_runs(
     })
 
 
+class JudgeConfig(dg.Config):
+    """The LLM judge of retrieved results: off unless asked for (it costs one LLM call per query and retriever)."""
+
+    judge_retrieved: bool = False
+    judge_top_k: int = 5
+    pass_at: float = 0.7
+
+
+JUDGE_COLUMNS = ["judge", "judge_quality", "judge_completeness", "judge_relevance", "judge_pass", "judge_error"]
+
+
 @dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
 def query_results(
     context: dg.AssetExecutionContext,
+    config: JudgeConfig,
     settings: PipelineSettings,
+    llm: LLMResource,
     retrieval_runs: pd.DataFrame,
     retrieval_dataset: pd.DataFrame,
     raw_cases: pd.DataFrame,
@@ -88,7 +102,10 @@ def query_results(
 
     Context-QA datasets add, per max hits k in 1/5/10: context coverage (best similarity of a retrieved
     chunk to the expected context), best-match position and MRR@k, with the similarity settings recorded.
+    With ``judge_retrieved``, an LLM scores each query's top k for quality, completeness and relevance in
+    [0, 1] (pass at >= 0.7); otherwise those columns are null, never 0.
     """
+    judge_cfg = config
     config = settings.dataset(context.partition_key)
     evaluated = set(retrieval_runs["query_id"])  # all of the dataset unless the run was sampled
     qrels = {q: rel for q, rel in qrels_from_records(retrieval_dataset.to_dict("records")).items() if q in evaluated}
@@ -104,9 +121,32 @@ def query_results(
         frames.append(pq)
     frame = pd.concat(frames, ignore_index=True)
     meta: dict = {"rows": len(frame), "queries": len(qrels)}
+    for col in JUDGE_COLUMNS:
+        frame[col] = None
+    if judge_cfg.judge_retrieved:
+        with llm.open() as client:
+            if client is None:
+                context.log.warning("judge_retrieved is on but no LLM endpoint is configured: judge scores stay null")
+            else:
+                frame = _judge_retrieved(frame, client, retrieval_dataset, corpus, judge_cfg)
+                meta.update(llm_metadata(client))
+    meta["judged_queries"] = int(frame["judge_quality"].notna().sum())
     if config.kind == "context_qa":
         meta["similarity_settings"] = dg.MetadataValue.json(config.context_qa.similarity.model_dump())
     return dg.MaterializeResult(value=frame, metadata=meta)
+
+
+def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFrame, corpus: pd.DataFrame, cfg: JudgeConfig) -> pd.DataFrame:
+    """Fill the judge columns: one LLM call per (retriever, query) over the top ``judge_top_k`` texts."""
+    texts = dict(zip(corpus["doc_id"], corpus["text"]))
+    questions = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
+    items = [(questions[q], [texts[d] for d in list(hits)[: cfg.judge_top_k] if d in texts])
+             for q, hits in zip(frame["query_id"], frame["top_hits"])]
+    scores = pd.DataFrame(LLMRetrievalJudge(client, pass_at=cfg.pass_at).score_all(items), index=frame.index)
+    frame = frame.copy()
+    for col in JUDGE_COLUMNS:
+        frame[col] = scores[col]
+    return frame
 
 
 def _context_columns(config, raw_cases: pd.DataFrame, corpus: pd.DataFrame):
@@ -149,6 +189,15 @@ def _previous_values(context: dg.AssetExecutionContext, metric: str) -> dict[str
     return {k[: -len(suffix)]: float(v.value) for k, v in meta.items() if k.endswith(suffix) and v.value is not None}
 
 
+def _numeric_metrics(group: pd.DataFrame) -> pd.DataFrame:
+    """The per-query frame without bookkeeping columns; judge scores stay (as floats; null when not judged)."""
+    frame = group.drop(columns=["retriever", "latency_ms", "top_hits", "judge", "judge_error"], errors="ignore")
+    for col in ("judge_quality", "judge_completeness", "judge_relevance", "judge_pass"):
+        if col in frame:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    return frame
+
+
 def _check_result(gate: GateResult) -> dg.AssetCheckResult:
     meta = {"threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
     return dg.AssetCheckResult(
@@ -168,7 +217,7 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     """
     config = settings.dataset(context.partition_key)
     by_retriever = {
-        str(name): aggregate(group.drop(columns=["retriever", "latency_ms", "top_hits"]), group["latency_ms"].dropna().tolist() or None)
+        str(name): aggregate(_numeric_metrics(group), group["latency_ms"].dropna().tolist() or None)
         for name, group in query_results.groupby("retriever", sort=False)
     }
     table = pd.DataFrame(by_retriever).T.reset_index(names="retriever")

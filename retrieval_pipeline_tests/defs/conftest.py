@@ -76,7 +76,7 @@ def write_dataset(root: Path, thresholds: str = "") -> Path:
     registry.write_text(textwrap.dedent(f"""
         root: .
         defaults:
-          filter: {{judge: offline_lexical, random_contexts: 2}}
+          filter: {{judge: auto, random_contexts: 2}}
           thresholds: {{hit_rate@5: {{min: 0.0, severity: ERROR}}, mrr: {{min: 0.0, severity: WARN}}}}
         datasets:
           stdlib:

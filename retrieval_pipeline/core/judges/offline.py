@@ -29,6 +29,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from retrieval_pipeline.core.retrieval.tokenize import tokenize
 
@@ -46,6 +47,8 @@ class FilterDecision:
     sufficiency: float | None = None
     best_random: float | None = None
     random_doc_ids: list[str] = field(default_factory=list)
+    undecided: bool = False  # the judge could not decide (e.g. every LLM call failed); never kept
+    details: dict[str, Any] = field(default_factory=dict)  # the judge's answers and rationales
 
 
 class OfflineLexicalJudge:
@@ -86,10 +89,7 @@ class OfflineLexicalJudge:
         return sum(self._idf.get(t, self._default_idf) for t in q if t in doc) / total
 
     def _random_docs(self, query_id: str, exclude: set[str]) -> list[str]:
-        digest = hashlib.sha256(f"{self.seed}:{query_id}".encode()).hexdigest()
-        rng = random.Random(int(digest[:16], 16))
-        pool = [d for d in self._doc_ids if d not in exclude]
-        return rng.sample(pool, min(self.random_contexts, len(pool)))
+        return random_documents(self._doc_ids, query_id, exclude, self.random_contexts, self.seed)
 
     def decide(self, query_id: str, query: str, gold_doc_ids: Sequence[str]) -> FilterDecision:
         """Keep or drop one pair; the reason carries the measured coverages."""
@@ -113,6 +113,14 @@ class OfflineLexicalJudge:
             reason = (f"kept: gold context has {described} distinct tokens beyond its name; gold covers {suff:.2f} of the query, "
                       f"best of {len(randoms)} random contexts {best_random:.2f}")
         return FilterDecision(query_id, keep, self.name, reason, suff, best_random, randoms)
+
+
+def random_documents(doc_ids: Sequence[str], query_id: str, exclude: set[str], n: int, seed: int) -> list[str]:
+    """``n`` documents drawn at random, seeded by (seed, query id): the same draw on every run and by every judge."""
+    digest = hashlib.sha256(f"{seed}:{query_id}".encode()).hexdigest()
+    rng = random.Random(int(digest[:16], 16))
+    pool = [d for d in doc_ids if d not in exclude]
+    return rng.sample(pool, min(n, len(pool)))
 
 
 def passthrough_decision(query_id: str) -> FilterDecision:

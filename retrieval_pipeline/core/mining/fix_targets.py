@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_gold
 from retrieval_pipeline.core.types import Case
 
-InferenceMethod = Literal["ast", "description", "none"]
+InferenceMethod = Literal["ast", "description", "llm", "none"]
 
 #: Extra score for a root object (bound or returned, never passed into another call).
 ROOT_BONUS = 3

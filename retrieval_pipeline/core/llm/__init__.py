@@ -1,0 +1,1 @@
+"""LLM providers for the pipeline: remote OpenAI-compatible endpoints and a local llama.cpp server."""

@@ -1,0 +1,130 @@
+"""SQLite cache of validated LLM answers, keyed by a hash of the request.
+
+One row per finished call: the validated JSON value, the model that produced it, its token usage
+and when it was stored. The database runs in WAL mode with a busy timeout, so several processes
+may share the file; inside a process one connection is shared behind a lock, so any thread may use
+the cache. Every ``put`` commits at once: a crash loses no finished call.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class CachedEntry:
+    """One stored answer: the validated value and the usage it cost when it was produced."""
+
+    value: dict[str, Any]
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    created_at: str
+
+
+class CacheableCall(Protocol):
+    """What ``LLMCache.put`` reads from a finished call (``LLMCall`` satisfies it)."""
+
+    value: dict[str, Any] | None
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class LLMCache:
+    """Key → validated JSON answer, persisted in a SQLite file.
+
+    Args:
+        path: The database file; its parent directory is created.
+        busy_timeout_s: How long a writer waits for another process's lock before failing.
+    """
+
+    def __init__(self, path: Path | str, *, busy_timeout_s: float = 30.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = _connect(self.path, busy_timeout_s)
+
+    def get(self, key: str) -> CachedEntry | None:
+        """Return the stored answer for ``key``, or None when there is none."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value, model, prompt_tokens, completion_tokens, created_at FROM llm_cache WHERE key = ?",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        value, model, prompt_tokens, completion_tokens, created_at = row
+        return CachedEntry(json.loads(value), model, int(prompt_tokens), int(completion_tokens), created_at)
+
+    def put(self, key: str, call: CacheableCall) -> None:
+        """Store a validated call under ``key`` and commit at once.
+
+        Raises:
+            ValueError: If the call carries no value (failures are never cached).
+        """
+        if call.value is None:
+            raise ValueError("only validated answers are cached; this call has no value")
+        row = (
+            key,
+            json.dumps(call.value, sort_keys=True, ensure_ascii=False),
+            call.model,
+            int(call.prompt_tokens),
+            int(call.completion_tokens),
+            datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)", row)
+
+    def count(self) -> int:
+        """Return the number of stored answers."""
+        with self._lock:
+            (n,) = self._conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()
+        return int(n)
+
+    def close(self) -> None:
+        """Close the connection; the cache is unusable afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> LLMCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LLMCache(path={str(self.path)!r})"
+
+
+def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """Open the database in autocommit WAL mode with a busy timeout and the table in place."""
+    conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute(_SCHEMA)
+    return conn
