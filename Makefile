@@ -19,6 +19,11 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
+# the tests also exercise the local LLM provider (llama.cpp compiles once, ~9 min; later from pip's cache)
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,local-llm]'
+	touch $@
+
 $(DAGSTER_HOME)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME)
 	printf 'telemetry:\n  enabled: false\n' > $@
@@ -29,7 +34,7 @@ run: install
 	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --select '*' --partition $$d || exit 1; \
 	done
 
-test: install
+test: install $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
 dev: install

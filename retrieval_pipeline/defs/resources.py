@@ -112,7 +112,8 @@ class LLMResource(dg.ConfigurableResource):
             with LLMClient(self._settings(self.base_url, self.model), LLMCache(Path(self.cache_path))) as client:
                 yield client
         elif self.provider == "local":
-            with LocalLlamaServer(find_packaged_gguf(self.local_gguf_package)) as server:
+            gguf = find_packaged_gguf(self.local_gguf_package)
+            with LocalLlamaServer(gguf, extra_args=("--model_alias", gguf.stem)) as server:
                 with LLMClient(self._settings(server.base_url, server.model or "local"), LLMCache(Path(self.cache_path))) as client:
                     yield client
         else:

@@ -96,3 +96,30 @@ def test_thirty_percent_faults_lose_nothing_and_a_rerun_repeats_no_decided_call(
     if undecided_first == 0:
         assert calls_second == 0
     assert meta(second, "verified_pairs")["llm_cache_hits"] > 0
+
+
+@pytest.mark.integration
+def test_local_llama_server_end_to_end_plumbing(tmp_path):
+    """The `local` provider: a real llama.cpp server with the packaged SmolLM2 GGUF, started and stopped.
+
+    The tiny model is far too weak to judge (it calls almost anything answerable), so this proves
+    plumbing only: every pair gets a decision or is marked undecided, and the judge is named.
+    """
+    from retrieval_pipeline.core.llm.local_server import llama_server_unavailable_reason
+
+    reason = llama_server_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    llm = LLMResource(provider="local", cache_path=str(tmp_path / "cache" / "llm.sqlite"), timeout_s=120, max_concurrency=1)
+    resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in"), llm)
+    # up to the filter only: the tiny model tends to call everything answerable, random contexts included,
+    # which can leave no pair to evaluate downstream
+    upto_filter = ["raw_cases", "case_rejects", "corpus", "corpus_rejects", "bm25_index", "qa_pairs", "verified_pairs"]
+    result = dg.materialize(list(defs().assets), selection=upto_filter, partition_key="stdlib", resources=resources,
+                            instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    verified = result.asset_value("verified_pairs")
+    resolved = verified[verified["judge"] != "none"]
+    assert len(resolved) > 0 and resolved["judge"].str.startswith("llm:").all()
+    assert (resolved["keep"] | resolved["undecided"] | resolved["reason"].str.startswith("dropped")).all()
+    assert meta(result, "qa_pairs")["target_inferer"].startswith("llm:")
