@@ -9,7 +9,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test dev bench clean-out
+.PHONY: install run test dev bench adk-env
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
+install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
+
+# the question verifier runs every proof under bubblewrap (Debian package; root installs it here)
+/usr/bin/bwrap:
+	apt-get update -qq && apt-get install -y -qq bubblewrap
 
 # the tests also exercise the local LLM provider (llama.cpp compiles once, ~9 min; later from pip's cache)
 $(VENV)/.installed-test: $(VENV)/.installed
@@ -34,7 +38,11 @@ run: install
 	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --select '*' --partition $$d || exit 1; \
 	done
 
-test: install $(VENV)/.installed-test
+# google-adk in its own environment: the library the ADK multiple-choice suite is verified against
+.venvs/adk/bin/python:
+	bash benchmarks/make_adk_env.sh
+
+test: install $(VENV)/.installed-test .venvs/adk/bin/python
 	$(BIN)/python -m pytest
 
 dev: install
@@ -42,3 +50,6 @@ dev: install
 
 bench: install
 	$(BIN)/python benchmarks/bm25_vs_rank_bm25.py --docs 50000 --queries 200
+
+adk-env:  # (re)create it, e.g. ADK_VERSION=1.20.0 make adk-env
+	bash benchmarks/make_adk_env.sh

@@ -74,6 +74,15 @@ class TargetSettings(_Strict):
     inferer: Literal["auto", "llm", "ast"] = "auto"
 
 
+class VerifierSettings(_Strict):
+    """Where multiple-choice questions are proven: the interpreter holding the library under test."""
+
+    python: Path | None = None  # default: this interpreter (the standard library under test)
+    library: str | None = None  # distribution name whose version is reported, e.g. google-adk
+    timeout_s: float = Field(20.0, gt=0)
+    memory_mb: int = Field(1024, ge=64)
+
+
 class Threshold(_Strict):
     min: float
     severity: Literal["ERROR", "WARN"] = "WARN"
@@ -158,6 +167,7 @@ class DatasetConfig(_Strict):
     negatives: NegativeSettings = NegativeSettings()
     filter: FilterSettings = FilterSettings()
     targets: TargetSettings = TargetSettings()
+    verifier: VerifierSettings = VerifierSettings()
     thresholds: dict[str, Threshold] = Field(default_factory=dict)
     drift: DriftSettings = DriftSettings()
     checked_retrievers: list[str] | None = None
@@ -173,7 +183,10 @@ class DatasetConfig(_Strict):
         return self
 
     def input_paths(self) -> list[Path]:
-        """Every file or folder this dataset reads (for existence checks before scheduling)."""
+        """Every file or folder this dataset reads, the verifier's interpreter included."""
+        return self._data_paths() + ([self.verifier.python] if self.verifier.python else [])
+
+    def _data_paths(self) -> list[Path]:
         if self.kind == "nq":
             return [self.nq.csv]
         if self.kind == "context_qa":
@@ -227,7 +240,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_PATH_KEYS = {"corpus": ("ranked_targets", "introspect_modules_file"), "nq": ("csv",),
+_PATH_KEYS = {"corpus": ("ranked_targets", "introspect_modules_file"), "nq": ("csv",), "verifier": ("python",),
               "context_qa": ("qa", "documents"), "beir": ("path",)}
 
 

@@ -1,5 +1,6 @@
 """Weekly re-evaluation of every dataset, and the sensor that turns failed checks into alerts."""
 
+import json
 from datetime import datetime, timezone
 
 import dagster as dg
@@ -10,11 +11,14 @@ from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 from retrieval_pipeline.defs.resources import AlertSinkResource
 
 METRICS_KEY = dg.AssetKey("retrieval_metrics")
+#: Assets whose failed checks raise alerts: metric floors and drift, and disproven benchmark answers.
+WATCHED_KEYS = (METRICS_KEY, dg.AssetKey("quality_report"))
 
 weekly_evaluation_job = dg.define_asset_job(
     "weekly_evaluation",
-    selection=dg.AssetSelection.groups("ingest", "dataset", "indexes", "evaluation"),
-    description="Rebuild the dataset, indexes, runs and metrics of one dataset partition.",
+    selection=dg.AssetSelection.groups("ingest", "dataset", "indexes", "evaluation", "verifier"),
+    description="Rebuild the dataset, indexes, runs and metrics of one dataset partition, and re-verify its "
+                "multiple-choice questions against the installed library (drift shows up as new Incorrect verdicts).",
 )
 
 
@@ -33,12 +37,12 @@ def weekly_evaluation_schedule(context: dg.ScheduleEvaluationContext):
     return requests or dg.SkipReason("no dataset has all its inputs present")
 
 
-def failed_checks_of_run(instance: dg.DagsterInstance, run_id: str, partition: str | None) -> list[dict]:
-    """The failed check evaluations on ``retrieval_metrics`` recorded by one run (for one partition)."""
+def failed_checks_of_run(instance: dg.DagsterInstance, run_id: str, partition: str | None, asset_key: dg.AssetKey) -> list[dict]:
+    """The failed check evaluations on ``asset_key`` recorded by one run (for one partition)."""
     failed = []
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
         evaluation = entry.dagster_event.event_specific_data
-        if evaluation.asset_key != METRICS_KEY or evaluation.passed:
+        if evaluation.asset_key != asset_key or evaluation.passed:
             continue
         if partition and evaluation.partition and evaluation.partition != partition:
             continue
@@ -49,30 +53,35 @@ def failed_checks_of_run(instance: dg.DagsterInstance, run_id: str, partition: s
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSinkResource):
-    """Alert once per failing evaluation: any failed check on a new ``retrieval_metrics`` materialisation.
+    """Alert once per failing evaluation: any failed check on a new ``retrieval_metrics`` or
+    ``quality_report`` materialisation.
 
     Covers WARN failures too (they do not fail runs, so run-failure sensors never see them), including
     the drift check that fires when the drift metric falls more than the allowed share below the
-    previous materialisation. The cursor is the last materialisation's storage id, so each is seen once.
+    previous materialisation, and benchmark questions whose marked answer was disproven. The cursor
+    keeps the last storage id seen per asset, so each materialisation is looked at once.
     """
-    after = int(context.cursor) if context.cursor else None
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=METRICS_KEY, after_storage_id=after), limit=100, ascending=True
-    ).records
-    if not records:
-        return dg.SkipReason("no new evaluation")
-    sink, sent = alerts.sink(), 0
-    for record in records:
-        failed = failed_checks_of_run(context.instance, record.run_id, record.partition_key)
-        if failed:
-            summary = f"retrieval_metrics[{record.partition_key}] run {record.run_id[:8]}: " + "; ".join(
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    sink, seen, sent = alerts.sink(), 0, 0
+    for key in WATCHED_KEYS:
+        name = key.to_user_string()
+        records = context.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, after_storage_id=cursor.get(name)), limit=100, ascending=True
+        ).records
+        for record in records:
+            seen += 1
+            failed = failed_checks_of_run(context.instance, record.run_id, record.partition_key, key)
+            if not failed:
+                continue
+            summary = f"{name}[{record.partition_key}] run {record.run_id[:8]}: " + "; ".join(
                 f"{f['severity']} {f['check']}: {f['description']}" for f in failed)
             context.log.warning(summary)
-            error = sink.send(Alert(dataset=record.partition_key or "", asset="retrieval_metrics", run_id=record.run_id,
-                                    failed_checks=failed, summary=summary,
-                                    created_at=datetime.now(timezone.utc).isoformat()))
+            error = sink.send(Alert(dataset=record.partition_key or "", asset=name, run_id=record.run_id,
+                                    failed_checks=failed, summary=summary, created_at=datetime.now(timezone.utc).isoformat()))
             if error:
                 context.log.error(error)
             sent += 1
-    context.update_cursor(str(records[-1].storage_id))
-    return dg.SkipReason(f"{len(records)} new evaluation(s), {sent} alert(s) sent")
+        if records:
+            cursor[name] = records[-1].storage_id
+    context.update_cursor(json.dumps(cursor, sort_keys=True))
+    return dg.SkipReason(f"{seen} new evaluation(s), {sent} alert(s) sent" if seen else "no new evaluation")

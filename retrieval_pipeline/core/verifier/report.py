@@ -1,0 +1,145 @@
+"""The verifier's quality report: ``quality_report.json`` and a Markdown summary."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from retrieval_pipeline.core.verifier.remediation import Proposal
+from retrieval_pipeline.core.verifier.verdict import VERDICTS, OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.verify import VerificationRun
+
+
+def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[str, Any]:
+    """What a report needs to know about a run: library, versions, prover, timings."""
+    index = run.index
+    meta: dict[str, Any] = {
+        "suite": suite,
+        "library": index.library or "python stdlib",
+        "distribution": index.distribution,
+        "library_version": index.version or index.python_version,
+        "python_version": index.python_version,
+        "python": index.python,
+        "prover": run.prover,
+        "total_seconds": run.total_seconds,
+        "probe_seconds": index.probe_seconds,
+        "skipped_cases": run.skipped,
+    }
+    if settings is not None:
+        meta["sandbox"] = {k: str(v) for k, v in vars(settings).items()}
+    return meta
+
+
+def _evidence(e: OptionEvidence) -> dict[str, Any]:
+    return {
+        "letter": e.letter,
+        "option_text": e.claim.option_text,
+        "claim": {
+            "kind": e.claim.kind,
+            "hypothesis": e.claim.hypothesis,
+            "subject": e.claim.subject,
+            "decides": e.claim.decides if e.claim.decidable else None,
+        },
+        "proof_status": e.proof_status,
+        "state": e.state,
+        "option_true": e.option_true,
+        "note": e.note,
+        "execution": None
+        if e.outcome is None
+        else {
+            "outcome": e.outcome,
+            "exit_code": e.exit_code,
+            "limit": e.limit,
+            "duration_s": e.duration_s,
+            "test_source": e.test_source,
+            "stdout": e.stdout,
+            "stderr": e.stderr,
+        },
+    }
+
+
+def quality_report(
+    verdicts: Sequence[Verdict],
+    meta: Mapping[str, Any],
+    proposals: Sequence[Proposal] = (),
+) -> dict[str, Any]:
+    """Counts per verdict, every case with reasons and evidence, proposals, versions and timings."""
+    counts = {label: sum(1 for v in verdicts if v.verdict == label) for label in VERDICTS}
+    durations = [v.duration_s for v in verdicts]
+    return {
+        "meta": dict(meta),
+        "counts": counts,
+        "total_cases": len(verdicts),
+        "seconds_per_question": {
+            "mean": round(statistics.fmean(durations), 3) if durations else None,
+            "median": round(statistics.median(durations), 3) if durations else None,
+            "max": round(max(durations), 3) if durations else None,
+        },
+        "flagged": [v.case_id for v in verdicts if v.verdict in ("Ambiguous", "Incorrect")],
+        "cases": [
+            {
+                "case_id": v.case_id,
+                "verdict": v.verdict,
+                "marked": v.marked,
+                "proven_true": v.proven_true,
+                "proven_false": v.proven_false,
+                "consistent": v.consistent,
+                "undecided": v.undecided,
+                "reasons": v.reasons,
+                "duration_s": v.duration_s,
+                "evidence": [_evidence(e) for e in v.evidence],
+            }
+            for v in verdicts
+        ],
+        "proposals": [asdict(p) for p in proposals],
+    }
+
+
+def write_quality_report(report: Mapping[str, Any], path: str | Path) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    return target
+
+
+def markdown_report(report: Mapping[str, Any]) -> str:
+    """A one-page summary: versions, counts, flagged cases with reasons, proposals."""
+    meta = report["meta"]
+    per_q = report["seconds_per_question"]
+    lines = [
+        f"# Question verifier: {meta.get('suite', '')}",
+        "",
+        f"- library: {meta.get('library')} {meta.get('library_version') or ''} (Python {meta.get('python_version')})",
+        f"- prover: {meta.get('prover')}; {report['total_cases']} cases in {meta.get('total_seconds')} s "
+        f"(mean {per_q['mean']} s, median {per_q['median']} s per question)",
+        "",
+        "| verdict | cases |",
+        "| --- | ---: |",
+        *[f"| {label} | {n} |" for label, n in report["counts"].items()],
+        "",
+    ]
+    for label in ("Incorrect", "Ambiguous", "Unverifiable"):
+        cases = [c for c in report["cases"] if c["verdict"] == label]
+        if not cases:
+            continue
+        lines += [f"## {label} ({len(cases)})", ""]
+        for case in cases:
+            lines.append(f"- `{case['case_id']}` (marked {case['marked']}; proven true: "
+                         f"{', '.join(case['proven_true']) or 'none'})")  # fmt: skip
+            lines += [f"  - {_one_line(r)}" for r in case["reasons"][:4]]
+        lines.append("")
+    if report["proposals"]:
+        lines += ["## Proposed fixes", ""]
+        for p in report["proposals"]:
+            lines.append(f"- `{p['case_id']}` ({p['original_verdict']}): **{p['status']}**: {_one_line(p['note'])}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

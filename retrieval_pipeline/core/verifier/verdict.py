@@ -1,0 +1,206 @@
+"""From per-option proofs to a verdict on the question.
+
+Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
+
+* ``true``: a ``truth`` proof passed (the import works, the expression returns that value);
+* ``false``: a proof failed by its own recorded assertion (the name is missing, the value differs);
+* ``consistent``: a ``necessary`` proof passed (the name exists, the parameter is there), which does
+  not show the behaviour the question describes;
+* ``undecided``: no proof (prose), or the proof could not decide (crash, timeout, limit, missing subject).
+
+"None of the above" is derived: true iff every other option is false, false iff one is true.
+
+Verdicts, for the marked answer M:
+
+* **Incorrect**: M is proven false (the reasons name what is true instead, when known);
+* **Ambiguous**: M is proven true and a distractor is proven true too; or M and a distractor evaluate
+  to the same object (``deque(maxlen=3)`` and ``deque([], 3)``);
+* **Valid**: M is proven true and every distractor false; or M is consistent and every other
+  option is false (valid by elimination: it is the only option that can be right);
+* **Unverifiable**: anything short of that; the reasons say which option was not settled and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
+from retrieval_pipeline.core.verifier.sandbox import Execution
+
+VerdictLabel = Literal["Valid", "Ambiguous", "Incorrect", "Unverifiable"]
+VERDICTS: tuple[str, ...] = ("Valid", "Ambiguous", "Incorrect", "Unverifiable")
+OptionState = Literal["true", "false", "consistent", "undecided"]
+
+
+@dataclass
+class OptionEvidence:
+    """One option: its claim, the proof that ran (if any), what happened, and what it settles."""
+
+    letter: str
+    claim: Claim
+    proof_status: str  # "proof" | "unverifiable_offline" | "derived"
+    option_true: bool | None
+    state: OptionState
+    note: str = ""
+    test_source: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    outcome: str | None = None
+    limit: str | None = None
+    duration_s: float = 0.0
+    fingerprint: str | None = None
+    record: dict[str, Any] = field(default_factory=dict)  # what the test wrote in its evidence file
+
+
+@dataclass
+class Verdict:
+    """The verdict on one case, with the evidence per option."""
+
+    case_id: str
+    verdict: VerdictLabel
+    marked: str
+    proven_true: list[str]
+    reasons: list[str]
+    evidence: list[OptionEvidence]
+    proven_false: list[str] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+    consistent: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence:
+    """Read one proof's run into an :class:`OptionEvidence` (E and unknown claims have no run)."""
+    claim = proof.claim
+    if claim.kind == "none_of_the_above":
+        return OptionEvidence(claim.letter, claim, "derived", None, "undecided", "derived from the other options")
+    if proof.status != "proof" or execution is None:
+        reason = proof.reason or str(claim.details.get("reason", "no offline proof"))
+        return OptionEvidence(claim.letter, claim, proof.status, None, "undecided", reason)
+    record = parse_evidence(execution.artifacts) or {}
+    note = str(record.get("reason", ""))
+    state: OptionState = "undecided"
+    option_true: bool | None = None
+    if execution.passed and record.get("option_true") is True:
+        if claim.decides == "truth":
+            state, option_true = "true", True
+        else:
+            state = "consistent"
+            note = f"{note} (a necessary condition only: the behaviour the question describes is not executed)"
+    elif execution.outcome == "failed" and record.get("option_true") is False:
+        state, option_true = "false", False
+    else:
+        why = note or f"the proof ended with outcome {execution.outcome!r}"
+        if execution.limit:
+            why += f" (limit hit: {execution.limit})"
+        note = f"undecided: {why}"
+    return OptionEvidence(
+        letter=claim.letter,
+        claim=claim,
+        proof_status=proof.status,
+        option_true=option_true,
+        state=state,
+        note=note,
+        test_source=proof.test_source,
+        stdout=execution.stdout,
+        stderr=execution.stderr,
+        exit_code=execution.exit_code,
+        outcome=execution.outcome,
+        limit=execution.limit,
+        duration_s=execution.duration_s,
+        fingerprint=record.get("fingerprint"),
+        record=record,
+    )
+
+
+def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Verdict:
+    """Apply the rules of the module docstring."""
+    by_letter = {e.letter: e for e in evidence}
+    regular = [e for e in evidence if e.claim.kind != "none_of_the_above"]
+    nota = [e for e in evidence if e.claim.kind == "none_of_the_above"]
+    _derive_none_of_the_above(regular, nota)
+    letters = lambda state: [e.letter for e in evidence if e.state == state]  # noqa: E731
+    proven_true, proven_false = letters("true"), letters("false")
+    consistent, undecided = letters("consistent"), letters("undecided")
+
+    def verdict(label: VerdictLabel, *reasons: str) -> Verdict:
+        return Verdict(case_id, label, marked, proven_true, list(reasons), list(evidence), proven_false,
+                       undecided, consistent)  # fmt: skip
+
+    if marked not in by_letter:
+        return verdict("Unverifiable", f"the marked answer {marked!r} is not among the options")
+    mark = by_letter[marked]
+    others = [e for e in evidence if e.letter != marked]
+
+    if mark.state == "false":
+        instead = ", ".join(proven_true) or "not established"
+        return verdict(
+            "Incorrect", f"marked {marked} is proven false: {mark.note}", f"proven true instead: {instead}"
+        )
+    if mark.state == "true":
+        also_true = [e.letter for e in others if e.state == "true"]
+        same = _same_result(mark, others)
+        if also_true or same:
+            reasons = [f"marked {marked} is proven true ({mark.note})"]
+            reasons += [f"{e.letter} is proven true too: {e.note}" for e in others if e.state == "true"]
+            reasons += [f"{e.letter} gives the same result as {marked}: {e.fingerprint}" for e in same]
+            return verdict("Ambiguous", *reasons)
+        open_ = [e for e in others if e.state != "false"]
+        if not open_:
+            return verdict("Valid", f"marked {marked} is proven true and every distractor false")
+        return verdict(
+            "Unverifiable",
+            f"marked {marked} is proven true, but distractor(s) {_names(open_)} are not settled",
+            *[f"{e.letter}: {e.state}: {e.note}" for e in open_],
+        )
+    if mark.state == "consistent":
+        same = _same_result(mark, others)
+        if same:
+            return verdict(
+                "Ambiguous",
+                f"marked {marked} evaluates, and {_names(same)} evaluate(s) to the same object: {mark.fingerprint}",
+            )
+        open_ = [e for e in others if e.state != "false" and e.claim.kind != "none_of_the_above"]
+        if not open_:
+            return verdict(
+                "Valid",
+                f"by elimination: every other option is proven false and {marked} passes its check ({mark.note})",
+            )
+        return verdict(
+            "Unverifiable",
+            f"marked {marked} passes only a necessary check, and {_names(open_)} are not ruled out",
+            *[f"{e.letter}: {e.state}: {e.note}" for e in open_],
+        )
+    # the marked option itself is undecided (or it is E and E is undecided)
+    reasons = [f"marked {marked} is not settled: {mark.note}"]
+    if proven_true:
+        reasons.append(f"proven true: {', '.join(proven_true)}")
+    reasons += [f"{e.letter}: {e.state}: {e.note}" for e in others if e.state in ("undecided", "consistent")]
+    return verdict("Unverifiable", *reasons)
+
+
+def _derive_none_of_the_above(regular: Sequence[OptionEvidence], nota: Sequence[OptionEvidence]) -> None:
+    for e in nota:
+        if any(r.state == "true" for r in regular):
+            e.state, e.option_true = "false", False
+            e.note = f"false: {_names([r for r in regular if r.state == 'true'])} is proven true"
+        elif regular and all(r.state == "false" for r in regular):
+            e.state, e.option_true = "true", True
+            e.note = "true: every other option is proven false"
+        else:
+            open_ = [r for r in regular if r.state != "false"]
+            e.state, e.option_true = "undecided", None
+            e.note = f"undecided: {_names(open_)} not proven false"
+
+
+def _same_result(mark: OptionEvidence, others: Sequence[OptionEvidence]) -> list[OptionEvidence]:
+    if not mark.fingerprint:
+        return []
+    return [e for e in others if e.fingerprint == mark.fingerprint and e.state in ("true", "consistent")]
+
+
+def _names(items: Sequence[OptionEvidence]) -> str:
+    return ", ".join(e.letter for e in items)

@@ -1,0 +1,125 @@
+"""Decomposition: one claim per option, from the question and options only."""
+
+from __future__ import annotations
+
+import inspect
+
+from retrieval_pipeline.core.verifier.claims import decompose
+
+OPTIONS_E = {"E": "None of the above"}
+
+
+def kinds(claims):
+    return {c.letter: c.kind for c in claims}
+
+
+def test_signature_takes_question_and_options_not_the_case():
+    params = list(inspect.signature(decompose).parameters)
+    assert params == ["case_id", "question", "options"]
+
+
+def test_import_statements():
+    claims = decompose(
+        "c",
+        "Which is the correct import statement for `ThreadPoolExecutor`?",
+        {"A": "from threading import ThreadPoolExecutor", "B": "from concurrent.futures import ThreadPoolExecutor",
+         "C": "import concurrent.futures", **OPTIONS_E},
+    )
+    assert kinds(claims) == {"A": "import", "B": "import", "C": "import", "E": "none_of_the_above"}
+    assert claims[1].details["module"] == "concurrent.futures" and claims[1].details["names"] == ["ThreadPoolExecutor"]
+    assert claims[0].decides == "truth"
+
+
+def test_parameter_names_of_a_named_callable():
+    claims = decompose(
+        "c",
+        "Which keyword argument makes `json.dumps` emit dictionary keys in sorted order?",
+        {"A": "sorted", "B": "sort_keys", "C": "delete=False", **OPTIONS_E},
+    )
+    assert [c.kind for c in claims[:3]] == ["signature_param"] * 3
+    assert {c.subject for c in claims[:3]} == {"json.dumps"}
+    assert claims[2].details["param"] == "delete" and claims[2].details["value"] == "False"
+    assert claims[0].decides == "necessary"  # the name existing does not prove the behaviour
+
+
+def test_which_class_parameter_and_negated_constructor_question():
+    claims = decompose("c", "Which `LlmAgent` parameter is used for tools?", {"A": "tools", "B": "setup"})
+    assert claims[0].kind == "constructor_kwarg" and claims[0].subject == "LlmAgent"
+    negated = decompose(
+        "c",
+        "Which of these is NOT an accepted keyword argument of the `datetime.timedelta` constructor?",
+        {"A": "weeks", "B": "months"},
+    )
+    assert negated[1].kind == "constructor_kwarg" and negated[1].details["expect_accepted"] is False
+    assert negated[1].decides == "truth"
+
+
+def test_expression_values_and_raises():
+    claims = decompose(
+        "c",
+        "What does `statistics.median([1, 3, 2, 4])` return?",
+        {"A": "2", "B": "2.5", "C": "It raises StatisticsError because the length is even", **OPTIONS_E},
+    )
+    assert [c.details.get("mode") for c in claims[:3]] == ["equals", "equals", "raises"]
+    assert claims[0].details["expr"] == "statistics.median([1, 3, 2, 4])"
+    assert claims[2].details["exception"] == "StatisticsError"
+    assert claims[0].details["free_names"] == ["statistics"]
+
+
+def test_expression_question_shapes():
+    after = decompose("c", "After `h = [3, 1, 2]; heapq.heapify(h)`, what does `heapq.heappop(h)` return?", {"A": "1"})
+    assert after[0].details["setup"] == "h = [3, 1, 2]; heapq.heapify(h)" and after[0].details["free_names"] == ["heapq"]
+    length = decompose("c", "How many characters long is `uuid.uuid4().hex`?", {"A": "32"})
+    assert length[0].details["expr"] == "len(uuid.uuid4().hex)"
+    attr = decompose("c", "What is the `.name` of the logger returned by `logging.getLogger()`?", {"A": "'root'"})
+    assert attr[0].details["expr"] == "(logging.getLogger()).name"
+    exc = decompose("c", "What exception does `json.loads('{bad')` raise?", {"A": "json.JSONDecodeError"})
+    assert exc[0].details["mode"] == "raises" and exc[0].details["exception"] == "json.JSONDecodeError"
+    match = decompose("c", "What does `re.fullmatch(r'\\d+', '123')` return?", {"A": "A match object for '123'"})
+    assert match[0].details["mode"] == "match"
+
+
+def test_names_calls_and_placeholders():
+    claims = decompose(
+        "c",
+        "A function is decorated with `functools.lru_cache`. Which call reports its hits and misses?",
+        {"A": "func.cache_info()", "B": "shutil.copy2"},
+    )
+    assert claims[0].kind == "exists" and claims[0].details["bindings"]["func"] == {"decorated_with": "functools.lru_cache"}
+    assert claims[1].details["path"] == "shutil.copy2"
+    calls = decompose(
+        "c",
+        "Which expression creates an empty `collections.deque` that holds at most 3 items?",
+        {"A": "deque(maxlen=3)", "B": "types.Content(parts=[types.Part(data=...)])", "C": "make(my_image)"},
+    )
+    assert calls[0].kind == "expression" and calls[0].details["mode"] == "evaluates"
+    assert calls[0].details["bindings"]["deque"] == {"path": "collections.deque"}
+    assert calls[1].kind == "unknown" and calls[2].kind == "unknown"  # sketches with ... / my_* are not run
+
+
+def test_library_symbols_methods_and_signatures():
+    classes = decompose("c", "Which class should you inherit from?", {"A": "BaseArtifactService", "B": "storage"})
+    assert classes[0].kind == "exists" and classes[0].details["library_symbol"] is True
+    assert classes[1].kind == "unknown"  # a bare lower-case word with no subject is not guessed at
+    methods = decompose(
+        "c", "You are inheriting from `BaseTool`. Which method must you override?", {"A": "run_async()", "B": "__call__()"}
+    )
+    assert methods[0].details["path"] == "BaseTool.run_async"
+    sig = decompose(
+        "c",
+        "In a `PluginManager`, what is the correct signature for `run_on_event_callback`?",
+        {"A": "async def run_on_event_callback(self, *, invocation_context: InvocationContext, event: Event) -> Optional[Event]:"},
+    )
+    assert sig[0].kind == "signature_param" and sig[0].details["exact"] is True
+    assert sig[0].subject == "PluginManager.run_on_event_callback" and sig[0].details["is_async"] is True
+    assert sig[0].details["params"] == [["self", "POSITIONAL_OR_KEYWORD"], ["invocation_context", "KEYWORD_ONLY"],
+                                        ["event", "KEYWORD_ONLY"]]
+
+
+def test_prose_is_unknown():
+    claims = decompose(
+        "c",
+        "When using `InMemorySessionService`, how is session data persisted?",
+        {"A": "It is stored in a SQLite database.", "B": "It is kept in a Python dictionary in RAM.", **OPTIONS_E},
+    )
+    assert kinds(claims) == {"A": "unknown", "B": "unknown", "E": "none_of_the_above"}

@@ -1,0 +1,70 @@
+"""Verdict rules on hand-made evidence."""
+
+from __future__ import annotations
+
+from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.verdict import OptionEvidence, decide
+
+
+def ev(letter: str, state: str, kind: str = "import", fingerprint: str | None = None) -> OptionEvidence:
+    if letter == "E":
+        kind = "none_of_the_above"
+    claim = Claim("c", letter, f"option {letter}", kind, "h", None, {})  # type: ignore[arg-type]
+    option_true = {"true": True, "false": False}.get(state)
+    return OptionEvidence(letter, claim, "proof", option_true, state, note=f"{letter} {state}",  # type: ignore[arg-type]
+                          fingerprint=fingerprint)
+
+
+def case(states: dict[str, str], **fingerprints: str) -> list[OptionEvidence]:
+    return [ev(k, v, fingerprint=fingerprints.get(k)) for k, v in states.items()] + [ev("E", "undecided")]
+
+
+def test_valid_when_marked_true_and_every_distractor_false():
+    verdict = decide("c", "B", case({"A": "false", "B": "true", "C": "false", "D": "false"}))
+    assert verdict.verdict == "Valid" and verdict.proven_true == ["B"]
+    assert verdict.evidence[-1].option_true is False  # E is false once B is true
+
+
+def test_incorrect_when_marked_proven_false_names_the_true_one():
+    verdict = decide("c", "C", case({"A": "true", "B": "false", "C": "false", "D": "false"}))
+    assert verdict.verdict == "Incorrect"
+    assert "proven true instead: A" in verdict.reasons[-1]
+
+
+def test_ambiguous_when_a_distractor_is_true_too():
+    verdict = decide("c", "A", case({"A": "true", "B": "true", "C": "false", "D": "false"}))
+    assert verdict.verdict == "Ambiguous" and verdict.proven_true == ["A", "B"]
+
+
+def test_ambiguous_when_two_options_give_the_same_object():
+    evidence = case({"A": "consistent", "B": "consistent", "C": "false"}, A="deque:x", B="deque:x")
+    assert decide("c", "A", evidence).verdict == "Ambiguous"
+
+
+def test_unverifiable_names_the_undecided_distractor():
+    verdict = decide("c", "A", case({"A": "true", "B": "false", "C": "undecided", "D": "false"}))
+    assert verdict.verdict == "Unverifiable"
+    assert "C" in verdict.reasons[0]
+
+
+def test_unverifiable_when_the_marked_option_cannot_be_proven():
+    verdict = decide("c", "A", case({"A": "undecided", "B": "false"}))
+    assert verdict.verdict == "Unverifiable" and "marked A is not settled" in verdict.reasons[0]
+
+
+def test_necessary_only_checks_valid_by_elimination_or_unverifiable():
+    assert decide("c", "A", case({"A": "consistent", "B": "false", "C": "false"})).verdict == "Valid"
+    both_exist = decide("c", "A", case({"A": "consistent", "B": "consistent", "C": "false"}))
+    assert both_exist.verdict == "Unverifiable" and "B" in both_exist.reasons[0]
+
+
+def test_none_of_the_above_marked():
+    assert decide("c", "E", case({"A": "false", "B": "false"})).verdict == "Valid"
+    wrong = decide("c", "E", case({"A": "false", "B": "true"}))
+    assert wrong.verdict == "Incorrect" and wrong.proven_true == ["B"]
+    assert decide("c", "E", case({"A": "false", "B": "consistent"})).verdict == "Unverifiable"
+
+
+def test_marked_false_and_none_of_the_above_true():
+    verdict = decide("c", "A", case({"A": "false", "B": "false"}))
+    assert verdict.verdict == "Incorrect" and verdict.proven_true == ["E"]

@@ -1,0 +1,70 @@
+"""The question verifier as Dagster assets: verdicts, report files, proposals, the check and the alert."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import dagster as dg
+import pytest
+
+from retrieval_pipeline.definitions import defs
+from retrieval_pipeline.defs.automation import retrieval_alert_sensor
+from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
+from retrieval_pipeline_tests.defs.support import resources_in
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+
+MC_SUITE = """
+benchmarks:
+- id: mc:json_import
+  question: Which is the correct import statement for the `dumps` function?
+  options: {A: from json import dumps, B: from json.encoder import dumps_all, C: from jsonlib import dumps, D: None of the above}
+  correct_answer: A
+  explanation: dumps lives in json.
+  benchmark_type: multiple_choice
+- id: mc:wrong_marked
+  question: Which is the correct import statement for the `OrderedDict` class?
+  options: {A: from collections import OrderedDict, B: from itertools import OrderedDict, C: from functools import OrderedDict}
+  correct_answer: B
+  explanation: planted wrong answer
+  benchmark_type: multiple_choice
+"""
+
+
+@pytest.fixture
+def verifier_resources(tmp_path):
+    registry = write_dataset(tmp_path / "in")
+    (tmp_path / "in" / "suites" / "multiple_choice.yaml").write_text(MC_SUITE)
+    text = registry.read_text().replace("suites: [suites/api_understanding.yaml, suites/fix_errors.yaml]",
+                                        "suites: [suites/api_understanding.yaml, suites/fix_errors.yaml, suites/multiple_choice.yaml]")
+    registry.write_text(text)
+    return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), registry)
+
+
+def test_verdicts_report_and_check_on_planted_questions(verifier_resources):
+    instance = dg.DagsterInstance.ephemeral()
+    suite = verifier_resources["settings"].dataset("stdlib").suites[-1]
+    before = suite.read_bytes()
+    result = dg.materialize(list(defs().assets), selection=["raw_cases", "case_rejects", "question_verdicts", "quality_report"],
+                            partition_key="stdlib", resources=verifier_resources, instance=instance)
+    assert result.success  # a disproven answer flags the benchmark; it does not fail the pipeline
+    verdicts = result.asset_value("question_verdicts").set_index("case_id")
+    assert verdicts.loc["mc:json_import", "verdict"] == "Valid"
+    assert verdicts.loc["mc:wrong_marked", "verdict"] == "Incorrect"
+    assert list(verdicts.loc["mc:wrong_marked", "proven_true"]) == ["A"]
+    check = {e.check_name: e for e in result.get_asset_check_evaluations()}["no_incorrect_questions"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+
+    settings = verifier_resources["settings"]
+    report = json.loads(settings.export_path("stdlib", "quality_report.json").read_text())
+    assert report["counts"]["Incorrect"] == 1 and report["counts"]["Valid"] == 1
+    proposals = settings.export_path("stdlib", "proposed_fixes.yaml")
+    assert proposals.exists() and "mc:wrong_marked" in proposals.read_text()
+    assert suite.read_bytes() == before  # proposals never go over the input suite
+
+    context = dg.build_sensor_context(instance=instance, resources={"alerts": verifier_resources["alerts"]})
+    retrieval_alert_sensor.evaluate_tick(context)
+    alerts = verifier_resources["alerts"].sink().read()
+    assert [a["asset"] for a in alerts] == ["quality_report"] and alerts[0]["failed_checks"][0]["check"] == "no_incorrect_questions"
