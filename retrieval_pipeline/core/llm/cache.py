@@ -14,8 +14,9 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Protocol
+
+from retrieval_pipeline.core.closing import Closing
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_cache (
@@ -49,7 +50,7 @@ class CacheableCall(Protocol):
     completion_tokens: int
 
 
-class LLMCache:
+class LLMCache(Closing):
     """Key → validated JSON answer, persisted in a SQLite file.
 
     Args:
@@ -105,16 +106,6 @@ class LLMCache:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> LLMCache:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"LLMCache(path={str(self.path)!r})"

@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from types import TracebackType
 from typing import Any, Literal
 
 import openai
 import pydantic
 
+from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.llm.cache import LLMCache
 
 logger = logging.getLogger(__name__)
@@ -301,7 +301,7 @@ def _reply_from(completion: Any) -> _Reply:
     )
 
 
-class LLMClient:
+class LLMClient(Closing):
     """Ask an OpenAI-compatible endpoint for JSON answers, reliably and through a cache.
 
     Args:
@@ -372,16 +372,6 @@ class LLMClient:
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> LLMClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"LLMClient(settings={self.settings!r}, cache={self.cache!r})"

@@ -22,10 +22,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
 
+from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.
@@ -76,7 +76,7 @@ class CacheStats:
         return self.hits + self.misses
 
 
-class EmbeddingCache:
+class EmbeddingCache(Closing):
     """Embeddings in a SQLite file, keyed by ``(model_id, sha256(text))``.
 
     Args:
@@ -188,13 +188,6 @@ class EmbeddingCache:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> EmbeddingCache:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({str(self.path)!r})"
