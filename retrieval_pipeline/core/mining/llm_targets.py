@@ -85,6 +85,7 @@ class LLMTargetInferer:
 
 
 def _candidate_names(result: TargetInference) -> list[str]:
-    names = [c.get("doc_id") or c.get("symbol") for c in result.evidence.get("candidates", []) if isinstance(c, dict)]
-    names += list(result.evidence.get("names", []))
-    return [n for n in dict.fromkeys(names) if n][:12]
+    """Hints for the prompt: the documents the AST scored, and the names the description mentioned."""
+    entries = list(result.evidence.get("candidates", [])) + list(result.evidence.get("names", []))
+    names = [(e.get("doc_id") or e.get("name")) if isinstance(e, dict) else e for e in entries]
+    return [str(n) for n in dict.fromkeys(names) if n][:12]
