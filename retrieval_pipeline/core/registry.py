@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.similarity import SimilaritySettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
@@ -126,6 +127,10 @@ class SimilaritySettingsModel(_Strict):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     autojunk: bool = False
     normalise: bool = True
+
+    def settings(self) -> SimilaritySettings:
+        """The settings object the similarity functions take."""
+        return SimilaritySettings(threshold=self.threshold, autojunk=self.autojunk, normalise=self.normalise)
 
 
 class ContextQASource(_Strict):

@@ -18,7 +18,6 @@ from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
 from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.similarity import SimilaritySettings
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
@@ -107,8 +106,7 @@ def query_results(
     """
     judge_cfg = config
     config = settings.dataset(context.partition_key)
-    evaluated = set(retrieval_runs["query_id"])  # all of the dataset unless the run was sampled
-    qrels = {q: rel for q, rel in qrels_from_records(retrieval_dataset.to_dict("records")).items() if q in evaluated}
+    qrels = _evaluated_qrels(retrieval_runs, retrieval_dataset)
     context_extra = _context_columns(config, raw_cases, corpus) if config.kind == "context_qa" else None
     frames = []
     for name, tr in frame_to_runs(retrieval_runs).items():
@@ -149,10 +147,15 @@ def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFram
     return frame
 
 
+def _evaluated_qrels(retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """The dataset's qrels for the queries that were run: all of them unless the run was sampled."""
+    evaluated = set(retrieval_runs["query_id"])
+    return {q: rel for q, rel in qrels_from_records(retrieval_dataset.to_dict("records")).items() if q in evaluated}
+
+
 def _context_columns(config, raw_cases: pd.DataFrame, corpus: pd.DataFrame):
     """A function (run, qrels) -> the context-QA columns that per_query_metrics does not already give."""
-    sim = config.context_qa.similarity
-    sim_settings = SimilaritySettings(threshold=sim.threshold, autojunk=sim.autojunk, normalise=sim.normalise)
+    sim_settings = config.context_qa.similarity.settings()
     expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
     chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
 
@@ -259,17 +262,15 @@ def evaluation_exports(
     ``evaluation_results.json`` (per search type: metrics and per-question results).
     """
     records = retrieval_dataset.to_dict("records")
-    qrels = qrels_from_records(records)
+    qrels = _evaluated_qrels(retrieval_runs, retrieval_dataset)
     runs = frame_to_runs(retrieval_runs)
-    evaluated = set(retrieval_runs["query_id"])
-    qrels = {q: rel for q, rel in qrels.items() if q in evaluated}
     qrels_path = settings.export_path(context.partition_key, "qrels.txt")
     write_trec_qrels(qrels, qrels_path)
     run_paths = {}
     for name, tr in runs.items():
         run_paths[name] = settings.export_path(context.partition_key, f"{name}.run")
         write_trec_run(tr.run, run_paths[name], tag=name)
-    questions = {r["id"]: r["query"] for r in records if r["id"] in evaluated}
+    questions = {r["id"]: r["query"] for r in records if r["id"] in qrels}
     results_path = settings.export_path(context.partition_key, "evaluation_results.json")
     write_evaluation_results(evaluation_results(runs, qrels, questions), results_path)
     return dg.MaterializeResult(metadata={

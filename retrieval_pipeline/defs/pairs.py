@@ -12,7 +12,6 @@ from retrieval_pipeline.core.mining.llm_targets import LLMTargetInferer
 from retrieval_pipeline.core.mining.gold import CorpusLookup
 from retrieval_pipeline.core.pairs import QAPair, build_pairs, pairs_report
 from retrieval_pipeline.core.reports import md_preview
-from retrieval_pipeline.core.similarity import SimilaritySettings
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.partitions import dataset_partitions
@@ -42,8 +41,7 @@ def qa_pairs(
     config = settings.dataset(context.partition_key)
     matcher = None
     if config.kind == "context_qa":
-        sim = config.context_qa.similarity
-        matcher = ContextMatcher(documents, SimilaritySettings(threshold=sim.threshold, autojunk=sim.autojunk, normalise=sim.normalise))
+        matcher = ContextMatcher(documents, config.context_qa.similarity.settings())
     wants_llm = config.targets.inferer != "ast" and any(c.benchmark_type == "fix_error" for c in cases)
     with (llm.open() if wants_llm else contextlib.nullcontext()) as client:
         if config.targets.inferer == "llm" and client is None:
