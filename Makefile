@@ -9,7 +9,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test dev bench adk-env
+.PHONY: install run test dev bench adk-env add-retriever lint
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,20 @@ run: install
 	  echo "== materialising every asset of dataset $$d"; \
 	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --select '*' --partition $$d || exit 1; \
 	done
+
+# build and evaluate one retriever on materialised datasets; nothing else is recomputed:
+#   make add-retriever RETRIEVER=bm25_code DATASETS=stdlib
+add-retriever: install
+	@test -n "$(RETRIEVER)" || (echo "usage: make add-retriever RETRIEVER=<name in data/config/retrievers.yaml> [DATASETS=...]"; exit 2)
+	@for d in $(DATASETS); do \
+	  echo "== adding retriever $(RETRIEVER) to dataset $$d"; \
+	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --partition $$d \
+	    --select 'retrievers/$(RETRIEVER)/index,retrievers/$(RETRIEVER)/runs,retrieval_runs*' || exit 1; \
+	done
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # google-adk in its own environment: the library the ADK multiple-choice suite is verified against
 .venvs/adk/bin/python:

@@ -3,19 +3,21 @@
 Usage::
 
     python -m retrieval_pipeline.cli.evaluate_csv --csv PATH [--sample-size N] [--out DIR]
-        [--cache PATH] [--search-types keyword semantic hybrid]
+        [--cache DIR] [--search-types keyword semantic hybrid bm25_code ...]
 
 Steps: load and validate the CSV, merge identical long answers into chunks, write
-``DIR/chunks.json``, build the requested retrievers over the chunks, rank every question, write
+``DIR/chunks.json``, build the requested retrievers over the chunks (through the same retriever
+factory as the Dagster assets, indexes in ``DIR/indexes/``), rank every question, write
 ``DIR/evaluation_results.json`` and print a comparison table plus the wall time of each step.
 
-Search types:
+Search types are labels for retrievers of ``data/config/retrievers.yaml``; any registry name works too:
 
-* ``keyword``: BM25 (``BM25Retriever``; k1 1.5, b 0.75, epsilon 0.25).
-* ``semantic``: all-MiniLM-L6-v2 cosine search (``DenseRetriever``); chunk and question vectors go
-  through the SQLite embedding cache, so a second run embeds nothing.
-* ``hybrid``: Reciprocal Rank Fusion (k = 60) of keyword and semantic.
-* ``hybrid_minmax``: min-max score fusion (alpha 0.5) of keyword and semantic.
+* ``keyword``: ``bm25`` (k1 1.5, b 0.75, epsilon 0.25).
+* ``semantic``: ``dense_minilm``, all-MiniLM-L6-v2 cosine search; chunk vectors go through the SQLite
+  embedding cache, so a second run embeds nothing (question vectors are encoded at search time, so
+  latency includes encoding, as a user would see it).
+* ``hybrid``: ``hybrid_rrf_k60``, Reciprocal Rank Fusion (k = 60) of keyword and semantic.
+* ``hybrid_minmax``: ``hybrid_minmax_a0.5``, min-max score fusion (equal weights) of keyword and semantic.
 
 Each search ranks the top 100 chunks per question in one batch; latency is timed on the first 200
 questions searched one at a time (:func:`~retrieval_pipeline.core.evaluate.batched_run`). Bad input
@@ -29,7 +31,7 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -37,25 +39,23 @@ from typing import TextIO
 from tabulate import tabulate
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluate import TimedRun, batched_run
+from retrieval_pipeline.core.evaluate import TimedRun
 from retrieval_pipeline.core.evaluation_results import comparison_table, evaluation_results, write_evaluation_results
-from retrieval_pipeline.core.registry import RetrieverSettings
-from retrieval_pipeline.core.retrieval.base import Retriever
-from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder, set_hf_offline
-from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, hybrid_name
+from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH, RetrievalSettings
+from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.encoders import set_hf_offline
+from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
+from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
+from retrieval_pipeline.core.types import Document
 from retrieval_pipeline.core.sources.nq import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CACHE = PROJECT_ROOT / "data" / "cache" / "embeddings.sqlite"
+DEFAULT_CACHE = PROJECT_ROOT / "data" / "cache"
 DEFAULT_OUT = PROJECT_ROOT / "data" / "out" / "evaluate_csv"
-SEARCH_TYPES: tuple[str, ...] = ("keyword", "semantic", "hybrid", "hybrid_minmax")
+#: Search types: short labels for retrievers of ``data/config/retrievers.yaml`` (any registry name works too).
+SEARCH_TYPES: dict[str, str] = {"keyword": "bm25", "semantic": "dense_minilm", "hybrid": "hybrid_rrf_k60",
+                                "hybrid_minmax": "hybrid_minmax_a0.5"}
 DEFAULT_SEARCH_TYPES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
-#: Search types that need the BM25 index / the dense index.
-_NEEDS_KEYWORD = {"keyword", "hybrid", "hybrid_minmax"}
-_NEEDS_SEMANTIC = {"semantic", "hybrid", "hybrid_minmax"}
 #: Chunk ids listed per question in the report.
 REPORT_K = 5
 #: Rejected rows printed before "... and N more".
@@ -96,14 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--csv", required=True, type=Path, help="the NQ CSV file")
     parser.add_argument("--sample-size", type=_positive_int, default=None, help="use only the first N data rows")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"embedding cache (default: {DEFAULT_CACHE})")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"embedding cache folder (default: {DEFAULT_CACHE})")
     parser.add_argument(
         "--search-types",
         nargs="+",
-        choices=SEARCH_TYPES,
         default=list(DEFAULT_SEARCH_TYPES),
         metavar="TYPE",
-        help=f"any of {', '.join(SEARCH_TYPES)} (default: {' '.join(DEFAULT_SEARCH_TYPES)})",
+        help=f"any of {', '.join(f'{k} ({v})' for k, v in SEARCH_TYPES.items())}, or any retriever name in "
+        f"data/config/retrievers.yaml (default: {' '.join(DEFAULT_SEARCH_TYPES)})",
     )
     return parser
 
@@ -156,8 +156,8 @@ def evaluate_csv(
     Args:
         csv_path: The NQ CSV.
         out_dir: Folder for ``chunks.json`` and ``evaluation_results.json``.
-        cache_path: SQLite embedding cache (used only by semantic and hybrid search).
-        search_types: Names from :data:`SEARCH_TYPES`, in report order.
+        cache_path: Embedding cache folder (used only by embedding retrievers).
+        search_types: Labels from :data:`SEARCH_TYPES` or retriever names, in report order.
         sample_size: First N data rows only, or ``None``.
         out: Where to print.
 
@@ -179,13 +179,13 @@ def evaluate_csv(
         note.append(f"{len(corpus.chunks)} chunks, {corpus.duplicates} duplicate long answers merged")
     summary = f"{len(corpus.chunks)} chunks from {len(load.rows)} long answers ({corpus.duplicates} duplicates merged)"
     print(f"corpus: {summary} -> {chunks_path}", file=out)
-    doc_ids = [c["chunk_id"] for c in corpus.chunks]
-    texts = [c["content"] for c in corpus.chunks]
+    set_hf_offline()
     questions = {row.question_id: row.question for row in load.rows}
-    with ExitStack() as stack:
-        cache = stack.enter_context(EmbeddingCache(cache_path)) if _NEEDS_SEMANTIC & set(search_types) else None
-        retrievers = _build_retrievers(search_types, doc_ids, texts, list(questions.values()), cache, timings)
-        runs = _evaluate(retrievers, questions, timings)
+    retrievers = {label: SEARCH_TYPES.get(label, label) for label in search_types}
+    try:
+        runs = _evaluate(retrievers, corpus.chunks, questions, out_dir, cache_path, timings)
+    except RetrieverError as exc:
+        raise InputError(str(exc)) from exc
     results = evaluation_results(runs, nq_qrels(corpus.chunks), questions, k=REPORT_K)
     results_path = write_evaluation_results(results, out_dir / "evaluation_results.json")
     print(f"results -> {results_path}\n", file=out)
@@ -211,95 +211,53 @@ def _print_rejects(load: NQLoad, out: TextIO) -> None:
         print(f"  ... and {len(load.rejects) - _SHOWN_REJECTS} more", file=out)
 
 
-def _build_retrievers(
-    search_types: Sequence[str],
-    doc_ids: list[str],
-    texts: list[str],
-    questions: list[str],
-    cache: EmbeddingCache | None,
+def _evaluate(
+    retrievers: dict[str, str], corpus: list[dict[str, str]], questions: dict[str, str], out_dir: Path, cache_dir: Path,
     timings: Timings,
-) -> dict[str, Retriever]:
-    """``{search type: retriever}``, building BM25 and the dense index only when needed.
+) -> dict[str, TimedRun]:
+    """Build (components first) and run every requested retriever through the one retriever factory.
 
     Args:
-        search_types: Names from :data:`SEARCH_TYPES`.
-        doc_ids: Chunk ids, in corpus order.
-        texts: Chunk texts, aligned with ``doc_ids``.
-        questions: Question texts (embedded ahead of the search, so its timing is search only).
-        cache: The embedding cache; required when a semantic or hybrid search type is requested.
-        timings: Collects the wall time of each build step.
-
-    Returns:
-        One retriever per search type, in the given order.
+        retrievers: ``{label: registry name}``, in report order.
+        corpus: The chunks (``chunk_id``, ``content``).
+        questions: ``{question_id: text}``.
+        out_dir: Indexes go to ``out_dir/indexes/<name>``.
+        cache_dir: Embedding cache folder.
+        timings: Collects the wall time of each step.
     """
-    settings = RetrieverSettings()
-    keyword: BM25Retriever | None = None
-    semantic: DenseRetriever | None = None
-    if _NEEDS_KEYWORD & set(search_types):
-        with timings.step("index keyword (bm25)") as note:
-            bm25 = settings.bm25
-            keyword = BM25Retriever.build(doc_ids, texts, k1=bm25.k1, b=bm25.b, epsilon=bm25.epsilon)
-            note.append(f"{len(doc_ids)} chunks, {keyword.params['n_terms']} terms")
-    if _NEEDS_SEMANTIC & set(search_types):
-        if cache is None:
-            raise ValueError("semantic and hybrid search need an embedding cache")
-        semantic = _build_dense(doc_ids, texts, questions, cache, timings)
-    return {name: _retriever(name, keyword, semantic, settings) for name in search_types}
-
-
-def _build_dense(
-    doc_ids: list[str], texts: list[str], questions: list[str], cache: EmbeddingCache, timings: Timings
-) -> DenseRetriever:
-    """Embed chunks and questions through the cache (reporting cold vs warm) and index the chunks.
-
-    The model is loaded only if something is missing from the cache, so a warm run never loads it.
-    """
-    set_hf_offline()
-    encoder: Encoder = SentenceTransformerEncoder(batch_size=RetrieverSettings().dense.batch_size)
-    with timings.step("embed chunks + index") as note:
-        dense = DenseRetriever("dense_minilm").build(doc_ids, texts, encoder, cache=cache)
-        stats = dense.build_stats
-        assert stats is not None
-        note.append(f"{stats.embedded_now} chunks embedded now, {stats.from_cache} from cache ({cache.path})")
-    with timings.step("embed questions") as note:
-        _, question_stats = cache.get_or_encode(encoder, questions)
-        note.append(f"{question_stats.misses} questions embedded now, {question_stats.hits} from cache")
-    return dense
-
-
-def _retriever(
-    name: str, keyword: BM25Retriever | None, semantic: DenseRetriever | None, settings: RetrieverSettings
-) -> Retriever:
-    """The retriever behind one search type."""
-    if name == "keyword" and keyword is not None:
-        return keyword
-    if name == "semantic" and semantic is not None:
-        return semantic
-    if keyword is None or semantic is None or name not in ("hybrid", "hybrid_minmax"):
-        raise ValueError(f"unknown search type {name!r} or its indexes were not built")
-    pair: list[Retriever] = [keyword, semantic]
-    if name == "hybrid":
-        rrf_k = settings.hybrid_rrf.k
-        return HybridRetriever(hybrid_name("rrf", rrf_k=rrf_k), pair, "rrf", rrf_k=rrf_k, depth=settings.depth)
-    alpha = settings.hybrid_minmax.alpha
-    return HybridRetriever(hybrid_name("minmax", alpha=alpha), pair, "minmax", alpha=alpha, depth=settings.depth)
-
-
-def _evaluate(retrievers: dict[str, Retriever], questions: dict[str, str], timings: Timings) -> dict[str, TimedRun]:
-    """Rank every question with every retriever (batched), timing each search type.
-
-    Questions were embedded beforehand, so the semantic and hybrid timings (and latencies) are search
-    only: query vectors come from the embedding cache.
-    """
-    settings = RetrieverSettings()
+    registry = load_retriever_specs(DEFAULT_RETRIEVERS_PATH)
+    documents = [Document(c["chunk_id"], c["content"]) for c in corpus]
+    index_root = out_dir / "indexes"
+    depth, latency_sample = RetrievalSettings().depth, RetrievalSettings().latency_sample
+    for name in registry.closure(retrievers.values()):
+        label = next((lab for lab, n in retrievers.items() if n == name), name)
+        with timings.step(f"index {label} ({name})") as note:
+            params = build_retriever(registry, "evaluate_csv", name, documents, index_root, cache_dir, encoder_for_spec)
+            note.append(_build_note(params, len(documents)))
     runs: dict[str, TimedRun] = {}
-    for name, retriever in retrievers.items():
-        with timings.step(f"evaluate {name}") as note:
-            runs[name] = batched_run(retriever, questions, settings.depth, settings.latency_sample)
-            note.append(_latency_note(runs[name], len(questions)))
-            if name in _NEEDS_SEMANTIC:
-                note.append("question vectors read from the cache")
+    for label, name in retrievers.items():
+        with timings.step(f"evaluate {label}") as note:
+            done = run_retriever(registry, "evaluate_csv", name, documents, questions, index_root, cache_dir, encoder_for_spec,
+                                 depth, latency_sample)
+            runs[label] = done.timed
+            note.append(_latency_note(done.timed, len(questions)))
     return runs
+
+
+def encoder_for_spec(spec: object) -> object:
+    """The real encoder a dense spec names (imported on first use: keyword search never loads torch)."""
+    from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec as real
+
+    return real(spec)
+
+
+def _build_note(params: dict[str, object], n_docs: int) -> str:
+    """What a build did: chunks embedded now and from the cache, or the vocabulary size."""
+    if "embedded_now" in params:
+        return f"{params['embedded_now']} chunks embedded now, {params.get('from_cache', 0)} from cache"
+    if "n_terms" in params:
+        return f"{n_docs} chunks, {params['n_terms']} terms"
+    return f"{n_docs} chunks"
 
 
 def _latency_note(run: TimedRun, n_questions: int) -> str:

@@ -25,6 +25,10 @@ Plus ``hit@1``, ``hit@3``, ``hit@5`` (``hit_rate@1/3/5`` under the names context
 ``ndcg@10`` (:func:`metrics.ndcg`, grade as gain), ``mrr`` (no cutoff), ``n_relevant``, ``found`` and
 ``first_relevant_rank`` (as in :func:`metrics.per_query_metrics`, so :func:`metrics.aggregate` works
 on the frame). The similarity settings are recorded in ``frame.attrs["similarity_settings"]``.
+
+Every column's description, better direction and aggregation are in
+:mod:`retrieval_pipeline.core.metric_registry` (``best_match_position@k`` is lower-is-better and averaged
+over the queries with a hit).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.metric_registry import describe_metric
 from retrieval_pipeline.core.metrics import per_query_metrics, reciprocal_rank
 from retrieval_pipeline.core.similarity import SimilaritySettings, similarity_of
 from retrieval_pipeline.core.types import Document, Qrels, Run
@@ -41,20 +46,6 @@ from retrieval_pipeline.core.types import Document, Qrels, Run
 #: The fixed ``hit@k`` columns (aliases of ``hit_rate@k``).
 HIT_KS = (1, 3, 5)
 NDCG_K = 10
-
-#: One sentence per column; ``{k}`` is the cutoff.
-CONTEXT_METRIC_DESCRIPTIONS: dict[str, str] = {
-    "hit_rate@{k}": "Whether any chunk in the top {k} is relevant (similarity to the expected context >= threshold).",
-    "context_coverage@{k}": "Best exact similarity of any of the top {k} chunks to the expected context "
-    "(0 when nothing was retrieved).",
-    "precision@{k}": "Share of the top {k} that is relevant, always divided by {k}.",
-    "mrr@{k}": "1 / rank of the first relevant chunk when it is in the top {k}, else 0.",
-    "best_match_position@{k}": "1-based position in the top {k} of the chunk most similar to the expected "
-    "context; empty when the top {k} holds no relevant chunk.",
-    "hit@{k}": "Same as hit_rate@{k}.",
-    "ndcg@{k}": "nDCG@{k} with the qrels grade as gain (trec_eval ndcg_cut).",
-    "mrr": "1 / rank of the first relevant chunk anywhere in the run, else 0.",
-}
 
 
 def _similarities(
@@ -143,11 +134,9 @@ def context_qa_metrics(
 def describe_context_metric(name: str) -> str:
     """One-sentence description of a :func:`context_qa_metrics` column (``"context_coverage@5"``, ...).
 
+    Kept for compatibility: the description comes from :func:`retrieval_pipeline.core.metric_registry.describe_metric`.
+
     Raises:
-        KeyError: If the name is not a context-QA column.
+        KeyError: If the name is not in the metric registry (the message lists the known names).
     """
-    base, _, k = name.partition("@")
-    template = CONTEXT_METRIC_DESCRIPTIONS.get(f"{base}@{{k}}" if k else base)
-    if template is None or (k and not k.isdigit()):
-        raise KeyError(f"unknown context-QA metric {name!r}")
-    return template.format(k=k)
+    return describe_metric(name)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,30 +37,47 @@ import pandas as pd
 from tabulate import tabulate
 
 from retrieval_pipeline.core.evaluate import TimedRun
+from retrieval_pipeline.core.metric_registry import metric, resolve_metric
 from retrieval_pipeline.core.metrics import RELEVANCE_THRESHOLD, aggregate, per_query_metrics
 from retrieval_pipeline.core.types import Qrels, Run
 
-#: Metric keys, in report and table order.
-METRIC_KEYS: tuple[str, ...] = (
-    "total_questions",
-    "recall_at_1",
-    "recall_at_5",
-    "mrr",
-    "not_found",
-    "not_found_pct",
-    "avg_rank_when_found",
+
+@dataclass(frozen=True)
+class _Field:
+    """One summary number of the report: its JSON key, the registry metric it reports, how it is shown."""
+
+    key: str
+    metric: str  # a key of core.metrics.aggregate's result (a metric_registry name)
+    label: str  # console table row label
+    scale: float = 1.0  # the JSON value is the metric times this (100 for a percentage)
+    decimals: int = 3  # console table decimals (counts show as integers)
+
+    @property
+    def is_count(self) -> bool:
+        """Whether the metric is a count (an integer in JSON and in the table)."""
+        return metric(self.metric).aggregation == "count"
+
+
+#: The summary block, in report and table order.
+_FIELDS: tuple[_Field, ...] = (
+    _Field("total_questions", "n_queries", "questions"),
+    _Field("recall_at_1", "hit_rate@1", "recall@1"),
+    _Field("recall_at_5", "hit_rate@5", "recall@5"),
+    _Field("mrr", "mrr", "MRR"),
+    _Field("not_found", "not_found", "not found"),
+    _Field("not_found_pct", "not_found_rate", "not found %", scale=100.0, decimals=1),
+    _Field("avg_rank_when_found", "avg_rank_when_found", "avg rank when found", decimals=2),
 )
+_BY_KEY: dict[str, _Field] = {f.key: f for f in _FIELDS}
+
+#: Cut-offs the summary block needs from :func:`~retrieval_pipeline.core.metrics.per_query_metrics`.
+_CUTOFFS: tuple[int, ...] = tuple(sorted({k for f in _FIELDS if (k := resolve_metric(f.metric)[1]) is not None}))
+
+#: Metric keys, in report and table order.
+METRIC_KEYS: tuple[str, ...] = tuple(f.key for f in _FIELDS)
 
 #: Row labels of the console table.
-METRIC_LABELS: dict[str, str] = {
-    "total_questions": "questions",
-    "recall_at_1": "recall@1",
-    "recall_at_5": "recall@5",
-    "mrr": "MRR",
-    "not_found": "not found",
-    "not_found_pct": "not found %",
-    "avg_rank_when_found": "avg rank when found",
-}
+METRIC_LABELS: dict[str, str] = {f.key: f.label for f in _FIELDS}
 
 
 def evaluation_results(
@@ -97,22 +115,22 @@ def _as_run(run: TimedRun | Run) -> Run:
 
 def _search_type_report(run: Run, qrels: Qrels, questions: Mapping[str, str], k: int) -> dict[str, Any]:
     """``{"metrics": ..., "results": ...}`` for one search type."""
-    per_query = per_query_metrics(run, qrels, ks=(1, 5))
+    per_query = per_query_metrics(run, qrels, ks=_CUTOFFS)
     return {"metrics": _metrics(per_query), "results": _results(per_query, run, qrels, questions, k)}
 
 
 def _metrics(per_query: pd.DataFrame) -> dict[str, Any]:
     """The summary block, from :func:`~retrieval_pipeline.core.metrics.aggregate`."""
     summary = aggregate(per_query)
-    return {
-        "total_questions": int(summary["n_queries"]),
-        "recall_at_1": summary["hit_rate@1"],
-        "recall_at_5": summary["hit_rate@5"],
-        "mrr": summary["mrr"],
-        "not_found": int(summary["not_found"]),
-        "not_found_pct": 100.0 * summary["not_found_rate"],
-        "avg_rank_when_found": _none_if_nan(summary["avg_rank_when_found"]),
-    }
+    return {f.key: _report_value(f, summary[f.metric]) for f in _FIELDS}
+
+
+def _report_value(field: _Field, value: float) -> float | int | None:
+    """A summary number as JSON holds it: an int for a count, scaled, ``None`` for NaN."""
+    if field.is_count:
+        return int(value)
+    number = _none_if_nan(value)
+    return None if number is None else field.scale * number
 
 
 def _results(
@@ -192,10 +210,5 @@ def _format(key: str, value: Any) -> str:
     """One table cell."""
     if value is None:
         return "-"
-    if key in ("total_questions", "not_found"):
-        return str(int(value))
-    if key == "not_found_pct":
-        return f"{value:.1f}"
-    if key == "avg_rank_when_found":
-        return f"{value:.2f}"
-    return f"{value:.3f}"
+    field = _BY_KEY[key]
+    return str(int(value)) if field.is_count else f"{value:.{field.decimals}f}"

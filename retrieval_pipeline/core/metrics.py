@@ -22,20 +22,18 @@ relevant documents in the qrels.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
+from retrieval_pipeline.core.metric_registry import is_metric_column, metric_descriptions
 from retrieval_pipeline.core.types import Hit, Qrels, Run
 
 #: Lowest grade that counts as relevant (trec_eval's default ``-l 1``).
 RELEVANCE_THRESHOLD = 1
-
-#: Per-query columns that are not metrics, so :func:`aggregate` does not average them.
-_NON_METRIC_COLUMNS = ("query_id", "n_relevant", "found", "first_relevant_rank")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -269,15 +267,18 @@ def per_query_metrics(
 def aggregate(per_query: pd.DataFrame, latencies_ms: Sequence[float] | None = None) -> dict[str, float]:
     """Means over queries of a :func:`per_query_metrics` frame, plus not-found and latency figures.
 
-    Keys: every metric column's mean (``hit_rate@k``, ``recall@k``, ``precision@k``, ``f1@k``, ``mrr``,
-    ``ndcg@k``); ``not_found`` (count of queries with no relevant document anywhere in the run);
-    ``not_found_rate`` (``not_found / n_queries``); ``avg_rank_when_found`` (mean
-    ``first_relevant_rank`` over found queries, NaN if none was found); ``n_queries``. With latencies:
-    ``latency_mean_ms`` and ``latency_p95_ms`` (``numpy.percentile(latencies, 95)``, linear
-    interpolation between the closest ranks).
+    Which columns are averaged comes from :mod:`retrieval_pipeline.core.metric_registry`: every
+    ``per_query`` metric column (``hit_rate@k``, ``recall@k``, ``precision@k``, ``f1@k``, ``mrr``,
+    ``ndcg@k``, the context-QA and LLM-judge columns) is averaged over the queries where it is not NaN;
+    bookkeeping columns (``query_id``, ``found``, ``retriever``, ...) are not. Further keys:
+    ``not_found`` (count of queries with no relevant document anywhere in the run); ``not_found_rate``
+    (``not_found / n_queries``); ``avg_rank_when_found`` (mean ``first_relevant_rank`` over found
+    queries, NaN if none was found); ``n_queries``. With latencies: ``latency_mean_ms`` and
+    ``latency_p95_ms`` (``numpy.percentile(latencies, 95)``, linear interpolation between the closest ranks).
 
     Args:
-        per_query: Output of :func:`per_query_metrics`.
+        per_query: Output of :func:`per_query_metrics` (or a frame with the same bookkeeping columns and
+            any registered metric columns).
         latencies_ms: Optional per-query search latencies in milliseconds.
 
     Returns:
@@ -285,11 +286,12 @@ def aggregate(per_query: pd.DataFrame, latencies_ms: Sequence[float] | None = No
 
     Raises:
         ValueError: If ``per_query`` has no rows, or ``latencies_ms`` is given but empty.
+        KeyError: If a column is not in the metric registry (the message lists the known names).
     """
     if per_query.empty:
         raise ValueError("per_query has no rows: nothing to aggregate")
-    metric_columns = [c for c in per_query.columns if c not in _NON_METRIC_COLUMNS]
-    result: dict[str, float] = {c: float(per_query[c].mean()) for c in metric_columns}
+    metric_columns = [c for c in per_query.columns if is_metric_column(c)]
+    result: dict[str, float] = {c: float(per_query[c].astype(float).mean()) for c in metric_columns}
     found = per_query["found"].astype(bool)
     result["not_found"] = int((~found).sum())
     result["not_found_rate"] = float((~found).mean())
@@ -310,63 +312,8 @@ def _latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Descriptions for UI tooltips and reports
+# Descriptions: kept here for compatibility; the registry (core.metric_registry) holds them
 # --------------------------------------------------------------------------------------------------
 
-_AT_K_DESCRIPTIONS = {
-    "hit_rate": "Share of queries with at least one relevant document in the top {k} (TREC Success@{k}); "
-    "with one relevant document per query it equals recall@{k}.",
-    "recall": "Mean fraction of each query's relevant documents found in the top {k} (TREC R@{k}); "
-    "with one relevant document per query it equals hit_rate@{k}.",
-    "precision": "Mean fraction of the top {k} results that are relevant, always divided by {k} (TREC P@{k}).",
-    "f1": "Mean harmonic mean of precision@{k} and recall@{k} per query (0 when both are 0).",
-    "ndcg": "Mean nDCG@{k}: graded gain (the qrels grade) discounted by log2(rank + 1), "
-    "divided by the best achievable from the qrels (trec_eval ndcg_cut).",
-}
-
-_PLAIN_DESCRIPTIONS = {
-    "mrr": "Mean reciprocal rank of the first relevant document over the run's full depth (0 when none is retrieved).",
-    "n_relevant": "Number of relevant documents (grade >= 1) the qrels hold for the query.",
-    "found": "Whether any relevant document appears anywhere in the query's run.",
-    "first_relevant_rank": "1-based rank of the first relevant document in the run (empty when not found).",
-    "not_found": "Number of queries with no relevant document anywhere in the run.",
-    "not_found_rate": "Share of queries with no relevant document anywhere in the run.",
-    "avg_rank_when_found": "Mean rank of the first relevant document, over the queries where one was found.",
-    "n_queries": "Number of evaluated queries (every query in the qrels, retrieved or not).",
-    "latency_mean_ms": "Mean search latency per query, in milliseconds.",
-    "latency_p95_ms": "95th percentile of search latency per query, in milliseconds (linear interpolation).",
-}
-
-
-def describe_metric(name: str) -> str:
-    """One-sentence description of a metric name, for any cutoff (``"recall@20"``, ``"mrr"``, ...).
-
-    Args:
-        name: A key of :func:`aggregate`'s result or a column of :func:`per_query_metrics`.
-
-    Returns:
-        The description.
-
-    Raises:
-        KeyError: If the name is not a known metric.
-    """
-    if name in _PLAIN_DESCRIPTIONS:
-        return _PLAIN_DESCRIPTIONS[name]
-    match = re.fullmatch(r"(\w+)@(\d+)", name)
-    if match is None or match.group(1) not in _AT_K_DESCRIPTIONS:
-        raise KeyError(f"unknown metric name {name!r}")
-    return _AT_K_DESCRIPTIONS[match.group(1)].format(k=match.group(2))
-
-
-#: One sentence per metric name produced with the default cutoffs (use :func:`describe_metric` for others).
-METRIC_DESCRIPTIONS: dict[str, str] = {
-    name: describe_metric(name)
-    for name in [
-        *(f"hit_rate@{k}" for k in (1, 5, 10)),
-        *(f"recall@{k}" for k in (1, 5, 10)),
-        "precision@5",
-        "f1@5",
-        "ndcg@10",
-        *_PLAIN_DESCRIPTIONS,
-    ]
-}
+#: One sentence per metric name at the default cut-offs (use :func:`describe_metric` for others).
+METRIC_DESCRIPTIONS: dict[str, str] = metric_descriptions()

@@ -4,8 +4,8 @@
 * ``fix_error``: the primary subject inferred by a :class:`TargetInferer` (AST by default; the seam
   where an LLM-based inferer plugs in).
 * ``multiple_choice``: not a retrieval pair; routed to the question verifier and counted as such.
-* ``nq``: the question's own de-duplicated long answer; ``beir``: the qrels, graded.
-* ``context_qa``: chunks similar enough to the expected context (see :mod:`context_pairs`).
+* Every other kind's cases (NQ, context QA, BEIR, ...): its adapter's pair builder
+  (:meth:`retrieval_pipeline.core.datasets.DatasetAdapter.pair_builder`).
 
 Every case yields exactly one :class:`QAPair`; unresolved ones stay in the table with the reason.
 """
@@ -78,57 +78,38 @@ def build_pairs(
     cases: Sequence[Case],
     lookup: CorpusLookup,
     inferer: TargetInferer,
-    context_pair: Callable[[Case], QAPair] | None = None,
+    pair_case: Callable[[Case], QAPair] | None = None,
 ) -> list[QAPair]:
     """One pair per case, in input order.
 
     Args:
-        context_pair: How a ``context_qa`` case becomes a pair (a :class:`ContextMatcher`'s ``pair``);
-            needed only when such cases are present.
+        pair_case: The dataset kind's pair builder (its adapter's ``pair_builder``): when given, every
+            case goes through it. Otherwise the cases are benchmark-suite cases, paired here.
+
+    Raises:
+        ValueError: without ``pair_case``, a case is not of a benchmark-suite type.
     """
+    if pair_case is not None:
+        return [pair_case(case) for case in cases]
     fix_cases = [c for c in cases if c.benchmark_type == "fix_error"]
     batch = getattr(inferer, "infer_all", None)  # an LLM inferer answers all cases concurrently
     inferred = batch(fix_cases, lookup) if batch else [inferer.infer(c, lookup) for c in fix_cases]
     inference_of = {c.case_id: i for c, i in zip(fix_cases, inferred)}
     pairs = []
     for case in cases:
-        if case.benchmark_type == "context_qa":
-            if context_pair is None:
-                raise ValueError(f"case {case.case_id!r} is a context_qa case but no context matcher was given")
-            pairs.append(context_pair(case))
-        elif case.benchmark_type == "nq":
-            pairs.append(nq_pair(case))
-        elif case.benchmark_type == "beir":
-            pairs.append(beir_pair(case))
-        elif case.benchmark_type == "api_understanding":
+        if case.benchmark_type == "api_understanding":
             pairs.append(_api_pair(case, lookup))
         elif case.benchmark_type == "fix_error":
             pairs.append(_fix_pair(case, inference_of[case.case_id], inferer))
-        else:
+        elif case.benchmark_type == "multiple_choice":
             pairs.append(
                 QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query, [],
                        "not_retrieval", "none", {"routed_to": "question verifier"})
             )
+        else:
+            raise ValueError(f"case {case.case_id!r} ({case.source_file}) is a {case.benchmark_type!r} case: "
+                             "its dataset kind's pair builder is needed")
     return pairs
-
-
-def nq_pair(case: Case) -> QAPair:
-    """The question's own long answer (its de-duplicated chunk) is the one relevant document."""
-    chunk = case.extra.get("gold_chunk_id")
-    return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query,
-                  [chunk] if chunk else [], "resolved" if chunk else "unresolved", "nq:long_answer",
-                  {"short_answers": case.extra.get("short_answers", [])})
-
-
-def beir_pair(case: Case) -> QAPair:
-    """BEIR judgements as given: grade >= 1 is relevant (graded); grade 0 is judged non-relevant."""
-    judged = {str(d): int(g) for d, g in (case.extra.get("qrels") or {}).items()}
-    relevant = sorted((d for d, g in judged.items() if g >= 1), key=lambda d: (-judged[d], d))
-    return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query, relevant,
-                  "resolved" if relevant else "unresolved", "beir:qrels",
-                  {"judged_non_relevant": sorted(d for d, g in judged.items() if g < 1)},
-                  [] if relevant else [f"query {case.case_id!r} ({case.source_file}) has no judgement with grade >= 1"],
-                  [judged[d] for d in relevant])
 
 
 def pairs_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
@@ -150,7 +131,6 @@ def pairs_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
         "fix_error_cases": len(fix),
         "fix_error_targets_found": sum(1 for p in fix if p.status == "resolved"),
         **_agreement_report(fix),
-        **_context_report([p for p in pairs if p.benchmark_type == "context_qa"]),
     }
 
 
@@ -161,13 +141,3 @@ def _agreement_report(fix: Sequence[QAPair]) -> dict[str, Any]:
         return {}
     return {"ast_llm_compared": len(both), "ast_llm_agreement_rate": sum(p.evidence["agree"] for p in both) / len(both) if both else float("nan"),
             "ast_llm_disagreements": sum(not p.evidence["agree"] for p in both)}
-
-
-def _context_report(pairs: Sequence[QAPair]) -> dict[str, Any]:
-    """For context QA: how many expected contexts matched a chunk; their share is the relevance ceiling,
-    the best hit rate any retriever can reach on this corpus at these settings."""
-    if not pairs:
-        return {}
-    matched = sum(1 for p in pairs if p.status == "resolved")
-    return {"context_pairs": len(pairs), "contexts_matched": matched, "relevance_ceiling": matched / len(pairs),
-            "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs)}

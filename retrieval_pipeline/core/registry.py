@@ -2,6 +2,17 @@
 
 Every dataset is one partition of the asset graph. Per-dataset settings override the ``defaults``
 block key by key (nested mappings are merged), so a dataset names only what differs.
+
+Trust (issue 12): the registry is configuration the team writes and reviews; the files it names are
+data. So a dataset *name* must be one safe folder name (``[A-Za-z0-9_.-]``, no ``..``; see
+:func:`retrieval_pipeline.core.paths.check_name`), else the whole registry is refused, naming the file
+and the name. Registry *paths* resolve against the root (``root:`` or the project root) and may leave
+it (``../shared/data``) or go through symlinks: they are trusted like the rest of the config. What
+those files name in turn is not: a suite's file paths must stay inside the suite's folder (or the
+root the registry gives for them), symlinks included (:mod:`retrieval_pipeline.core.sources.suites`).
+The file is read through :func:`~retrieval_pipeline.core.sources.yaml_file.read_yaml_mapping` (size,
+nesting and alias expansion bounded; the one anchor the project's registry uses stays allowed) and
+validation errors are ``field: message`` lines that never echo the input.
 """
 
 from __future__ import annotations
@@ -10,50 +21,32 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.similarity import SimilaritySettings
+from retrieval_pipeline.core.paths import check_name
+from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
+from retrieval_pipeline.core.sources.yaml_file import read_yaml_mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
+DEFAULT_RETRIEVERS_PATH = PROJECT_ROOT / "data" / "config" / "retrievers.yaml"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class BM25Settings(_Strict):
-    k1: float = 1.5
-    b: float = 0.75
-    epsilon: float = 0.25
+#: The retrievers a dataset evaluates when it names none (specs in ``data/config/retrievers.yaml``).
+DEFAULT_RETRIEVERS = ("bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60")
 
 
-class DenseSettings(_Strict):
-    batch_size: int = 32  # the model itself is the encoder resource's choice
+class RetrievalSettings(_Strict):
+    """How runs are made; which retrievers run is the dataset's ``retrievers`` list."""
 
-
-class MinMaxSettings(_Strict):
-    alpha: float = Field(0.5, ge=0.0, le=1.0)
-
-
-class RRFSettings(_Strict):
-    k: int = Field(60, ge=1)
-
-
-class RetrieverSettings(_Strict):
-    depth: int = Field(100, ge=1)
+    depth: int = Field(100, ge=1)  # hits retrieved per query (MRR, found and avg rank use this depth)
     latency_sample: int = Field(200, ge=0)  # queries timed one at a time; all are ranked in a batch
-    bm25: BM25Settings = BM25Settings()
-    dense: DenseSettings = DenseSettings()
-    hybrid_minmax: MinMaxSettings = MinMaxSettings()
-    hybrid_rrf: RRFSettings = RRFSettings()
-
-    @property
-    def names(self) -> list[str]:
-        """Retriever names, each saying what it is."""
-        return ["bm25", "dense_minilm", f"hybrid_minmax_a{self.hybrid_minmax.alpha:g}", f"hybrid_rrf_k{self.hybrid_rrf.k}"]
 
 
 class NegativeSettings(_Strict):
@@ -94,81 +87,22 @@ class DriftSettings(_Strict):
     max_relative_drop: float = Field(0.10, gt=0.0, lt=1.0)
 
 
-class CorpusSpec(_Strict):
-    """Exactly one way to build the target corpus."""
-
-    ranked_targets: Path | None = None
-    introspect_modules: list[str] | None = None
-    introspect_modules_file: Path | None = None
-    introspect_package: str | None = None  # an installed package, walked into its public submodules
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> CorpusSpec:
-        options = ("ranked_targets", "introspect_modules", "introspect_modules_file", "introspect_package")
-        given = [n for n in options if getattr(self, n)]
-        if len(given) != 1:
-            raise ValueError(f"corpus needs exactly one of {', '.join(options)}; got {given or 'none'}")
-        return self
-
-
-class NQSource(_Strict):
-    """A Natural Questions CSV (``question,long_answer,short_answer``)."""
-
-    csv: Path
-    sample_size: int | None = Field(None, ge=1)  # first N questions, for quick runs
-
-
-class ChunkingSettings(_Strict):
-    size: int = Field(400, ge=50)  # characters; see README for why 400/100 (the relevance ceiling)
-    overlap: int = Field(100, ge=0)
-
-
-class SimilaritySettingsModel(_Strict):
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
-    autojunk: bool = False
-    normalise: bool = True
-
-    def settings(self) -> SimilaritySettings:
-        """The settings object the similarity functions take."""
-        return SimilaritySettings(threshold=self.threshold, autojunk=self.autojunk, normalise=self.normalise)
-
-
-class ContextQASource(_Strict):
-    """QA pairs with an expected context and no chunk ids; relevance by text similarity."""
-
-    qa: Path
-    documents: list[Path] | None = None  # markdown files ...
-    pydoc_topics: list[str] | None = None  # ... or topics of CPython's language reference (pydoc_data); ["*"]: all
-    chunking: ChunkingSettings = ChunkingSettings()
-    similarity: SimilaritySettingsModel = SimilaritySettingsModel()
-
-    @model_validator(mode="after")
-    def _one_document_source(self) -> ContextQASource:
-        if bool(self.documents) == bool(self.pydoc_topics):
-            raise ValueError("context_qa needs exactly one of documents, pydoc_topics")
-        return self
-
-
-class BeirSource(_Strict):
-    """A BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
-
-    path: Path
-    split: str = "test"
-
-
-_KIND_BLOCKS = {"suite": ("suites", "corpus"), "nq": ("nq",), "context_qa": ("context_qa",), "beir": ("beir",)}
-
-
 class DatasetConfig(_Strict):
+    """One dataset's settings: the generic ones as fields, plus its kind's blocks.
+
+    A kind's blocks (``suites`` and ``corpus``; ``nq``; ``context_qa``; ``beir``; ...) are declared and
+    validated by the kind's adapter (:mod:`retrieval_pipeline.core.datasets`) and read as attributes
+    (``config.nq.csv``); a key that is neither a field nor a block of the dataset's kind is an error.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)  # the extras are the kind's validated blocks
+
     name: str
     description: str = ""
-    kind: Literal["suite", "nq", "context_qa", "beir"] = "suite"
-    suites: list[Path] = Field(default_factory=list)
-    corpus: CorpusSpec | None = None
-    nq: NQSource | None = None
-    context_qa: ContextQASource | None = None
-    beir: BeirSource | None = None
-    retrievers: RetrieverSettings = RetrieverSettings()
+    kind: str = "suite"  # a registered adapter's kind
+    retrievers: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRIEVERS), min_length=1)
+    baseline: str | None = None  # the retriever others are compared with; default: the first listed
+    retrieval: RetrievalSettings = RetrievalSettings()
     negatives: NegativeSettings = NegativeSettings()
     filter: FilterSettings = FilterSettings()
     targets: TargetSettings = TargetSettings()
@@ -178,59 +112,69 @@ class DatasetConfig(_Strict):
     checked_retrievers: list[str] | None = None
 
     @model_validator(mode="after")
-    def _blocks_match_kind(self) -> DatasetConfig:
-        wanted = set(_KIND_BLOCKS[self.kind])
-        missing = [b for b in wanted if not getattr(self, b)]
-        extra = [b for blocks in _KIND_BLOCKS.values() for b in blocks if b not in wanted and getattr(self, b)]
-        if missing or extra:
-            raise ValueError(f"kind {self.kind!r} needs {sorted(wanted)}" + (f"; missing {missing}" if missing else "")
-                             + (f"; not allowed: {extra}" if extra else ""))
+    def _retrievers_consistent(self) -> DatasetConfig:
+        if len(set(self.retrievers)) != len(self.retrievers):
+            raise ValueError(f"retrievers: a name is listed twice: {self.retrievers}")
+        if self.baseline is not None and self.baseline not in self.retrievers:
+            raise ValueError(f"baseline: {self.baseline!r} is not one of the dataset's retrievers {self.retrievers}")
+        unknown = [r for r in self.checked_retrievers or [] if r not in self.retrievers]
+        if unknown:
+            raise ValueError(f"checked_retrievers: {unknown} are not among the dataset's retrievers {self.retrievers}")
         return self
 
-    def input_paths(self) -> list[Path]:
-        """Every file or folder this dataset reads, the verifier's interpreter included."""
-        return self._data_paths() + ([self.verifier.python] if self.verifier.python else [])
+    @property
+    def baseline_retriever(self) -> str:
+        """The retriever the others are compared with: ``baseline``, else the first listed."""
+        return self.baseline or self.retrievers[0]
 
-    def _data_paths(self) -> list[Path]:
-        if self.kind == "nq":
-            return [self.nq.csv]
-        if self.kind == "context_qa":
-            return [self.context_qa.qa, *(self.context_qa.documents or [])]
-        if self.kind == "beir":
-            return [self.beir.path]
-        paths = list(self.suites)
-        paths += [p for p in (self.corpus.ranked_targets, self.corpus.introspect_modules_file) if p]
-        return paths
+    @property
+    def checked(self) -> list[str]:
+        """The retrievers whose metrics the threshold and drift checks look at (default: all listed)."""
+        return list(self.checked_retrievers or self.retrievers)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_blocks(cls, data: Any) -> Any:
+        """The kind's adapter validates its blocks; other kinds' blocks and unknown keys are errors."""
+        from retrieval_pipeline.core.datasets import validate_kind_blocks
+
+        return validate_kind_blocks(data, cls.model_fields) if isinstance(data, dict) else data
+
+    def input_paths(self) -> list[Path]:
+        """Every file or folder this dataset reads (its kind's inputs), the verifier's interpreter included."""
+        from retrieval_pipeline.core.datasets import adapter_for
+
+        return adapter_for(self).input_paths(self) + ([self.verifier.python] if self.verifier.python else [])
 
     def missing_inputs(self) -> list[Path]:
         return [p for p in self.input_paths() if not p.exists()]
 
-    def corpus_modules(self) -> list[str]:
-        """Module names to introspect (the inline list, the one-per-line file, or a package's submodules)."""
-        if self.corpus.introspect_package:
-            from retrieval_pipeline.core.sources.api_index import package_modules
-
-            return package_modules(self.corpus.introspect_package)
-        if self.corpus.introspect_modules:
-            return list(self.corpus.introspect_modules)
-        assert self.corpus.introspect_modules_file is not None
-        lines = self.corpus.introspect_modules_file.read_text(encoding="utf-8").splitlines()
-        return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
-
 
 class Registry(_Strict):
+    """Every dataset of the registry file; a dataset whose settings are invalid keeps its error.
+
+    One bad dataset does not stop the others: it is listed in ``errors``, its name is still a
+    partition, and :meth:`get` raises its error, so only its own runs fail.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
     path: Path
     datasets: dict[str, DatasetConfig]
+    errors: dict[str, str] = Field(default_factory=dict)
+    retrievers: Any = None  # the RetrieverRegistry the datasets' retriever names refer to
 
     @property
     def names(self) -> list[str]:
-        return list(self.datasets)
+        """Every dataset name in the file, valid or not."""
+        return list(self.datasets) + [n for n in self.errors if n not in self.datasets]
 
     def get(self, name: str) -> DatasetConfig:
-        try:
+        if name in self.datasets:
             return self.datasets[name]
-        except KeyError:
-            raise InputError(f"unknown dataset {name!r}; known: {', '.join(self.datasets)}", path=str(self.path)) from None
+        if name in self.errors:
+            raise InputError(f"dataset {name!r} is invalid: {self.errors[name]}", path=str(self.path))
+        raise InputError(f"unknown dataset {name!r}; known: {', '.join(self.names)}", path=str(self.path))
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -245,12 +189,12 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_PATH_KEYS = {"corpus": ("ranked_targets", "introspect_modules_file"), "nq": ("csv",), "verifier": ("python",),
-              "context_qa": ("qa", "documents"), "beir": ("path",)}
+_PATH_KEYS = {"verifier": ("python",)}  # the kind blocks' path keys are their adapters'
 
 
 def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
-    """Relative paths (in ``suites`` and the kind blocks) become absolute, against ``root``."""
+    """Relative paths (in the kind blocks, as their adapters declare, and the verifier) become absolute, against ``root``."""
+    from retrieval_pipeline.core.datasets import all_blocks
 
     def resolve(value: Any) -> Any:
         if isinstance(value, list):
@@ -258,10 +202,12 @@ def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
         return str((root / value).resolve()) if value and not Path(value).is_absolute() else value
 
     raw = dict(raw)
-    raw["suites"] = resolve(raw.get("suites", []))
     for block, keys in _PATH_KEYS.items():
         if isinstance(raw.get(block), dict):
             raw[block] = {k: (resolve(v) if k in keys else v) for k, v in raw[block].items()}
+    for name, block in all_blocks().items():
+        if name in raw:
+            raw[name] = block.resolve_paths(raw[name], resolve)
     return raw
 
 
@@ -274,20 +220,64 @@ def load_registry(path: Path | str = DEFAULT_REGISTRY_PATH, root: Path | None = 
             (relative to the registry file) if it has one, else the project root.
     """
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the dataset registry: {exc}", path=str(path)) from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("datasets"), dict) or not doc["datasets"]:
+    doc = read_yaml_mapping(path, "dataset registry")  # size, nesting and alias expansion bounded
+    if not isinstance(doc.get("datasets"), dict) or not doc["datasets"]:
         raise InputError("the registry needs a non-empty 'datasets' mapping", path=str(path))
+    for name in doc["datasets"]:
+        _check_dataset_name(name, path)
     if root is None:
         root = (path.parent / doc["root"]).resolve() if doc.get("root") else PROJECT_ROOT
     defaults = doc.get("defaults") or {}
+    retrievers = load_retriever_specs(_retrievers_file(path, doc))
     datasets: dict[str, DatasetConfig] = {}
+    errors: dict[str, str] = {}
     for name, raw in doc["datasets"].items():
         try:
+            if not isinstance(raw or {}, dict):
+                raise ValueError(f"expected a mapping of settings, got {type(raw).__name__}")
             merged = _resolve_paths(_merge(defaults, raw or {}), root)
-            datasets[name] = DatasetConfig(name=name, **merged)
-        except (ValidationError, TypeError) as exc:
-            raise InputError(f"invalid settings: {exc}", path=str(path), case_id=f"dataset {name}") from exc
-    return Registry(path=path, datasets=datasets)
+            config = DatasetConfig(name=name, **merged)
+            _check_retrievers(config, retrievers)
+            datasets[name] = config
+        except (ValidationError, TypeError, ValueError) as exc:
+            errors[str(name)] = _short_error(exc)
+    return Registry(path=path, datasets=datasets, errors=errors, retrievers=retrievers)
+
+
+def _retrievers_file(path: Path, doc: dict[str, Any]) -> Path:
+    """``retrievers_file:`` (relative to the registry), else ``retrievers.yaml`` beside it, else the project's."""
+    if doc.get("retrievers_file"):
+        return (path.parent / doc["retrievers_file"]).resolve()
+    beside = path.parent / "retrievers.yaml"
+    return beside if beside.is_file() else DEFAULT_RETRIEVERS_PATH
+
+
+def _check_retrievers(config: DatasetConfig, retrievers: RetrieverRegistry) -> None:
+    """Every retriever the dataset lists, and every component of those, is a valid spec."""
+    try:
+        retrievers.closure(config.retrievers)
+    except RetrieverError as exc:
+        raise ValueError(f"retrievers: {exc}") from None
+
+
+def _check_dataset_name(name: Any, path: Path) -> None:
+    """A dataset name becomes a partition key and a folder under the out dir: one safe name, or the registry fails."""
+    try:
+        check_name(name, "dataset name")
+    except InputError as exc:
+        raise InputError(str(exc), path=str(path)) from None
+
+
+#: Most problems listed per dataset, and most characters per problem (a field name may come from the input).
+_MAX_PROBLEMS, _MAX_PROBLEM_CHARS = 10, 200
+
+
+def _short_error(exc: Exception) -> str:
+    """One ``field: message`` line per problem (a few, each cut short); pydantic's rendering of the input is left out."""
+    if isinstance(exc, ValidationError):
+        problems = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors(include_url=False, include_input=False)]
+    else:
+        problems = [str(exc)]
+    lines = [p if len(p) <= _MAX_PROBLEM_CHARS else p[:_MAX_PROBLEM_CHARS] + "..." for p in problems[:_MAX_PROBLEMS]]
+    more = len(problems) - len(lines)
+    return "; ".join(lines) + (f"; and {more} more" if more > 0 else "")

@@ -1,78 +1,21 @@
 """Evaluation: runs per retriever, per-query results, and the metric table with its checks."""
 
 import math
-from typing import Optional
 
 import pandas as pd
 import dagster as dg
 
-from retrieval_pipeline.core.context_metrics import context_qa_metrics
-from retrieval_pipeline.core.evaluate import batched_run, frame_to_runs, runs_to_frame
+from retrieval_pipeline.core.datasets import adapter_for
+from retrieval_pipeline.core.evaluate import frame_to_runs
 from retrieval_pipeline.core.evaluation_results import evaluation_results, write_evaluation_results
-from retrieval_pipeline.core.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
-from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name, drift_gate, threshold_gate
+from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md
+from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name
+from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, dataset_gates, evaluated_qrels, metric_table, per_query_results
 from retrieval_pipeline.core.reports import comparison_table
-from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
-from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
-from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.types import Case, Document
-from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
-from retrieval_pipeline.defs.indexes import bm25_index, dense_index
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
-from retrieval_pipeline.defs.resources import EncoderResource, LLMResource, PipelineSettings, llm_metadata
-
-HEADLINE = ["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@5", "recall@10", "precision@5", "f1@5", "mrr",
-            "context_coverage@5", "best_match_position@5",
-            "ndcg@10", "not_found_rate", "avg_rank_when_found", "latency_mean_ms", "latency_p95_ms"]
-
-
-class RunsConfig(dg.Config):
-    """Per-run knobs for ``retrieval_runs``."""
-
-    sample_size: Optional[int] = None  # evaluate only the first N queries (a quick look; metrics say so)
-
-
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"}, deps=[bm25_index, dense_index])
-def retrieval_runs(
-    context: dg.AssetExecutionContext,
-    config: RunsConfig,
-    settings: PipelineSettings,
-    encoder: EncoderResource,
-    retrieval_dataset: pd.DataFrame,
-) -> dg.MaterializeResult[pd.DataFrame]:
-    """Ranked results of every retriever for every query, with per-query latency.
-
-    All queries are ranked in one batch; latency is measured one query at a time on the first
-    ``latency_sample`` queries (the dense retriever's includes encoding the query).
-
-    Retrievers: ``bm25``, ``dense_minilm``, ``hybrid_minmax_a<alpha>`` (weighted min-max fusion) and
-    ``hybrid_rrf_k<k>`` (Reciprocal Rank Fusion), each retrieving ``depth`` hits per query.
-    """
-    pk = context.partition_key
-    cfg = settings.dataset(pk).retrievers
-    bm25 = BM25Retriever.load(settings.index_dir(pk, "bm25"))
-    # no embedding cache for queries here: latency must include encoding the query, as a user would see it
-    dense = DenseRetriever.load(settings.index_dir(pk, "dense_minilm"), encoder.get_encoder())
-    names = cfg.names
-    retrievers = [
-        bm25,
-        dense,
-        HybridRetriever(names[2], [bm25, dense], method="minmax", alpha=cfg.hybrid_minmax.alpha, depth=cfg.depth),
-        HybridRetriever(names[3], [bm25, dense], method="rrf", rrf_k=cfg.hybrid_rrf.k, depth=cfg.depth),
-    ]
-    queries = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
-    if config.sample_size is not None:
-        queries = dict(list(queries.items())[: config.sample_size])
-    runs = [batched_run(r, queries, cfg.depth, latency_sample=cfg.latency_sample) for r in retrievers]
-    frame = runs_to_frame(runs)
-    return dg.MaterializeResult(value=frame, metadata={
-        "queries": len(queries), "queries_in_dataset": len(retrieval_dataset), "depth": cfg.depth, "retrievers": ", ".join(r.name for r in retrievers),
-        "latency_sample": min(cfg.latency_sample, len(queries)),
-    })
+from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
 
 
 class JudgeConfig(dg.Config):
@@ -81,9 +24,6 @@ class JudgeConfig(dg.Config):
     judge_retrieved: bool = False
     judge_top_k: int = 5
     pass_at: float = 0.7
-
-
-JUDGE_COLUMNS = ["judge", "judge_quality", "judge_completeness", "judge_relevance", "judge_pass", "judge_error"]
 
 
 @dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
@@ -106,21 +46,9 @@ def query_results(
     """
     judge_cfg = config
     config = settings.dataset(context.partition_key)
-    qrels = _evaluated_qrels(retrieval_runs, retrieval_dataset)
-    context_extra = _context_columns(config, raw_cases, corpus) if config.kind == "context_qa" else None
-    frames = []
-    for name, tr in frame_to_runs(retrieval_runs).items():
-        pq = per_query_metrics(tr.run, qrels)
-        if context_extra is not None:
-            pq = pq.merge(context_extra(tr.run, qrels), on="query_id", how="left")
-        pq.insert(0, "retriever", name)
-        pq["latency_ms"] = pq["query_id"].map(tr.latency_ms)
-        pq["top_hits"] = pq["query_id"].map(lambda q: [d for d, _ in tr.run.get(q, [])[:10]])
-        frames.append(pq)
-    frame = pd.concat(frames, ignore_index=True)
-    meta: dict = {"rows": len(frame), "queries": len(qrels)}
-    for col in JUDGE_COLUMNS:
-        frame[col] = None
+    adapter = adapter_for(config)
+    frame = per_query_results(retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus))
+    meta: dict = {"rows": len(frame), "queries": int(frame["query_id"].nunique())}
     if judge_cfg.judge_retrieved:
         with llm.open() as client:
             if client is None:
@@ -129,8 +57,7 @@ def query_results(
                 frame = _judge_retrieved(frame, client, retrieval_dataset, corpus, judge_cfg)
                 meta.update(llm_metadata(client))
     meta["judged_queries"] = int(frame["judge_quality"].notna().sum())
-    if config.kind == "context_qa":
-        meta["similarity_settings"] = dg.MetadataValue.json(config.context_qa.similarity.model_dump())
+    meta.update({k: dg.MetadataValue.json(v) if isinstance(v, (dict, list)) else v for k, v in adapter.metadata(config).items()})
     return dg.MaterializeResult(value=frame, metadata=meta)
 
 
@@ -145,26 +72,6 @@ def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFram
     for col in JUDGE_COLUMNS:
         frame[col] = scores[col]
     return frame
-
-
-def _evaluated_qrels(retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame) -> dict[str, dict[str, int]]:
-    """The dataset's qrels for the queries that were run: all of them unless the run was sampled."""
-    evaluated = set(retrieval_runs["query_id"])
-    return {q: rel for q, rel in qrels_from_records(retrieval_dataset.to_dict("records")).items() if q in evaluated}
-
-
-def _context_columns(config, raw_cases: pd.DataFrame, corpus: pd.DataFrame):
-    """A function (run, qrels) -> the context-QA columns that per_query_metrics does not already give."""
-    sim_settings = config.context_qa.similarity.settings()
-    expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
-    chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
-
-    def columns(run, qrels) -> pd.DataFrame:
-        frame = context_qa_metrics(run, qrels, expected, chunks, sim_settings)
-        keep = [c for c in frame.columns if c == "query_id" or c.startswith(("context_coverage", "best_match_position", "mrr@", "hit@"))]
-        return frame[keep]
-
-    return columns
 
 
 def _build_check_specs() -> list[dg.AssetCheckSpec]:
@@ -192,15 +99,6 @@ def _previous_values(context: dg.AssetExecutionContext, metric: str) -> dict[str
     return {k[: -len(suffix)]: float(v.value) for k, v in meta.items() if k.endswith(suffix) and v.value is not None}
 
 
-def _numeric_metrics(group: pd.DataFrame) -> pd.DataFrame:
-    """The per-query frame without bookkeeping columns; judge scores stay (as floats; null when not judged)."""
-    frame = group.drop(columns=["retriever", "latency_ms", "top_hits", "judge", "judge_error"], errors="ignore")
-    for col in ("judge_quality", "judge_completeness", "judge_relevance", "judge_pass"):
-        if col in frame:
-            frame[col] = pd.to_numeric(frame[col], errors="coerce")
-    return frame
-
-
 def _check_result(gate: GateResult) -> dg.AssetCheckResult:
     meta = {"threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
     return dg.AssetCheckResult(
@@ -219,16 +117,10 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     retriever with the dataset's floors, and the drift metric with the previous materialisation.
     """
     config = settings.dataset(context.partition_key)
-    by_retriever = {
-        str(name): aggregate(_numeric_metrics(group), group["latency_ms"].dropna().tolist() or None)
-        for name, group in query_results.groupby("retriever", sort=False)
-    }
-    table = pd.DataFrame(by_retriever).T.reset_index(names="retriever")
-
-    checked = config.checked_retrievers or list(by_retriever)
-    gates = [threshold_gate(m, t.min, t.severity, by_retriever, checked) for m, t in config.thresholds.items()]
-    gates.append(drift_gate(config.drift.metric, config.drift.max_relative_drop, by_retriever,
-                            _previous_values(context, config.drift.metric), checked))
+    table = metric_table(query_results, config.retrievers)
+    floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
+    gates = dataset_gates(floors, config.drift.metric, config.drift.max_relative_drop, table, config.checked,
+                          _previous_values(context, config.drift.metric))
     spec_names = {s.name for s in CHECK_SPECS}
     for gate in gates:
         if gate.name not in spec_names:  # the definitions were loaded from another registry than this run's
@@ -238,14 +130,13 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     results += [dg.AssetCheckResult(check_name=n, passed=True, description=f"no such threshold configured for dataset {context.partition_key}")
                 for n in sorted(spec_names - {g.name for g in gates})]
 
-    numeric = {f"{r}/{m}": float(v) for r, ms in by_retriever.items() for m, v in ms.items() if isinstance(v, (int, float)) and not math.isnan(v)}
-    columns = [c for c in HEADLINE if c in table.columns]
+    columns = headline_columns(table.frame.columns)
     return dg.MaterializeResult(
-        value=table,
+        value=table.frame,
         metadata={
-            **numeric,
-            "comparison": dg.MetadataValue.md(comparison_table(by_retriever, columns)),
-            "metric_definitions": dg.MetadataValue.md("\n".join(f"- **{k}**: {v}" for k, v in METRIC_DESCRIPTIONS.items() if k in columns)),
+            **table.flat(),
+            "comparison": dg.MetadataValue.md(comparison_table(table.by_retriever, columns)),
+            "metric_definitions": dg.MetadataValue.md(metric_definitions_md(columns)),
             "queries": int(query_results["query_id"].nunique()),
         },
         check_results=results,
@@ -262,7 +153,7 @@ def evaluation_exports(
     ``evaluation_results.json`` (per search type: metrics and per-question results).
     """
     records = retrieval_dataset.to_dict("records")
-    qrels = _evaluated_qrels(retrieval_runs, retrieval_dataset)
+    qrels = evaluated_qrels(retrieval_runs, retrieval_dataset)
     runs = frame_to_runs(retrieval_runs)
     qrels_path = settings.export_path(context.partition_key, "qrels.txt")
     write_trec_qrels(qrels, qrels_path)

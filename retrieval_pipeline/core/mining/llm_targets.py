@@ -16,12 +16,11 @@ agreement rate and the list of disagreements come straight from the pairs table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from retrieval_pipeline.core.llm.client import LLMCall, LLMClient
-from retrieval_pipeline.core.mining.fix_targets import AstTargetInferer, TargetInference, resolve_symbol
+from retrieval_pipeline.core.mining.fix_targets import AstTargetInferer, TargetInference, read_case_file, resolve_symbol
 from retrieval_pipeline.core.mining.gold import CorpusLookup
 from retrieval_pipeline.core.types import Case
 
@@ -35,17 +34,26 @@ class PrimarySubject(BaseModel):
 
 def target_messages(case: Case, candidates: Sequence[str]) -> list[dict[str, str]]:
     """The prompt: description, the solution code when present, and candidate names as hints."""
-    code = ""
-    for role in ("fixed", "unfixed", "test"):
-        path = case.files.get(role)
-        if path and Path(path).is_file():
-            code = f"\n\nSolution code ({role}):\n```python\n{Path(path).read_text(encoding='utf-8')[:MAX_CODE_CHARS]}\n```"
-            break
+    code = _solution_code(case)
     hint = f"\nCandidates seen in the code or description: {', '.join(candidates)}." if candidates else ""
     user = (f"Task: {case.query}{code}{hint}\n\nWhich library class or function is the primary subject of this task, "
             'the one a developer must understand to fix it? Reply as {"primary_class": "...", "rationale": "..."}.')
     return [{"role": "system", "content": "You label programming tasks. Reply with one JSON object and nothing else."},
             {"role": "user", "content": user}]
+
+
+def _solution_code(case: Case) -> str:
+    """The first readable solution file as a prompt section; a file :func:`read_case_file` refuses is left out."""
+    for role in ("fixed", "unfixed", "test"):
+        path = case.files.get(role)
+        if not path:
+            continue
+        try:
+            text = read_case_file(path, role)
+        except (OSError, UnicodeDecodeError, ValueError):  # PathRefused is a ValueError: refused, never sent
+            continue
+        return f"\n\nSolution code ({role}):\n```python\n{text[:MAX_CODE_CHARS]}\n```"
+    return ""
 
 
 class LLMTargetInferer:

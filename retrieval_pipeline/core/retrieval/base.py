@@ -3,30 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Protocol, Union, runtime_checkable
 
 from retrieval_pipeline.core.types import Hit
+
+
+@dataclass(frozen=True)
+class QueryError:
+    """A query the retriever could not answer (a timed-out HTTP call, a failed request).
+
+    A retriever may put one in place of a query's hit list. It is recorded with the query and the
+    query counts as not found: it is never dropped silently.
+    """
+
+    message: str
+
+
+#: What a retriever returns for one query: its hits, best first, or why there are none.
+QueryResult = Union[list[Hit], QueryError]
 
 
 @runtime_checkable
 class Retriever(Protocol):
     """A built index that answers queries.
 
-    ``search`` returns, for each query, at most ``k`` hits sorted by score descending; ties are broken
-    by document position in the corpus (ascending), so results are deterministic.
+    ``search`` returns, for each query, at most ``k`` hits sorted by score descending (ties broken
+    deterministically, e.g. by corpus position), each doc id once and every doc id from the corpus.
+    A retriever that can fail per query (a remote service) may return a :class:`QueryError` in place
+    of that query's list.
     """
 
     name: str
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]: ...
 
 
-@runtime_checkable
-class PersistentRetriever(Retriever, Protocol):
-    """A retriever that saves itself with its parameters (``params.json``) and loads back identically."""
-
-    def save(self, directory: Path) -> None: ...
-
-    @classmethod
-    def load(cls, directory: Path) -> PersistentRetriever: ...
+class RetrieverError(RuntimeError):
+    """A retriever failed or broke its contract; the message names the retriever and the dataset."""

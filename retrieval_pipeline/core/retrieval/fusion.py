@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from retrieval_pipeline.core.retrieval.base import Retriever
+from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever
 from retrieval_pipeline.core.types import Hit
 
 FusionMethod = Literal["minmax", "rrf"]
@@ -172,17 +172,22 @@ class HybridRetriever:
 
     Each retriever returns its top ``max(depth, k)``; the fused list is cut at ``k``.
 
-    * ``"minmax"``: exactly two retrievers, weights :math:`[\\alpha, 1 - \\alpha]`, so
-      :math:`F(d) = \\alpha \\hat s_1(d) + (1 - \\alpha) \\hat s_2(d)` (see :func:`minmax_fuse`).
+    * ``"minmax"``: any number of retrievers, one weight each (:func:`minmax_fuse`). With two
+      retrievers and no weights, ``alpha`` gives :math:`[\\alpha, 1 - \\alpha]`, so
+      :math:`F(d) = \\alpha \\hat s_1(d) + (1 - \\alpha) \\hat s_2(d)`.
     * ``"rrf"``: any number of retrievers, :func:`rrf_fuse` with ``rrf_k``.
+
+    A query that any input retriever could not answer (a :class:`QueryError`) is not fused from
+    the others: it gets a :class:`QueryError` naming the failed input, so the failure stays visible.
 
     Args:
         name: Name in runs and reports; ``None`` means :func:`hybrid_name`.
         retrievers: The retrievers to fuse (e.g. BM25 first, dense second).
         method: ``"minmax"`` or ``"rrf"``.
-        alpha: Weight of the first retriever for minmax, in [0, 1].
+        alpha: Weight of the first of two retrievers for minmax, in [0, 1] (when ``weights`` is not given).
         rrf_k: RRF constant.
         depth: Hits taken from each retriever before fusing.
+        weights: Minmax weights, one per retriever (overrides ``alpha``).
     """
 
     def __init__(
@@ -193,20 +198,22 @@ class HybridRetriever:
         alpha: float = 0.5,
         rrf_k: float = 60,
         depth: int = 100,
+        weights: Sequence[float] | None = None,
     ) -> None:
         _check_method(method)
-        _check_hybrid(retrievers, method, alpha, rrf_k, depth)
+        _check_hybrid(retrievers, method, alpha, rrf_k, depth, weights)
         self.name = name or hybrid_name(method, alpha, rrf_k)
         self.retrievers = list(retrievers)
         self.method: FusionMethod = method
         self.alpha = float(alpha)
         self.rrf_k = rrf_k
         self.depth = depth
+        self._weights = [float(w) for w in weights] if weights is not None else None
 
     @property
     def weights(self) -> list[float]:
-        """The minmax weights :math:`[\\alpha, 1 - \\alpha]`."""
-        return [self.alpha, 1.0 - self.alpha]
+        """The minmax weights: as given, else :math:`[\\alpha, 1 - \\alpha]`."""
+        return list(self._weights) if self._weights is not None else [self.alpha, 1.0 - self.alpha]
 
     def fuse(self, runs: Sequence[Sequence[Hit]]) -> list[Hit]:
         """Fuse one query's lists with this retriever's method and parameters."""
@@ -214,7 +221,7 @@ class HybridRetriever:
             return minmax_fuse(runs, self.weights)
         return rrf_fuse(runs, self.rrf_k)
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
         """Top-``k`` fused hits per query.
 
         Args:
@@ -222,7 +229,7 @@ class HybridRetriever:
             k: Hits per query.
 
         Returns:
-            One fused list per query, best first.
+            One fused list per query, best first (or a :class:`QueryError` when an input failed on it).
         """
         if not queries:
             return []
@@ -230,7 +237,13 @@ class HybridRetriever:
             return [[] for _ in queries]
         depth = max(self.depth, k)
         per_retriever = [r.search(queries, depth) for r in self.retrievers]
-        return [self.fuse([runs[q] for runs in per_retriever])[:k] for q in range(len(queries))]
+        return [self._fuse_query([runs[q] for runs in per_retriever], k) for q in range(len(queries))]
+
+    def _fuse_query(self, answers: Sequence[QueryResult], k: int) -> QueryResult:
+        failed = [(r.name, a) for r, a in zip(self.retrievers, answers) if isinstance(a, QueryError)]
+        if failed:
+            return QueryError("; ".join(f"input {name} failed: {err.message}" for name, err in failed))
+        return self.fuse(answers)[:k]  # type: ignore[arg-type]
 
     def params(self) -> dict[str, object]:
         """The settings that define this hybrid (for reports and ``params.json`` of callers)."""
@@ -238,7 +251,7 @@ class HybridRetriever:
             "kind": "hybrid",
             "name": self.name,
             "method": self.method,
-            "alpha": self.alpha if self.method == "minmax" else None,
+            "weights": self.weights if self.method == "minmax" else None,
             "rrf_k": self.rrf_k if self.method == "rrf" else None,
             "depth": self.depth,
             "retrievers": [r.name for r in self.retrievers],
@@ -248,12 +261,16 @@ class HybridRetriever:
         return f"HybridRetriever(name={self.name!r}, retrievers={[r.name for r in self.retrievers]})"
 
 
-def _check_hybrid(retrievers: Sequence[Retriever], method: str, alpha: float, rrf_k: float, depth: int) -> None:
+def _check_hybrid(
+    retrievers: Sequence[Retriever], method: str, alpha: float, rrf_k: float, depth: int, weights: Sequence[float] | None
+) -> None:
     """Validate the hybrid's settings."""
     if not retrievers:
         raise ValueError("a hybrid needs at least one retriever")
-    if method == "minmax" and len(retrievers) != 2:
-        raise ValueError(f"minmax fusion takes exactly 2 retrievers (weights alpha, 1-alpha), got {len(retrievers)}")
+    if method == "minmax" and weights is None and len(retrievers) != 2:
+        raise ValueError(f"minmax fusion without weights takes exactly 2 retrievers (weights alpha, 1-alpha), got {len(retrievers)}")
+    if method == "minmax" and weights is not None and len(weights) != len(retrievers):
+        raise ValueError(f"minmax fusion needs one weight per retriever: {len(retrievers)} retrievers, {len(weights)} weights")
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
     if rrf_k < 0:

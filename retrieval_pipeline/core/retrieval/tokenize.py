@@ -83,3 +83,32 @@ def tokenize(text: str) -> list[str]:
     if _CAMEL_BOUNDARY_RE.search(text) is None:  # fast path: no identifier to split
         return [token for token in _WORD_RE.findall(text.lower()) if token not in STOPWORDS]
     return [token for word in _WORD_RE.findall(text) for token in _word_tokens(word)]
+
+
+#: An identifier as written in code: ``os.path.join``, ``max_length``, ``OrderedDict``.
+_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def tokenize_code(text: str) -> list[str]:
+    """Like :func:`tokenize`, and every multi-part identifier is also kept whole, lowercased.
+
+    ``os.path.join`` -> ``os``, ``path``, ``join``, ``os.path.join``; ``max_length`` -> ``max``,
+    ``length``, ``max_length``; ``LlmAgent`` -> ``llm``, ``agent``, ``llmagent`` (as :func:`tokenize`).
+    A dotted name also keeps its last two parts (``path.join``), the way questions often cite it.
+    So a query naming the exact identifier matches it as one rare term, and words still match parts.
+    """
+    tokens = tokenize(text)
+    for match in _IDENTIFIER_RE.finditer(text):
+        ident = match.group(0).strip("_")
+        if not ident or ("_" not in ident and "." not in ident):
+            continue  # a plain word or CamelCase run: tokenize already handled it
+        whole = ident.lower()
+        tokens.append(whole)
+        parts = whole.split(".")
+        if len(parts) > 2:
+            tokens.append(".".join(parts[-2:]))
+    return tokens
+
+
+#: Tokenizers by their registry name.
+TOKENIZERS: dict[str, Tokenizer] = {"default": tokenize, "code": tokenize_code}

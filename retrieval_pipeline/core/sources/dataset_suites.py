@@ -14,12 +14,18 @@ def suite_name(path: Path) -> str:
     return path.parent.name if path.stem == "benchmark" else path.stem
 
 
-def load_suites(paths: Sequence[Path]) -> SuiteLoad:
-    """Load every suite file; a case id already seen in an earlier file is rejected with both places named."""
+def load_suites(paths: Sequence[Path], files_root: Path | None = None) -> SuiteLoad:
+    """Load every suite file; a case id already seen in an earlier file is rejected with both places named.
+
+    Args:
+        paths: The suite files.
+        files_root: The dataset's ``suite_files_root``: fix_error file paths resolve against it and must stay
+            inside it. None: each suite's own folder.
+    """
     cases, rejects, total = [], [], 0
     seen: dict[str, str] = {}
     for path in paths:
-        loaded = load_suite(path, suite=suite_name(Path(path)))
+        loaded = load_suite(path, suite=suite_name(Path(path)), files_root=files_root)
         total += loaded.total
         rejects.extend(loaded.rejects)
         for case in loaded.cases:

@@ -8,6 +8,11 @@ A suite file is a mapping with a ``benchmarks`` list. Each row carries its own `
 
 File-level problems raise :class:`InputError`; row-level problems become :class:`Rejected` rows, so
 ``len(cases) + len(rejects) == total`` always holds.
+
+Suites are data, not configuration: a ``fixed_file`` / ``test_file`` / ``unfixed_file`` path must resolve
+(``..``, absolute paths and symlinks followed) inside the files root, which is the suite's own folder
+unless the dataset registry names one (``suite_files_root``). A path that leaves it rejects the case
+with a reason naming the file, the case and the path; the file is never opened.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.paths import PathRefused, resolve_inside
 from retrieval_pipeline.core.sources.yaml_file import read_yaml
 from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
 
@@ -59,7 +65,8 @@ def load_suite(
     Args:
         path: The suite YAML file (``{benchmarks: [...]}``).
         suite: The suite name; defaults to the name of the file's parent directory.
-        files_root: Directory that ``fix_error`` file paths are relative to; defaults to the file's directory.
+        files_root: Directory that ``fix_error`` file paths are relative to and must stay inside; defaults to
+            the suite file's directory.
 
     Returns:
         The accepted cases and rejected rows, with ``len(cases) + len(rejects) == total``.
@@ -191,7 +198,10 @@ def _fill_multiple_choice(case: Case, raw: Mapping[str, Any], files_root: Path) 
 
 
 def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:
-    """Resolve solution/test file paths; existing ones go to ``files``, absent ones to ``extra``."""
+    """Resolve solution/test file paths; existing ones go to ``files``, absent ones to ``extra``.
+
+    A path that resolves outside ``files_root`` is a problem (the case is rejected; nothing is read).
+    """
     missing: list[dict[str, str]] = []
     for key, role in FIX_FILE_ROLES.items():
         value = raw.get(key)
@@ -199,7 +209,7 @@ def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> Non
             continue
         if not isinstance(value, str) or not value.strip():
             raise _CaseProblem(f"'{key}' must be a non-empty path string (got {value!r})")
-        resolved = _resolve_path(value.strip(), files_root)
+        resolved = _resolve_path(value.strip(), files_root, key)
         if resolved.is_file():
             case.files[role] = str(resolved)
         else:
@@ -208,10 +218,12 @@ def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> Non
         case.extra["missing_files"] = missing
 
 
-def _resolve_path(value: str, files_root: Path) -> Path:
-    """Return ``value`` as an absolute path, relative paths taken from ``files_root``."""
-    candidate = Path(value)
-    return (candidate if candidate.is_absolute() else files_root / candidate).resolve()
+def _resolve_path(value: str, files_root: Path, key: str) -> Path:
+    """Return ``value`` resolved against ``files_root``; a path leading outside it is a problem."""
+    try:
+        return resolve_inside(files_root, value, key)
+    except PathRefused as refused:
+        raise _CaseProblem(refused.reason) from None
 
 
 _FILLERS = {

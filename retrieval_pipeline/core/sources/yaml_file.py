@@ -1,32 +1,154 @@
-"""Read a YAML file with errors that name the file, the line and the column."""
+"""Read a YAML file with errors that name the file, the line and the column, and with limits.
+
+Every YAML input (suites, ranked targets, the dataset and retriever registries) goes through
+:func:`read_yaml`, which refuses, with a short message naming the file and never echoing its content:
+
+* a file over :func:`max_yaml_bytes` (20 MB unless ``RETRIEVAL_PIPELINE_MAX_YAML_BYTES`` says otherwise),
+  checked before anything is read or parsed;
+* nesting deeper than :data:`MAX_DEPTH` (the C parser would overflow the stack on ``[[[[...``);
+* aliases that would add more than :data:`MAX_ALIAS_NODES` nodes when expanded (a "billion laughs"
+  bomb is refused after a few hundred events), and recursive aliases.
+
+Anchors and aliases themselves stay allowed: the project's registry shares one thresholds block with
+``&sample_thresholds`` / ``*sample_thresholds``. Both checks run on the parser's event stream, before a
+single node is built.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.paths import PathRefused, read_bounded
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader when PyYAML has it
 
+#: Default size limit of a YAML file, in bytes.
+DEFAULT_MAX_YAML_BYTES = 20 * 1024 * 1024
+#: Environment variable that overrides :data:`DEFAULT_MAX_YAML_BYTES`.
+MAX_YAML_BYTES_ENV = "RETRIEVAL_PIPELINE_MAX_YAML_BYTES"
+#: Deepest nesting of mappings and sequences accepted.
+MAX_DEPTH = 100
+#: Most nodes that aliases may add to a document when expanded.
+MAX_ALIAS_NODES = 10_000
+#: Most characters of a parser message repeated in an error.
+_MAX_MESSAGE = 300
 
-def read_yaml(path: Path, what: str) -> Any:
-    """Parse ``path``; unreadable files and syntax errors raise :class:`InputError` naming the file.
+
+def max_yaml_bytes() -> int:
+    """The size limit: ``RETRIEVAL_PIPELINE_MAX_YAML_BYTES`` when set to a positive integer, else 20 MB."""
+    value = os.environ.get(MAX_YAML_BYTES_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_YAML_BYTES
+
+
+def read_yaml(path: Path, what: str, *, max_bytes: int | None = None) -> Any:
+    """Parse ``path``; unreadable, oversized, hostile files and syntax errors raise :class:`InputError`.
 
     Args:
         path: The YAML file.
         what: What the file is, for the message ("suite file", "ranked targets", ...).
+        max_bytes: Size limit; default :func:`max_yaml_bytes`.
     """
+    text = _read_text(Path(path), what, max_bytes or max_yaml_bytes())
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {what}: {exc}", path=str(path)) from exc
-    try:
-        return yaml.load(text, Loader=_SafeLoader)
+        _check_events(text)
+        return _load(text)
+    except _Refused as exc:
+        raise InputError(f"{what} refused: {exc}", path=str(path)) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"YAML syntax error{_position(exc)}: {exc}", path=str(path)) from exc
+        raise InputError(f"YAML syntax error{_position(exc)}: {_short(exc)}", path=str(path)) from None
+    except RecursionError:
+        raise InputError(f"{what} refused: nested too deeply to build", path=str(path)) from None
+
+
+def _read_text(path: Path, what: str, max_bytes: int) -> str:
+    """The file's text, its size checked before reading."""
+    try:
+        return read_bounded(path, what, max_bytes, limit_hint=f" (set by {MAX_YAML_BYTES_ENV})").decode("utf-8")
+    except PathRefused as exc:
+        raise InputError(exc.reason, path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what}: {_short(exc)}", path=str(path)) from exc
+
+
+class _Refused(Exception):
+    """The document is too deep or its aliases expand too far; the message says where."""
+
+
+def _check_events(text: str) -> None:
+    """Walk the event stream once: nesting depth, recursive aliases and alias expansion are bounded."""
+    loader = _SafeLoader(text)
+    try:
+        _walk(loader)
+    finally:
+        loader.dispose()
+
+
+def _walk(loader: Any) -> None:
+    open_nodes: list[list[Any]] = []  # [expanded size so far, anchor] per open collection
+    sizes: dict[str, int] = {}  # anchor -> expanded size of its finished node
+    added = 0  # nodes added by aliases
+    while True:
+        event = loader.get_event()
+        if isinstance(event, yaml.StreamEndEvent):
+            return
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append([1, event.anchor])
+            if len(open_nodes) > MAX_DEPTH:
+                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels{_at(event)}")
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            size, anchor = open_nodes.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            size, anchor = _alias_size(event, sizes, open_nodes), None
+            added += size
+            if added > MAX_ALIAS_NODES:
+                raise _Refused(f"aliases expand to more than {MAX_ALIAS_NODES:,} extra nodes{_at(event)} (an alias bomb?)")
+        elif isinstance(event, yaml.ScalarEvent):
+            size, anchor = 1, event.anchor
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = size
+        if open_nodes:
+            open_nodes[-1][0] += size
+
+
+def _alias_size(event: yaml.AliasEvent, sizes: dict[str, int], open_nodes: list[list[Any]]) -> int:
+    """The expanded size of the aliased node; an alias to a node still open is recursive."""
+    if any(anchor == event.anchor for _, anchor in open_nodes):
+        raise _Refused(f"recursive alias *{_name(event.anchor)}{_at(event)}")
+    if event.anchor not in sizes:
+        raise _Refused(f"undefined alias *{_name(event.anchor)}{_at(event)}")
+    return sizes[event.anchor]
+
+
+def _load(text: str) -> Any:
+    """Build the single document (the checks have passed)."""
+    loader = _SafeLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _at(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _name(anchor: str | None) -> str:
+    return str(anchor)[:40]
+
+
+def _short(exc: BaseException) -> str:
+    """An exception's message cut to one short line (a parser message may quote a long token)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "..."
 
 
 def _position(exc: yaml.YAMLError) -> str:
@@ -35,3 +157,13 @@ def _position(exc: yaml.YAMLError) -> str:
     if mark is None:
         return ""
     return f" at line {mark.line + 1}, column {mark.column + 1}"
+
+
+def read_yaml_mapping(path: Path, what: str = "registry") -> dict[str, Any]:
+    """Like :func:`read_yaml`, for a file whose top level must be a mapping (an empty file is ``{}``)."""
+    doc = read_yaml(path, what)
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise InputError(f"the {what} must be a mapping at the top level, got {type(doc).__name__}", path=str(path))
+    return doc

@@ -1,0 +1,1 @@
+"""Worked examples users copy: ``retriever_plugin`` is a retriever of your own behind ``kind: python``."""

@@ -1,0 +1,134 @@
+"""``context_qa``: QA pairs with an expected context and no chunk ids; relevance by text similarity.
+
+Registry block: ``context_qa`` (the QA file; markdown documents or pydoc_data topics; chunking and
+similarity settings). The corpus is the chunked documents; a case's golds are every chunk whose
+similarity to the expected context reaches the threshold (see :class:`ContextMatcher`). Evaluation
+adds context coverage, best-match position and MRR@k per query, and records the similarity settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, model_validator
+
+from retrieval_pipeline.core.datasets.base import (
+    CASE_JSON_FIELDS,
+    Block,
+    CasesBuild,
+    CorpusBuild,
+    DatasetAdapter,
+    PairBuilder,
+    QueryColumns,
+    SettingsBlock,
+    register_adapter,
+)
+from retrieval_pipeline.core.similarity import SimilaritySettings
+from retrieval_pipeline.core.types import Case, Document, Qrels, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from retrieval_pipeline.core.pairs import QAPair
+    from retrieval_pipeline.core.registry import DatasetConfig
+
+#: Columns of :func:`~retrieval_pipeline.core.context_metrics.context_qa_metrics` that per_query_metrics lacks.
+_EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
+
+
+class ChunkingSettings(SettingsBlock):
+    size: int = Field(400, ge=50)  # characters; see README for why 400/100 (the relevance ceiling)
+    overlap: int = Field(100, ge=0)
+
+
+class SimilaritySettingsModel(SettingsBlock):
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    autojunk: bool = False
+    normalise: bool = True
+
+    def settings(self) -> SimilaritySettings:
+        """The settings object the similarity functions take."""
+        return SimilaritySettings(threshold=self.threshold, autojunk=self.autojunk, normalise=self.normalise)
+
+
+class ContextQASource(SettingsBlock):
+    """QA pairs with an expected context and no chunk ids; relevance by text similarity."""
+
+    qa: Path
+    documents: list[Path] | None = None  # markdown files ...
+    pydoc_topics: list[str] | None = None  # ... or topics of CPython's language reference (pydoc_data); ["*"]: all
+    chunking: ChunkingSettings = ChunkingSettings()
+    similarity: SimilaritySettingsModel = SimilaritySettingsModel()
+
+    @model_validator(mode="after")
+    def _one_document_source(self) -> ContextQASource:
+        if bool(self.documents) == bool(self.pydoc_topics):
+            raise ValueError("context_qa needs exactly one of documents, pydoc_topics")
+        return self
+
+
+@register_adapter
+class ContextQAAdapter(DatasetAdapter):
+    """Context QA: chunked documents, golds by similarity to the expected context."""
+
+    kind = "context_qa"
+    blocks = {"context_qa": Block(ContextQASource, path_keys=("qa", "documents"))}
+
+    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+        from retrieval_pipeline.core.sources.context_qa import load_context_qa
+
+        loaded = load_context_qa(_source(config).qa)
+        return CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
+
+    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+        from retrieval_pipeline.core.chunking import chunk_markdown
+        from retrieval_pipeline.core.sources.context_qa import load_documents, pydoc_topic_documents
+
+        spec = _source(config)
+        topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
+        sources = load_documents(spec.documents) if spec.documents else pydoc_topic_documents(topics)
+        chunks: list[Document] = []
+        for document_id, text in sources:
+            chunks.extend(chunk_markdown(document_id, text, size=spec.chunking.size, overlap=spec.chunking.overlap))
+        report = {"documents": len(sources), "chunks": len(chunks),
+                  "chunk_size": spec.chunking.size, "chunk_overlap": spec.chunking.overlap}
+        where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
+        return CorpusBuild(chunks, [], report, where)
+
+    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+        from retrieval_pipeline.core.context_pairs import ContextMatcher
+
+        return ContextMatcher(documents, _source(config).similarity.settings()).pair
+
+    def pairs_report(self, pairs: Sequence[QAPair]) -> dict[str, Any]:
+        """How many expected contexts matched a chunk; their share is the relevance ceiling, the best hit
+        rate any retriever can reach on this corpus at these settings."""
+        if not pairs:
+            return {}
+        matched = sum(1 for p in pairs if p.status == "resolved")
+        return {"context_pairs": len(pairs), "contexts_matched": matched, "relevance_ceiling": matched / len(pairs),
+                "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs)}
+
+    def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:
+        """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`)."""
+        from retrieval_pipeline.core.context_metrics import context_qa_metrics
+        from retrieval_pipeline.core.frames import from_frame
+
+        settings = _source(config).similarity.settings()
+        expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
+        chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
+
+        def columns(run: Run, qrels: Qrels) -> pd.DataFrame:
+            frame = context_qa_metrics(run, qrels, expected, chunks, settings)
+            return frame[[c for c in frame.columns if c == "query_id" or c.startswith(_EXTRA_COLUMN_PREFIXES)]]
+
+        return columns
+
+    def metadata(self, config: DatasetConfig) -> dict[str, Any]:
+        return {"similarity_settings": _source(config).similarity.model_dump()}
+
+
+def _source(config: DatasetConfig) -> ContextQASource:
+    return config.context_qa

@@ -1,0 +1,378 @@
+"""``kind: openai_embeddings``: dense retrieval with the vectors of any OpenAI-compatible ``/v1/embeddings`` server.
+
+vLLM, Hugging Face TEI, Ollama, llama.cpp and OpenAI itself serve ``POST {base_url}/embeddings``. The
+corpus is embedded once (in batches of ``batch_size``, through the embedding cache), indexed exactly
+like ``dense`` (FAISS flat inner product over L2-normalised vectors, see
+:mod:`retrieval_pipeline.core.retrieval.dense`), and queries are embedded at search time::
+
+    retrievers:
+      dense_bge_small_vllm:
+        kind: openai_embeddings
+        base_url: http://127.0.0.1:8000/v1
+        model: BAAI/bge-small-en-v1.5
+        batch_size: 64
+        query_prefix: "Represent this sentence for searching relevant passages: "
+      dense_openai_te3_small_256:
+        kind: openai_embeddings
+        base_url: https://api.openai.com/v1
+        model: text-embedding-3-small
+        api_key_env: OPENAI_API_KEY      # the NAME of the variable; the key itself is never in a file
+        dimensions: 256
+
+Settings:
+
+* ``base_url``, ``model``: the server and the model it serves.
+* ``api_key_env``: the name of the environment variable holding the API key (none: no key). The spec,
+  ``params.json``, the cache and every log line and error hold only that name; the value is read from
+  the environment when the encoder is made (the Dagster layer passes it through ``dg.EnvVar``).
+* ``batch_size``: texts per request; ``timeout_s``: per request; ``max_retries``, ``backoff_base_s``,
+  ``backoff_max_s``: the LLM client's retry policy (timeouts, connection errors, 429 with
+  ``Retry-After``, 5xx are re-sent; other 4xx are final).
+* ``dimensions``: asked of models that can shorten their vectors (OpenAI ``text-embedding-3-*``).
+* ``query_prefix`` / ``passage_prefix``: prepended to queries / documents (E5: ``"query: "`` and
+  ``"passage: "``; BGE: an instruction before queries only). The prefixed text is what is embedded
+  and cached.
+
+Vectors are cached in ``cache_dir/embeddings.sqlite`` under the model id
+``openai:<base_url>/<model>[/<dimensions>]`` (queries too), so a rebuild of an unchanged corpus sends
+no request; a build saves its vectors every ``SAVE_EVERY_BATCHES`` batches, so one that fails late
+resumes where it stopped. A server that times out for good, or answers garbage (not JSON, the wrong number of
+vectors, non-numeric or non-finite values, a dimension other than before), raises
+:class:`EmbeddingServerError` naming the base_url and the model (the factory adds the retriever and
+the dataset).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from retrieval_pipeline.core.closing import Closing
+from retrieval_pipeline.core.llm.client import classify_error, describe_error
+from retrieval_pipeline.core.retrieval.base import QueryResult
+from retrieval_pipeline.core.retrieval.dense import DenseRetriever
+from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.encoders import l2_normalise
+from retrieval_pipeline.core.retrieval.remote import (
+    ENV_NAME,
+    GaveUp,
+    RetryPolicy,
+    call_with_retries,
+    chunks,
+    scrub,
+    secret_from_env,
+)
+from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
+
+logger = logging.getLogger(__name__)
+
+#: The embedding cache file inside ``ctx.cache_dir``.
+CACHE_FILE = "embeddings.sqlite"
+#: The dense index (its own ``params.json``, ``index.faiss``, ``doc_ids.json``) lives in this sub-folder of the index folder.
+DENSE_DIR = "dense"
+#: While building, new vectors are written to the cache every this many batches, so a build that fails
+#: late (a server gone, a quota reached) keeps what it paid for and the next build resumes from there.
+SAVE_EVERY_BATCHES = 16
+#: The text embedded to learn the dimension when nothing else tells it (an empty corpus).
+DIM_PROBE = "dimension probe"
+_SNIPPET = 200
+
+
+class EmbeddingServerError(RuntimeError):
+    """The embedding server failed for good or answered garbage; the message names its base_url and model."""
+
+
+def embedding_model_id(base_url: str, model: str, dimensions: int | None = None) -> str:
+    """The cache and index identity of a served model: ``openai:<base_url>/<model>[/<dimensions>]``."""
+    suffix = f"/{dimensions}" if dimensions is not None else ""
+    return f"openai:{base_url.rstrip('/')}/{model}{suffix}"
+
+
+class OpenAIEmbeddingEncoder(Closing):
+    """An :class:`~retrieval_pipeline.core.retrieval.encoders.Encoder` backed by an OpenAI-compatible server.
+
+    Texts are sent ``batch_size`` at a time with ``encoding_format="float"`` (what every compatible
+    server supports); each request is retried per ``policy``; answers are validated and L2-normalised.
+
+    Args:
+        base_url: The server's OpenAI ``base_url`` (``http://host:port/v1``).
+        model: The model name.
+        api_key: The key (``None``: the server needs none). Never stored in a repr or a message.
+        batch_size: Texts per request.
+        timeout_s: Seconds per request.
+        policy: Retry budget and backoff.
+        dimensions: Asked of the server when set (and then the expected dimension).
+        dim: The expected dimension when known (from a saved index or the cache); learnt from the first
+            answer otherwise.
+        client: A ready ``openai.OpenAI`` (or look-alike); built when ``None``.
+        sleep: Waits between retries (injectable for tests).
+        rng: Jitter source.
+
+    Attributes:
+        requests: HTTP requests sent (retries included).
+        retries: Re-sends after a retryable failure.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 30.0,
+        policy: RetryPolicy | None = None,
+        dimensions: int | None = None,
+        dim: int | None = None,
+        client: Any | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if dimensions is not None and dim is not None and dim != dimensions:
+            raise ValueError(f"dim {dim} disagrees with dimensions {dimensions}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.model_id = embedding_model_id(base_url, model, dimensions)
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.policy = policy or RetryPolicy()
+        self.dimensions = dimensions
+        self._api_key = api_key
+        self._dim = dimensions if dimensions is not None else dim
+        self._owns_client = client is None
+        self._client = client if client is not None else self._build_client()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.requests = 0
+        self.retries = 0
+
+    def _build_client(self) -> Any:
+        """An ``openai.OpenAI`` with its own retries off (this class retries)."""
+        import openai
+
+        return openai.OpenAI(base_url=self.base_url, api_key=self._api_key or "not-needed", timeout=self.timeout_s, max_retries=0)
+
+    @property
+    def dim(self) -> int:  # type: ignore[override]
+        """The vector length: given, learnt from the first answer, or asked with one probe text."""
+        if self._dim is None:
+            self.encode([DIM_PROBE])
+        assert self._dim is not None
+        return self._dim
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in batches of ``batch_size``.
+
+        Args:
+            texts: The texts, in order.
+
+        Returns:
+            An ``(len(texts), dim)`` float32 array with unit-norm rows.
+
+        Raises:
+            EmbeddingServerError: A batch failed for good or its answer is garbage.
+        """
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = [self._embed_batch(list(batch)) for batch in chunks(list(texts), self.batch_size)]
+        return l2_normalise(np.vstack(rows))
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        """One batch: request (with retries), validate, return a ``(len(batch), dim)`` float64 array."""
+        try:
+            response = call_with_retries(lambda: self._request(batch), self.policy, classify_error, self._describe,
+                                         sleep=self._sleep, rng=self._rng, on_retry=self._count_retry,
+                                         what=f"embedding request to {self.base_url}")
+        except GaveUp as exc:
+            raise self._error(f"request of {len(batch)} text(s) failed: {exc}") from exc
+        return self._vectors_from(response, len(batch))
+
+    def _request(self, batch: list[str]) -> Any:
+        self.requests += 1
+        kwargs: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+        if self.dimensions is not None:
+            kwargs["dimensions"] = self.dimensions
+        return self._client.embeddings.create(**kwargs)
+
+    def _count_retry(self, attempt: int, reason: str) -> None:
+        self.retries += 1
+
+    def _describe(self, exc: Exception) -> str:
+        return scrub(describe_error(exc), [self._api_key or ""])
+
+    # -- validation ------------------------------------------------------------------------------
+
+    def _vectors_from(self, response: Any, n: int) -> np.ndarray:
+        """The vectors of one answer in input order, or :class:`EmbeddingServerError` for garbage."""
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):
+            raise self._error(f"the answer is not an embeddings list: {_snippet(response)}")
+        if len(data) != n:
+            raise self._error(f"returned {len(data)} embeddings for {n} input text(s)")
+        rows = [self._row(getattr(item, "embedding", None), i) for i, item in enumerate(_in_input_order(data, self._error))]
+        lengths = sorted({len(r) for r in rows})
+        if len(lengths) != 1:
+            raise self._error(f"returned vectors of different lengths {lengths} in one answer")
+        self._check_dim(lengths[0])
+        return np.asarray(rows, dtype=np.float64)
+
+    def _row(self, values: Any, i: int) -> list[float]:
+        if not isinstance(values, list) or not values:
+            raise self._error(f"embedding {i} is not a non-empty list of numbers: {_snippet(values)}")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            bad = next(v for v in values if not isinstance(v, (int, float)) or isinstance(v, bool))
+            raise self._error(f"embedding {i} holds a non-numeric value {_snippet(bad)}")
+        if not np.all(np.isfinite(values)):
+            raise self._error(f"embedding {i} holds a non-finite value (NaN or infinity)")
+        return [float(v) for v in values]
+
+    def _check_dim(self, dim: int) -> None:
+        if self._dim is None:
+            self._dim = dim
+        elif dim != self._dim:
+            origin = "the dimensions setting" if self.dimensions is not None else "the index, the cache or earlier answers"
+            raise self._error(f"returned vectors of dimension {dim}, expected {self._dim} (from {origin})")
+
+    def _error(self, what: str) -> EmbeddingServerError:
+        return EmbeddingServerError(scrub(f"embedding server {self.base_url} (model {self.model!r}): {what}", [self._api_key or ""]))
+
+    def close(self) -> None:
+        """Close the HTTP client if this encoder built it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbeddingEncoder(model_id={self.model_id!r}, batch_size={self.batch_size})"
+
+
+def _in_input_order(data: list[Any], error: Callable[[str], Exception]) -> list[Any]:
+    """The items sorted by their ``index`` (OpenAI's order field) when every item has one."""
+    indexes = [getattr(item, "index", None) for item in data]
+    if any(i is None for i in indexes):
+        return data
+    if sorted(indexes) != list(range(len(data))):
+        raise error(f"the embedding indexes {indexes[:10]} are not 0..{len(data) - 1}")
+    return [item for _, item in sorted(zip(indexes, data), key=lambda pair: pair[0])]
+
+
+def _snippet(value: Any) -> str:
+    return repr(value)[:_SNIPPET]
+
+
+class OpenAIEmbeddingsRetriever(Closing):
+    """A loaded ``openai_embeddings`` index: prefixes the queries, then searches the dense index.
+
+    Args:
+        name: The retriever's name.
+        dense: The loaded dense index (its encoder and query cache included).
+        encoder: The encoder (closed with this retriever).
+        cache: The embedding cache (closed with this retriever).
+        query_prefix: Prepended to every query.
+    """
+
+    def __init__(self, name: str, dense: DenseRetriever, encoder: OpenAIEmbeddingEncoder, cache: EmbeddingCache | None,
+                 query_prefix: str = "") -> None:
+        self.name = name
+        self.dense = dense
+        self.encoder = encoder
+        self.cache = cache
+        self.query_prefix = query_prefix
+
+    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
+        """Top-``k`` documents per query (see :meth:`DenseRetriever.search`)."""
+        return list(self.dense.search([self.query_prefix + q for q in queries], k))
+
+    def close(self) -> None:
+        """Close the encoder's HTTP client and the cache."""
+        self.encoder.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbeddingsRetriever({self.name!r}, model_id={self.encoder.model_id!r})"
+
+
+@register_kind
+class OpenAIEmbeddingsSpec(RetrieverSpec):
+    kind: Literal["openai_embeddings"] = "openai_embeddings"
+    base_url: str = Field(pattern=r"^https?://\S+$")
+    model: str = Field(min_length=1)
+    api_key_env: str | None = Field(None, pattern=ENV_NAME)
+    batch_size: int = Field(64, ge=1, le=4096)
+    timeout_s: float = Field(30.0, gt=0, le=3600)
+    max_retries: int = Field(4, ge=0, le=20)
+    backoff_base_s: float = Field(0.5, ge=0, le=60)
+    backoff_max_s: float = Field(8.0, ge=0, le=600)
+    dimensions: int | None = Field(None, ge=1)
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    @property
+    def model_id(self) -> str:
+        """The embedding cache and index identity of this spec's model."""
+        return embedding_model_id(self.base_url, self.model, self.dimensions)
+
+    def encoder(self, dim: int | None = None, environ: Mapping[str, str] | None = None, **kwargs: Any) -> OpenAIEmbeddingEncoder:
+        """The encoder of this spec (the API key read from ``api_key_env`` now).
+
+        Args:
+            dim: The expected dimension, when known.
+            environ: Where ``api_key_env`` is looked up (``os.environ`` by default).
+            **kwargs: Passed to :class:`OpenAIEmbeddingEncoder` (``client``, ``sleep``, ``rng``).
+        """
+        key = secret_from_env(self.api_key_env, "api_key_env", environ) if self.api_key_env else None
+        policy = RetryPolicy(self.max_retries, self.backoff_base_s, self.backoff_max_s)
+        return OpenAIEmbeddingEncoder(self.base_url, self.model, api_key=key, batch_size=self.batch_size, timeout_s=self.timeout_s,
+                                      policy=policy, dimensions=self.dimensions, dim=dim, **kwargs)
+
+    def build(self, ctx: RetrieverContext) -> dict[str, Any]:
+        """Embed the corpus (through the cache) and save a dense index into ``ctx.index_dir/dense``."""
+        texts = [self.passage_prefix + t for t in ctx.texts]
+        with EmbeddingCache(ctx.cache_dir / CACHE_FILE) as cache, self.encoder(dim=cache.stored_dim(self.model_id)) as encoder:
+            embedded_now, from_cache = self._fill_cache(cache, encoder, texts)
+            dense = DenseRetriever(self.name).build(ctx.doc_ids, texts, encoder, cache)  # every vector from the cache now
+            dense.save(ctx.index_dir / DENSE_DIR)
+            requests, retries = encoder.requests, encoder.retries
+        dim = int(_saved_params(ctx)["dim"])
+        logger.info("%s: %d texts embedded now, %d from the cache, %d request(s)", self.model_id, embedded_now, from_cache, requests)
+        return {"model_id": self.model_id, "dim": dim, "embedded_now": embedded_now, "from_cache": from_cache,
+                "requests": requests, "retries": retries}
+
+    def _fill_cache(self, cache: EmbeddingCache, encoder: OpenAIEmbeddingEncoder, texts: list[str]) -> tuple[int, int]:
+        """Embed the distinct texts the cache lacks, saving every ``SAVE_EVERY_BATCHES`` batches.
+
+        Returns:
+            ``(embedded_now, from_cache)`` over distinct texts.
+        """
+        embedded_now = from_cache = 0
+        for part in chunks(list(dict.fromkeys(texts)), self.batch_size * SAVE_EVERY_BATCHES):
+            _, stats = cache.get_or_encode(encoder, list(part))
+            embedded_now, from_cache = embedded_now + stats.misses, from_cache + stats.hits
+        return embedded_now, from_cache
+
+    def load(self, ctx: RetrieverContext) -> OpenAIEmbeddingsRetriever:
+        """The saved dense index with this spec's encoder (queries cached too)."""
+        encoder = self.encoder(dim=int(_saved_params(ctx)["dim"]))
+        cache = EmbeddingCache(ctx.cache_dir / CACHE_FILE)
+        try:
+            dense = DenseRetriever.load(ctx.index_dir / DENSE_DIR, encoder, cache)
+        except BaseException:
+            encoder.close()
+            cache.close()
+            raise
+        dense.name = self.name
+        return OpenAIEmbeddingsRetriever(self.name, dense, encoder, cache, self.query_prefix)
+
+
+def _saved_params(ctx: RetrieverContext) -> dict[str, Any]:
+    """The dense index's own ``params.json`` (model id, dim, sizes)."""
+    return dict(json.loads((ctx.index_dir / DENSE_DIR / "params.json").read_text(encoding="utf-8")))

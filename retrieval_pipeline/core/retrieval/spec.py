@@ -1,0 +1,128 @@
+"""Retriever specs: what ``data/config/retrievers.yaml`` holds, one pydantic model per kind.
+
+A **kind** (``bm25``, ``dense``, ``hybrid``, ...) is one file in :mod:`retrieval_pipeline.core.retrieval.kinds`
+that defines a :class:`RetrieverSpec` subclass and registers it with :func:`register_kind`. The spec *is*
+the plug-in: it validates its own settings, builds its index into a folder, and loads a searchable
+retriever back from it. Nothing else branches on the kind, so adding one is adding one file.
+
+A spec is written in the registry as ``name: {kind: ..., <settings>}``; names say what the retriever
+is (``bm25_code``, ``dense_bge_small``, ``hybrid_rrf_k60``) and appear in runs, reports and TREC tags.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from retrieval_pipeline.core.retrieval.base import Retriever
+from retrieval_pipeline.core.types import Document
+
+#: Retriever names: letters, digits, ``_ . -``; they become folder names and TREC run tags.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass
+class RetrieverContext:
+    """What a spec needs to build or load its retriever for one dataset.
+
+    Attributes:
+        dataset: The dataset (partition) name, for error messages.
+        documents: The corpus, in corpus order (the tie-break order).
+        index_dir: This retriever's folder for this dataset (a fresh temporary one while building).
+        cache_dir: Where embedding and HTTP caches live.
+        encoder_for: Returns the encoder of a dense spec; tests swap in a keyword fake here.
+        component: Loads another named retriever of the same dataset (for hybrids and rerankers).
+    """
+
+    dataset: str
+    documents: Sequence[Document]
+    index_dir: Path
+    cache_dir: Path
+    encoder_for: Callable[[Any], Any]
+    component: Callable[[str], Retriever]
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return [d.doc_id for d in self.documents]
+
+    @property
+    def texts(self) -> list[str]:
+        return [d.text for d in self.documents]
+
+
+class RetrieverSpec(BaseModel):
+    """Base of every kind's settings. Unknown keys are errors (a typo never passes silently).
+
+    Subclasses set ``kind`` (a ``Literal``) and implement :meth:`build` and :meth:`load`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The kind's name in the registry; set by :func:`register_kind`.
+    KIND: ClassVar[str] = ""
+
+    kind: str
+    name: str = ""
+    description: str = ""
+
+    def components(self) -> list[str]:
+        """Names of the retrievers this one is made of (hybrids, rerankers); built first."""
+        return []
+
+    def build(self, ctx: RetrieverContext) -> dict[str, Any]:
+        """Build the index into ``ctx.index_dir``; return what to record about it (model, hashes, sizes)."""
+        raise NotImplementedError
+
+    def load(self, ctx: RetrieverContext) -> Retriever:
+        """A searchable retriever from what :meth:`build` wrote into ``ctx.index_dir``."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        """Every parameter, for ``params.json`` and run metadata."""
+        return self.model_dump(mode="json")
+
+
+#: kind name -> spec class; filled by :func:`register_kind` as the kind modules are imported.
+KINDS: dict[str, type[RetrieverSpec]] = {}
+
+
+def register_kind(cls: type[RetrieverSpec]) -> type[RetrieverSpec]:
+    """Class decorator: make a spec class available under its ``kind`` literal."""
+    kind = cls.model_fields["kind"].default
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"{cls.__name__}: set a default for `kind` (the kind's registry name)")
+    if kind in KINDS and KINDS[kind] is not cls:
+        raise TypeError(f"retriever kind {kind!r} is registered twice ({KINDS[kind].__name__}, {cls.__name__})")
+    cls.KIND = kind
+    KINDS[kind] = cls
+    return cls
+
+
+def known_kinds() -> dict[str, type[RetrieverSpec]]:
+    """Every registered kind (imports the kind modules on first use)."""
+    from retrieval_pipeline.core.retrieval import kinds  # noqa: F401  (importing registers them)
+
+    return dict(KINDS)
+
+
+def parse_spec(name: str, raw: Mapping[str, Any]) -> RetrieverSpec:
+    """Validate one registry entry into its kind's spec.
+
+    Raises:
+        ValueError: bad name, missing or unknown kind, or invalid settings (pydantic's message, which
+            names the field). The caller adds the retriever's name and the file.
+    """
+    if not NAME_PATTERN.match(name) or ".." in name:
+        raise ValueError(f"retriever name {name!r} must match {NAME_PATTERN.pattern} (it becomes a folder name)")
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"expected a mapping of settings, got {type(raw).__name__}")
+    kinds = known_kinds()
+    kind = raw.get("kind")
+    if kind not in kinds:
+        raise ValueError(f"unknown kind {kind!r}; known kinds: {', '.join(sorted(kinds))}")
+    return kinds[kind].model_validate({**raw, "name": name})

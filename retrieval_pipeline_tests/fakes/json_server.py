@@ -1,0 +1,262 @@
+"""A small loopback JSON server with scripted transport faults: the base of the remote-retriever fakes.
+
+Subclasses implement :meth:`LoopbackJSONServer.answer` (one POST body in, one :class:`Reply` out). The
+base records every request (with its headers), applies the transport faults of :data:`TRANSPORT_FAULTS`
+and lets subclasses handle their own (content) faults:
+
+* ``timeout``: sleep ``timeout_sleep_s`` (longer than the client's timeout), then answer normally;
+* ``429``: ``Retry-After: 0``; ``500`` / ``503``: a server error;
+* ``garbage``: HTTP 200 with a body that is not JSON;
+* ``disconnect``: close the connection without a response.
+
+The ``i``-th POST gets the fault ``script[i]``; past the script, or where it holds ``None``, it gets
+what :meth:`LoopbackJSONServer.fault_for` returns for its body (none by default). Sleeps are capped at ``MAX_SLEEP_S`` and a
+shutdown wakes every sleeping handler, so a test never hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, TypeVar
+
+TRANSPORT_FAULTS: tuple[str, ...] = ("timeout", "429", "500", "503", "garbage", "disconnect")
+MAX_SLEEP_S = 5.0
+GARBAGE_BODY = b"<html><body>502 Bad Gateway (not JSON)</body></html>"
+
+_S = TypeVar("_S", bound="LoopbackJSONServer")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to send: a status and a JSON payload (or raw bytes), extra headers, a wait first."""
+
+    status: int = 200
+    payload: Any = None
+    raw: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    sleep_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    """One request as the server saw it (header names lower-cased)."""
+
+    index: int
+    method: str
+    path: str
+    body: Any
+    headers: dict[str, str]
+    fault: str | None
+    status: int
+
+
+def error_reply(status: int, message: str) -> Reply:
+    """An OpenAI-style error body."""
+    return Reply(status, {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error"}})
+
+
+class LoopbackJSONServer:
+    """Serve POST requests on 127.0.0.1 with scripted faults; subclasses answer.
+
+    Args:
+        script: Faults of the first POSTs, in arrival order (``None`` = no fault).
+        timeout_sleep_s: How long a ``timeout`` fault sleeps (at most ``MAX_SLEEP_S``).
+        known_faults: Fault names the subclass handles in :meth:`answer` (besides the transport ones).
+    """
+
+    route = "/"
+
+    def __init__(self, *, script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0,
+                 known_faults: Sequence[str] = ()) -> None:
+        known = set(TRANSPORT_FAULTS) | set(known_faults)
+        unknown = sorted({f for f in script if f is not None} - known)
+        if unknown:
+            raise ValueError(f"unknown faults {unknown}; known: {sorted(known)}")
+        if not 0 <= timeout_sleep_s <= MAX_SLEEP_S:
+            raise ValueError(f"timeout_sleep_s must be within [0, {MAX_SLEEP_S}]")
+        self._script = list(script)
+        self._timeout_sleep_s = timeout_sleep_s
+        self._lock = threading.Condition()
+        self._closing = threading.Event()
+        self._requests: list[SeenRequest] = []
+        self._posts = 0
+        self._in_flight = 0
+        self._httpd: _Server | None = None
+        self._port: int | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- what subclasses implement ----------------------------------------------------------------
+
+    def answer(self, body: Any, fault: str | None) -> Reply:
+        """The reply to one POST to :attr:`route` (``fault`` is ``None`` or a subclass fault)."""
+        raise NotImplementedError
+
+    def fault_for(self, body: Any) -> str | None:
+        """The fault of a request past the script (none by default)."""
+        return None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self: _S) -> _S:
+        """Bind 127.0.0.1 on a free port and serve from a daemon thread."""
+        if self._httpd is not None:
+            raise RuntimeError("server already started")
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        self._port = int(httpd.server_address[1])
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake sleeping handlers and wait (bounded) until they have finished."""
+        if self._httpd is None:
+            return
+        self._closing.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=MAX_SLEEP_S)
+        with self._lock:
+            self._lock.wait_for(lambda: self._in_flight == 0, timeout=MAX_SLEEP_S)
+        self._httpd = None
+
+    def __enter__(self: _S) -> _S:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- what tests read --------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (still known after ``stop``, for messages)."""
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return self._port
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def requests(self) -> list[SeenRequest]:
+        """Every request so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        """How many requests arrived."""
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def fault_counts(self) -> Counter[str]:
+        """How many times each fault was applied."""
+        with self._lock:
+            return Counter(r.fault for r in self._requests if r.fault is not None)
+
+    # -- what the handler calls -------------------------------------------------------------------
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        with self._lock:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._lock.notify_all()
+
+    def _next_fault(self, body: Any) -> str | None:
+        with self._lock:
+            position = self._posts
+            self._posts += 1
+        scripted = self._script[position] if position < len(self._script) else None
+        return scripted if scripted is not None else self.fault_for(body)
+
+    def _plan(self, path: str, body: Any) -> tuple[str | None, Reply | None]:
+        """The fault and reply of one POST (``None`` reply: disconnect)."""
+        if path.rstrip("/") != self.route.rstrip("/"):
+            return None, error_reply(404, f"no route {path}")
+        if body is None:
+            return None, error_reply(400, "the body is not JSON")
+        fault = self._next_fault(body)
+        if fault == "disconnect":
+            return fault, None
+        if fault == "429":
+            return fault, Reply(429, {"error": {"message": "rate limited"}}, headers=(("Retry-After", "0"),))
+        if fault in ("500", "503"):
+            return fault, error_reply(int(fault), "injected server error")
+        if fault == "garbage":
+            return fault, Reply(200, raw=GARBAGE_BODY)
+        reply = self.answer(body, None if fault == "timeout" else fault)
+        if fault == "timeout":
+            reply = Reply(reply.status, reply.payload, reply.raw, reply.headers, self._timeout_sleep_s)
+        return fault, reply
+
+    def _record(self, path: str, body: Any, headers: dict[str, str], fault: str | None, status: int) -> None:
+        with self._lock:
+            self._requests.append(SeenRequest(len(self._requests), "POST", path, body, headers, fault, status))
+
+    def _pause(self, seconds: float) -> None:
+        if seconds > 0:
+            self._closing.wait(min(seconds, MAX_SLEEP_S))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+    fake: LoopbackJSONServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Stay quiet."""
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        fake = self.server.fake
+        with fake._slot():
+            body = self._read_json()
+            fault, reply = fake._plan(self.path, body)
+            fake._record(self.path, body, {k.lower(): v for k, v in self.headers.items()}, fault, 0 if reply is None else reply.status)
+            if reply is None:
+                self.close_connection = True
+                return
+            fake._pause(reply.sleep_s)
+            self._send(reply)
+
+    def _read_json(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            return json.loads(self.rfile.read(length) or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+
+    def _send(self, reply: Reply) -> None:
+        data = reply.raw if reply.raw is not None else json.dumps(reply.payload).encode("utf-8")
+        content_type = "text/html" if reply.raw is not None else "application/json"
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. after its timeout)
+            self.close_connection = True
