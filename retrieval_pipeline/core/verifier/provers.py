@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_python
+from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_python, safe_text
 
 ProofStatus = Literal["proof", "unverifiable_offline"]
 EVIDENCE_FILE = "option.evidence.json"
@@ -179,7 +179,8 @@ def probe_environment(
     execution = run_python(_PROBE.format(library=library, budget=budget), "probe_environment.py", probe_settings)
     raw = execution.artifacts.get("environment.json")
     if raw is None:
-        raise RuntimeError(f"environment probe failed ({execution.outcome}): {execution.stderr[-2000:]}")
+        stderr = safe_text(execution.stderr, 2000, keep="tail")
+        raise RuntimeError(f"environment probe failed ({execution.outcome}): {stderr}")
     data = json.loads(raw)
     return LibraryIndex(
         library=data["library"],

@@ -1,4 +1,9 @@
-"""The verifier's quality report: ``quality_report.json`` and a Markdown summary."""
+"""The verifier's quality report: ``quality_report.json`` and a Markdown summary.
+
+Every text that came out of a sandbox (notes, reasons, stdout/stderr, proposal notes) is redacted and
+capped again here (:func:`~retrieval_pipeline.core.verifier.sandbox.safe_text`; idempotent), whatever
+built the verdicts: a secret a proof printed never reaches the report, nor what is made from it.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_pipeline.core.verifier.remediation import Proposal
-from retrieval_pipeline.core.verifier.verdict import VERDICTS, OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.sandbox import safe_text
+from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, VERDICTS, OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verify import VerificationRun
+
+#: Longest reason (or proposal note) kept; a reason quotes a note and names the option.
+REASON_CHARS = EVIDENCE_CHARS + 200
 
 
 def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[str, Any]:
@@ -47,7 +56,7 @@ def _evidence(e: OptionEvidence) -> dict[str, Any]:
         "proof_status": e.proof_status,
         "state": e.state,
         "option_true": e.option_true,
-        "note": e.note,
+        "note": safe_text(e.note, REASON_CHARS),
         "execution": None
         if e.outcome is None
         else {
@@ -56,8 +65,8 @@ def _evidence(e: OptionEvidence) -> dict[str, Any]:
             "limit": e.limit,
             "duration_s": e.duration_s,
             "test_source": e.test_source,
-            "stdout": e.stdout,
-            "stderr": e.stderr,
+            "stdout": safe_text(e.stdout, OUTPUT_TAIL_CHARS, keep="tail"),
+            "stderr": safe_text(e.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
         },
     }
 
@@ -89,14 +98,23 @@ def quality_report(
                 "proven_false": v.proven_false,
                 "consistent": v.consistent,
                 "undecided": v.undecided,
-                "reasons": v.reasons,
+                "reasons": [safe_text(r, REASON_CHARS) for r in v.reasons],
                 "duration_s": v.duration_s,
                 "evidence": [_evidence(e) for e in v.evidence],
             }
             for v in verdicts
         ],
-        "proposals": [asdict(p) for p in proposals],
+        "proposals": [_proposal(p) for p in proposals],
     }
+
+
+def _proposal(p: Proposal) -> dict[str, Any]:
+    """A proposal as reported: its note and the reasons of its attempts redacted and capped."""
+    data = asdict(p)
+    data["note"] = safe_text(data.get("note", ""), REASON_CHARS)
+    for attempt in data.get("attempts", []):
+        attempt["reasons"] = [safe_text(r, REASON_CHARS) for r in attempt.get("reasons", [])]
+    return data
 
 
 def write_quality_report(report: Mapping[str, Any], path: str | Path) -> Path:

@@ -1,25 +1,51 @@
-"""Run a generated proof (a pytest file) under bubblewrap, with resource limits.
+"""Run a generated proof (a pytest file) under bubblewrap, as an unprivileged user, with resource limits.
 
-Every run gets a fresh temporary directory, the only writable place the code can see. The layout:
+**Who runs it.** When the verifier runs as root, the forked child leaves root before it executes bwrap:
+it clears its groups and switches to the host user ``sandbox_uid``/gid (65534, "nobody"/"nogroup"), so
+every permission check the kernel makes for the proof is made for that user, never for root (a 0600 file
+of root's stays unreadable even where it is visible). bwrap then runs unprivileged:
+``--unshare-all --unshare-user`` (new user, mount, pid, network (loopback only, no route out), ipc, uts and
+cgroup namespaces) with ``--uid/--gid 65534`` inside, which maps to host 65534, and ``--cap-drop ALL`` plus
+``--disable-userns`` (no remounting, no nested namespace to get capabilities back). When the verifier
+is not root, bwrap runs as the caller and the sandbox uid maps back to the caller; then only the file
+layout below keeps the caller's other files out. ``sandbox_uid`` 0 is refused.
 
-* ``bwrap --unshare-all --unshare-user``: new user, mount, pid, network (loopback only, no route out),
-  ipc, uts and cgroup namespaces; ``--uid/--gid 65534`` inside; ``--cap-drop ALL`` and
-  ``--disable-userns`` so the code can neither remount anything nor build a nested namespace to get
-  capabilities back. (Without ``--cap-drop ALL``, bwrap started by root keeps every capability inside
-  its user namespace and the code can ``mount -o remount,bind,rw /`` and write the host's files.)
-* ``--ro-bind / /`` (the interpreter and the library under test are read-only), ``--dev /dev``,
-  ``--proc /proc``, a private ``--tmpfs /tmp``, then ``--bind <workdir> <workdir>``;
+**What it sees.** Nothing of the host but this; the root is a tmpfs remounted read-only:
+
+* ``/usr`` read-only; ``/bin``, ``/sbin``, ``/lib``, ``/lib32``, ``/lib64``, ``/libx32`` as on the host
+  (symlinks into /usr on a merged-/usr system, read-only binds otherwise);
+* a minimal ``/etc``: a generated ``passwd`` and ``group`` (root and the sandbox user only),
+  ``nsswitch.conf`` and ``hosts``, plus the host's ``ld.so.cache`` and ``localtime``. No shadow,
+  gshadow, sudoers, ssh keys, certificates or anything else of the host's /etc;
+* the environment of ``python``, read-only, at its own path: the venv (the folder holding
+  ``pyvenv.cfg``), the base installation it runs on (the prefix of the resolved interpreter, of every
+  link on the way to it, and of pyvenv.cfg's ``home``; paths under /usr are already there), then
+  ``extra_ro_binds``. Not the project: an editable install's source is not shown, and proofs need only
+  the library under test. Parent folders of these paths exist, holding nothing else (e.g. ``/root``
+  shows only ``.pyenv/versions/<v>`` when the interpreter lives there);
+* ``--dev /dev``, ``--proc /proc`` (its own pid namespace), a private ``--tmpfs /tmp`` (capped at
+  ``file_mb``), and the run's fresh working directory, read-write, owned by the sandbox user;
 * ``--clearenv`` plus a minimal PATH/HOME/LANG: no variable of the parent (tokens, keys) is inherited;
-* ``--die-with-parent --new-session``.
+  ``--die-with-parent --new-session``.
 
-Limits, applied in the child before ``exec`` of bwrap (inherited by everything inside):
+An environment path the sandbox user cannot reach on the host (a base Python under root's 0700 home)
+is bind-mounted by the still-root child, inside a private mount namespace of its own, onto a staging
+folder of the run; bwrap shows it from there. The host's mount table is never changed, and permission
+checks inside that tree are still made for the sandbox user.
+
+**Limits**, set in the child before it drops root and executes bwrap (inherited by everything inside):
 ``RLIMIT_AS`` (memory), ``RLIMIT_CPU`` (soft, then SIGKILL a second later), ``RLIMIT_FSIZE`` (files and
-captured output) and a process limit. ``RLIMIT_NPROC`` does not bind root (the kernel exempts uid 0,
-and a user namespace maps the sandbox's uid back to the caller's), so as root the process limit is a
-``pids`` cgroup made for the run (``pids.max``); as another user it is ``RLIMIT_NPROC`` counted on top
-of the processes that user already has. A wall-clock timeout kills the process group (and bwrap's
-``--die-with-parent`` takes the pid namespace with it); whatever is left in the run's cgroup is
-killed too. Output goes to files outside the sandbox and comes back truncated.
+captured output) and a process limit. The process limit is a ``pids`` cgroup made for the run
+(``pids.max``): the child writes its own pid to ``cgroup.procs`` while it is still root, and every
+process of the run inherits the cgroup. Without a writable pids cgroup it is ``RLIMIT_NPROC`` counted on
+top of the processes the run's user (the sandbox user, or the non-root caller) already has; as root
+without a way to drop privileges no limit could bind, and nothing runs. A wall-clock timeout kills the
+process group (and bwrap's ``--die-with-parent`` takes the pid namespace with it); whatever is left in
+the run's cgroup is killed too. Output goes to files outside the sandbox and comes back truncated.
+
+**Output hygiene.** :func:`redact_secrets` masks secret-looking text (password hashes, private key
+blocks, ``*_KEY=``/token strings) and :func:`safe_text` redacts and caps; the verdict and the report
+pass everything a proof printed or recorded through them before it becomes evidence.
 
 No fallback: without bwrap (``apt-get install bubblewrap``) or without a way to enforce the process
 limit, :class:`SandboxError` is raised and nothing runs.
@@ -27,16 +53,20 @@ limit, :class:`SandboxError` is raised and nothing runs.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import itertools
 import os
+import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -46,6 +76,19 @@ Outcome = Literal["passed", "failed", "error", "timeout", "killed"]
 _SIGNAL_NAMES = {getattr(signal, n): n for n in ("SIGKILL", "SIGXCPU", "SIGXFSZ", "SIGSEGV", "SIGABRT", "SIGTERM")}
 _INSTALL_HINT = "apt-get install -y bubblewrap"
 _counter = itertools.count()
+
+#: Top-level system paths shown as on the host (symlinks stay symlinks); /usr itself is bound read-only.
+_SYSTEM_TOP = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Host files of /etc that the interpreter may read and that hold no secret.
+_HOST_ETC = ("ld.so.cache", "localtime")
+
+_CLONE_NEWNS = 0x00020000
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+_LIBC.unshare.argtypes = [ctypes.c_int]
 
 
 class SandboxError(RuntimeError):
@@ -62,11 +105,13 @@ class SandboxSettings:
         memory_mb: Address-space limit (``RLIMIT_AS``) per process.
         max_processes: Processes and threads the run may have at once.
         cpu_s: CPU-seconds limit (``RLIMIT_CPU``) per process.
-        file_mb: Largest file the run may write, captured output included (``RLIMIT_FSIZE``).
+        file_mb: Largest file the run may write, captured output included (``RLIMIT_FSIZE``); also the
+            size of the private /tmp.
         max_output_chars: Captured stdout/stderr kept per stream; the rest is cut with a marker.
-        sandbox_uid: The uid/gid the code sees inside (65534, "nobody").
-        extra_ro_binds: More host paths to show read-only (e.g. an environment living under /tmp,
-            which the private /tmp would otherwise hide).
+        sandbox_uid: The uid/gid the code runs as: inside the sandbox, and on the host too when the
+            verifier is root (65534, "nobody"/"nogroup"). Never 0.
+        extra_ro_binds: More host paths to show read-only, at their own path (those that do not exist are
+            skipped; permission checks inside them are made for the sandbox user).
     """
 
     python: Path = field(default_factory=lambda: Path(sys.executable))
@@ -87,7 +132,8 @@ class Execution:
     ``outcome``: ``passed`` (exit 0), ``failed`` (pytest exit 1: a test failed), ``error`` (collection or
     usage error, or the sandbox could not start the program), ``timeout`` (wall clock), ``killed`` (ended
     by a signal, e.g. SIGXCPU for CPU time). ``limit`` names a limit that was seen to bind, if any:
-    ``wall_clock``, ``cpu``, ``memory``, ``processes``, ``file_size``.
+    ``wall_clock``, ``cpu``, ``memory``, ``processes``, ``file_size``. The texts are raw: pass them
+    through :func:`safe_text` before they go anywhere a person or a database reads them.
     """
 
     exit_code: int | None
@@ -98,6 +144,16 @@ class Execution:
     duration_s: float
     limit: str | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _RunPlan:
+    """How one run is set up: who runs bwrap, what is staged, how the process limit binds."""
+
+    drop_to: int | None  # host uid/gid to switch to before exec (None: stay the caller, who is not root)
+    staged: tuple[tuple[Path, Path], ...]  # (host path, staging mount point), mounted by the root child
+    cgroup: _PidsCgroup | None
+    nproc_limit: int | None
 
 
 def bwrap_path() -> str | None:
@@ -154,19 +210,36 @@ def run_in_sandbox(
 ) -> Execution:
     """Write ``files`` into a fresh working directory and run ``argv`` there under bubblewrap."""
     bwrap = require_bwrap()
+    drop_to = _host_user(settings)
+    extras = tuple(Path(os.path.abspath(p)) for p in settings.extra_ro_binds if os.path.lexists(p))
+    binds = environment_paths(Path(settings.python)) + extras
     base = Path(tempfile.mkdtemp(prefix="rp_sandbox_"))
-    cgroup: _PidsCgroup | None = None
+    plan: _RunPlan | None = None
     try:
-        workdir = base / "work"
-        workdir.mkdir()
-        for name, text in files.items():
-            _check_filename(name)
-            (workdir / name).write_text(text, encoding="utf-8")
-        cgroup, nproc_limit = _process_limit(settings.max_processes)
-        command = _bwrap_command(bwrap, workdir, argv, settings)
-        out_path, err_path = base / "stdout.txt", base / "stderr.txt"
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            started = time.monotonic()
+        workdir = _prepare_base(base, files, drop_to)
+        plan = _plan(base, binds, settings, drop_to)
+        command = _bwrap_command(bwrap, base, workdir, argv, settings, binds, dict(plan.staged))
+        return _run(command, base, workdir, settings, plan, collect_suffix, max_artifact_bytes)
+    finally:
+        if plan is not None and plan.cgroup is not None:
+            plan.cgroup.remove()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _run(
+    command: list[str],
+    base: Path,
+    workdir: Path,
+    settings: SandboxSettings,
+    plan: _RunPlan,
+    collect_suffix: str | None,
+    max_artifact_bytes: int,
+) -> Execution:
+    """Start bwrap with the plan's limits, wait (bounded by the timeout), then read what it left."""
+    out_path, err_path = base / "stdout.txt", base / "stderr.txt"
+    with _private_file(out_path) as out, _private_file(err_path) as err:
+        started = time.monotonic()
+        try:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -175,27 +248,26 @@ def run_in_sandbox(
                 cwd=str(workdir),
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 start_new_session=True,
-                preexec_fn=_limits_preexec(settings, nproc_limit, cgroup),
+                preexec_fn=_child_setup(settings, plan),
             )
-            timed_out = False
-            try:
-                process.wait(timeout=settings.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(process.pid)
-                process.wait(timeout=10)
-            duration = time.monotonic() - started
-        if cgroup is not None:
-            cgroup.kill_all()
-        pids_hit = cgroup.limit_hit() if cgroup is not None else False
-        stdout = _read_truncated(out_path, settings.max_output_chars)
-        stderr = _read_truncated(err_path, settings.max_output_chars)
-        artifacts = _collect(workdir, collect_suffix, max_artifact_bytes) if collect_suffix else {}
-        return _execution(process.returncode, timed_out, stdout, stderr, duration, pids_hit, artifacts)
-    finally:
-        if cgroup is not None:
-            cgroup.remove()
-        shutil.rmtree(base, ignore_errors=True)
+        except subprocess.SubprocessError as exc:
+            what = f"cgroup, limits, staging mounts, switch to uid {plan.drop_to}"
+            raise SandboxError(f"the sandbox's process could not be set up ({what}): {exc}") from exc
+        timed_out = False
+        try:
+            process.wait(timeout=settings.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(process.pid)
+            process.wait(timeout=10)
+        duration = time.monotonic() - started
+    if plan.cgroup is not None:
+        plan.cgroup.kill_all()
+    pids_hit = plan.cgroup.limit_hit() if plan.cgroup is not None else False
+    stdout = _read_truncated(out_path, settings.max_output_chars)
+    stderr = _read_truncated(err_path, settings.max_output_chars)
+    artifacts = _collect(workdir, collect_suffix, max_artifact_bytes) if collect_suffix else {}
+    return _execution(process.returncode, timed_out, stdout, stderr, duration, pids_hit, artifacts)
 
 
 def _check_filename(name: str) -> None:
@@ -203,10 +275,182 @@ def _check_filename(name: str) -> None:
         raise ValueError(f"sandbox file names must be plain names, got {name!r}")
 
 
-def _bwrap_command(bwrap: str, workdir: Path, argv: Sequence[str], settings: SandboxSettings) -> list[str]:
-    """The bwrap argv: namespaces, read-only root, private /tmp, writable workdir, cleared env."""
+def _private_file(path: Path):
+    """Open ``path`` for writing, mode 0600 (the run's output is read back by the verifier only)."""
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+
+
+# --------------------------------------------------------------------------------------------------
+# Who runs it, and where
+
+
+def _host_user(settings: SandboxSettings) -> int | None:
+    """The host uid/gid to drop to before exec: ``sandbox_uid`` when we are root, else None."""
+    if settings.sandbox_uid == 0:
+        raise SandboxError("sandbox_uid 0 would run proofs as root; use an unprivileged uid (65534)")
+    return settings.sandbox_uid if os.geteuid() == 0 else None
+
+
+def _prepare_base(base: Path, files: Mapping[str, str], drop_to: int | None) -> Path:
+    """Fill the run's folder: the working directory with ``files``, owned by the sandbox user.
+
+    ``base`` (0711) can be walked through but not listed by the sandbox user; the working directory is
+    the sandbox user's.
+    """
+    base.chmod(0o711)
+    workdir = base / "work"
+    workdir.mkdir()
+    workdir.chmod(0o700)
+    for name, text in files.items():
+        _check_filename(name)
+        target = workdir / name
+        target.write_text(text, encoding="utf-8")
+        target.chmod(0o644)
+        if drop_to is not None:
+            os.chown(target, drop_to, drop_to)
+    if drop_to is not None:
+        os.chown(workdir, drop_to, drop_to)
+    return workdir
+
+
+def _plan(base: Path, binds: Sequence[Path], settings: SandboxSettings, drop_to: int | None) -> _RunPlan:
+    """Stage what the sandbox user cannot reach (root only), and choose how the process limit binds."""
+    staged: list[tuple[Path, Path]] = []
+    if drop_to is not None:
+        unreachable = [p for p in binds if not _reachable(p, drop_to, drop_to)]
+        if unreachable:
+            (base / "stage").mkdir()
+            (base / "stage").chmod(0o711)  # explicit modes: the umask may be stricter
+        for index, host in enumerate(unreachable):
+            point = base / "stage" / str(index)
+            if host.is_dir():
+                point.mkdir()
+            else:
+                point.touch()
+            point.chmod(0o755 if host.is_dir() else 0o644)
+            staged.append((host, point))
+    cgroup, nproc_limit = _process_limit(settings.max_processes, drop_to)
+    return _RunPlan(drop_to, tuple(staged), cgroup, nproc_limit)
+
+
+def _reachable(path: Path, uid: int, gid: int) -> bool:
+    """True when ``uid``/``gid`` can walk to ``path`` and read it, by its mode bits (ACLs are not read)."""
+    try:
+        resolved = Path(os.path.realpath(path))
+        chain = [*reversed(resolved.parents), resolved]
+        for index, node in enumerate(chain):
+            info = os.stat(node)
+            is_leaf = index == len(chain) - 1
+            need = (4 | (1 if stat.S_ISDIR(info.st_mode) else 0)) if is_leaf else 1
+            shift = 6 if info.st_uid == uid else 3 if info.st_gid == gid else 0
+            if (info.st_mode >> shift) & need != need:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=32)
+def environment_paths(python: Path) -> tuple[Path, ...]:
+    """The folders the interpreter ``python`` needs, outside /usr: its venv and its base installation.
+
+    From the venv (``pyvenv.cfg`` beside ``bin/``) and its ``home``, and from every link on the way from
+    ``python`` to the real binary (``<prefix>/bin/python3.x`` -> ``<prefix>``). Nested folders collapse
+    into the outer one. The interpreter is never executed on the host.
+    """
+    python = Path(os.path.abspath(python))
+    found: list[Path] = []
+    venv = python.parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        found.append(venv)
+        home = _pyvenv_home(venv / "pyvenv.cfg")
+        if home is not None:
+            found.append(Path(os.path.abspath(home)).parent)
+    for hop in _link_chain(python):
+        found.append(hop.parent.parent)
+    prefixes = [p for p in dict.fromkeys(found) if not _shown_by_system(p)]
+    outer = [p for p in prefixes if not any(p != q and p.is_relative_to(q) for q in prefixes)]
+    for path in outer:
+        if len(path.parts) < 3:
+            raise SandboxError(f"the interpreter {python} lives in {path}, too broad a folder to show in the sandbox; "
+                               "use an interpreter from a venv or an installation folder of its own")  # fmt: skip
+    return tuple(outer)
+
+
+def _pyvenv_home(cfg: Path) -> str | None:
+    """The ``home`` key of a ``pyvenv.cfg`` (the base interpreter's bin folder)."""
+    for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "home" and value.strip():
+            return value.strip()
+    return None
+
+
+def _link_chain(path: Path, max_hops: int = 40) -> list[Path]:
+    """``path``, then every symlink target on the way to the real file (absolute, not resolved further)."""
+    chain = [path]
+    for _ in range(max_hops):
+        current = chain[-1]
+        if not current.is_symlink():
+            break
+        target = Path(os.readlink(current))
+        chain.append(Path(os.path.normpath(current.parent / target)))
+    resolved = Path(os.path.realpath(path))
+    return chain if resolved in chain else chain + [resolved]
+
+
+def _shown_by_system(path: Path) -> bool:
+    """True when ``path`` is inside /usr or a top-level system folder that the sandbox shows anyway."""
+    return any(path == Path(top) or path.is_relative_to(top) for top in ("/usr", *_SYSTEM_TOP))
+
+
+@functools.lru_cache(maxsize=1)
+def _system_args() -> tuple[str, ...]:
+    """``/usr`` read-only, and /bin, /sbin, /lib* as on the host (symlinks stay symlinks)."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in _SYSTEM_TOP:
+        path = Path(top)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            args += ["--ro-bind", top, top]
+    return tuple(args)
+
+
+def _etc_args(base: Path, uid: int) -> list[str]:
+    """A minimal /etc: generated passwd, group, nsswitch.conf, hosts; the host's ld.so.cache, localtime."""
+    name = "nobody" if uid == 65534 else "sandbox"
+    generated = {
+        "passwd": f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n{name}:x:{uid}:{uid}:{name}:/nonexistent:/usr/sbin/nologin\n",
+        "group": f"root:x:0:\n{'nogroup' if uid == 65534 else name}:x:{uid}:\n",
+        "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
+        "hosts": "127.0.0.1 localhost\n::1 localhost\n",
+    }
+    etc = base / "etc"
+    etc.mkdir()
+    etc.chmod(0o755)
+    args: list[str] = []
+    for filename, text in generated.items():
+        (etc / filename).write_text(text, encoding="utf-8")
+        (etc / filename).chmod(0o644)
+        args += ["--ro-bind", str(etc / filename), f"/etc/{filename}"]
+    for filename in _HOST_ETC:
+        args += ["--ro-bind-try", f"/etc/{filename}", f"/etc/{filename}"]
+    return args
+
+
+def _bwrap_command(
+    bwrap: str,
+    base: Path,
+    workdir: Path,
+    argv: Sequence[str],
+    settings: SandboxSettings,
+    binds: Sequence[Path],
+    staged: Mapping[Path, Path],
+) -> list[str]:
+    """The bwrap argv: namespaces, the explicit read-only layout, private /tmp, writable workdir, cleared env."""
     uid = str(settings.sandbox_uid)
-    python_bin = str(Path(settings.python).parent)
+    python_bin = str(Path(os.path.abspath(settings.python)).parent)
     command = [
         bwrap,
         "--unshare-all",
@@ -217,15 +461,17 @@ def _bwrap_command(bwrap: str, workdir: Path, argv: Sequence[str], settings: San
         "--cap-drop", "ALL",
         "--die-with-parent",
         "--new-session",
-        "--ro-bind", "/", "/",
+        *_system_args(),
+        *_etc_args(base, settings.sandbox_uid),
         "--dev", "/dev",
         "--proc", "/proc",
-        "--tmpfs", "/tmp",
-    ]
-    for path in _hidden_by_tmp(settings):
-        command += ["--ro-bind", str(path), str(path)]
+        "--size", str(settings.file_mb * 2**20), "--tmpfs", "/tmp",
+    ]  # fmt: skip
+    for path in dict.fromkeys(binds):
+        command += ["--ro-bind", str(staged.get(path, path)), str(path)]
     command += [
         "--bind", str(workdir), str(workdir),
+        "--remount-ro", "/",
         "--chdir", str(workdir),
         "--clearenv",
         "--setenv", "PATH", f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
@@ -240,31 +486,21 @@ def _bwrap_command(bwrap: str, workdir: Path, argv: Sequence[str], settings: San
     return command + list(argv)
 
 
-def _hidden_by_tmp(settings: SandboxSettings) -> list[Path]:
-    """Host paths under /tmp the run needs (the private /tmp hides them): the env of ``python``, extras."""
-    needed: list[Path] = list(settings.extra_ro_binds)
-    python = Path(settings.python)
-    for candidate in (python, python.resolve()):
-        if str(candidate).startswith("/tmp/"):
-            needed.append(candidate.parent.parent)  # <env>/bin/python -> <env>
-    unique: list[Path] = []
-    for path in needed:
-        if path.exists() and path not in unique:
-            unique.append(path)
-    return unique
+def _child_setup(settings: SandboxSettings, plan: _RunPlan) -> Callable[[], None]:
+    """Return what the forked child runs before exec: join the cgroup, set rlimits, stage, leave root.
 
-
-def _limits_preexec(settings: SandboxSettings, nproc_limit: int | None, cgroup: _PidsCgroup | None):
-    """Return the function the child runs before exec: join the run's cgroup, set the rlimits.
-
-    It only makes system calls (no locks, no imports), so it is safe in the forked child.
+    The order matters: joining the cgroup and the bind mounts need root, and the rlimits are set while
+    the hard limits can still be lowered for good. It only makes system calls (no imports, no locks), so
+    it is safe in the forked child.
     """
     memory = settings.memory_mb * 2**20
     cpu = (settings.cpu_s, settings.cpu_s + 1)
     fsize = settings.file_mb * 2**20
-    procs_file = cgroup.procs_file if cgroup is not None else None
+    procs_file = plan.cgroup.procs_file if plan.cgroup is not None else None
+    mounts = [(os.fsencode(host), os.fsencode(point)) for host, point in plan.staged]
+    nproc_limit, drop_to = plan.nproc_limit, plan.drop_to
 
-    def preexec() -> None:
+    def setup() -> None:
         if procs_file is not None:
             fd = os.open(procs_file, os.O_WRONLY)
             try:
@@ -277,8 +513,27 @@ def _limits_preexec(settings: SandboxSettings, nproc_limit: int | None, cgroup: 
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if nproc_limit is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
+        if mounts:
+            _stage_mounts(mounts)
+        if drop_to is not None:
+            os.setgroups([])
+            os.setresgid(drop_to, drop_to, drop_to)
+            os.setresuid(drop_to, drop_to, drop_to)
+            if os.getuid() == 0 or os.geteuid() == 0:
+                raise OSError("still root after dropping privileges")
 
-    return preexec
+    return setup
+
+
+def _stage_mounts(mounts: Sequence[tuple[bytes, bytes]]) -> None:
+    """In a private mount namespace of this (root) process: bind each host path on its staging point."""
+    if _LIBC.unshare(_CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    if _LIBC.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+    for host, point in mounts:
+        if _LIBC.mount(host, point, None, _MS_BIND | _MS_REC, None) != 0:
+            raise OSError(ctypes.get_errno(), f"mount --rbind {host!r}")
 
 
 def _kill_group(pgid: int) -> None:
@@ -367,8 +622,12 @@ def _pids_cgroup_parent() -> Path | None:
     return None
 
 
-def _process_limit(max_processes: int) -> tuple[_PidsCgroup | None, int | None]:
-    """Choose how the process limit is enforced: a pids cgroup, else RLIMIT_NPROC (not as root)."""
+def _process_limit(max_processes: int, drop_to: int | None) -> tuple[_PidsCgroup | None, int | None]:
+    """Choose how the process limit is enforced: a pids cgroup, else RLIMIT_NPROC of the run's user.
+
+    The run's user is ``drop_to`` (the sandbox user) when we are root, else the caller. RLIMIT_NPROC
+    does not bind uid 0, so it is refused for a run that would stay root.
+    """
     parent = _pids_cgroup_parent()
     if parent is not None:
         name = f"rp_sandbox_{os.getpid()}_{next(_counter)}_{time.monotonic_ns()}"
@@ -376,12 +635,13 @@ def _process_limit(max_processes: int) -> tuple[_PidsCgroup | None, int | None]:
             return _PidsCgroup(parent / name, max_processes), None
         except OSError:
             pass
-    if os.geteuid() == 0:
+    run_uid = drop_to if drop_to is not None else os.getuid()
+    if run_uid == 0:
         raise SandboxError(
-            "cannot enforce the process limit: running as root, where RLIMIT_NPROC does not apply, "
+            "cannot enforce the process limit: the run would stay root, where RLIMIT_NPROC does not apply, "
             "and no writable pids cgroup was found (/sys/fs/cgroup/pids or a cgroup v2 with +pids)"
         )
-    return None, _user_process_count(os.getuid()) + max_processes
+    return None, _user_process_count(run_uid) + max_processes
 
 
 def _user_process_count(uid: int) -> int:
@@ -412,10 +672,17 @@ def _read_truncated(path: Path, max_chars: int) -> str:
 
 
 def _collect(workdir: Path, suffix: str, max_bytes: int) -> dict[str, str]:
+    """Regular files named ``*<suffix>`` in the workdir (never followed through a symlink), each capped."""
     found: dict[str, str] = {}
     for path in sorted(workdir.iterdir()):
-        if path.name.endswith(suffix) and path.is_file() and not path.is_symlink():
-            with open(path, "rb") as handle:
+        if not path.name.endswith(suffix):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        with open(fd, "rb") as handle:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
                 found[path.name] = handle.read(max_bytes).decode("utf-8", errors="replace")
     return found
 
@@ -462,3 +729,58 @@ def _execution(
         limit=limit,
         artifacts=artifacts,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Output hygiene: what a proof printed or recorded, before it becomes evidence
+
+_KEY_NAME = r"[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)[A-Z0-9_]*"
+_KEY_NAME_LOWER = (
+    r"(?:api|access|secret|private|client|auth|session|refresh|bearer)[_-]?(?:key|secret|token)|password|passwd|passphrase|token"
+)
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # PEM / OpenSSH / PGP private key blocks, to their END line or, when the text was cut, to its end
+    (re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)", re.S),
+     "[redacted: private key]"),
+    # crypt(3) password hashes as in /etc/shadow: $1$ $2b$ $5$ $6$ $7$ $y$ (yescrypt) $gy$ ...
+    (re.compile(r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5)\$[./A-Za-z0-9$=]{4,}"), "[redacted: password hash]"),
+    # a shadow line with an old DES hash: user:<13 chars>:<last change>:
+    (re.compile(r"\b([a-z_][a-z0-9_.-]*):[./A-Za-z0-9]{13}:(\d{0,6}):"), r"\1:[redacted: password hash]:\2:"),
+    # NAME=value / "NAME": "value" where the name says it is a secret (env dumps, .env files, dict reprs)
+    (re.compile(rf"\b({_KEY_NAME})(['\"]?\s*[=:]\s*)(['\"]?)[^\s'\",;}}]+"), r"\1\2\3[redacted]"),
+    (re.compile(rf"(?i)\b({_KEY_NAME_LOWER})(['\"]?\s*[=:]\s*)(['\"]?)[A-Za-z0-9_\-./+=~]{{8,}}"), r"\1\2\3[redacted]"),
+    # tokens recognisable by their form
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*"), "Bearer [redacted]"),
+    (re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_-]{20,}"), "[redacted: token]"),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|hf_[A-Za-z0-9]{30,})"), "[redacted: token]"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "[redacted: token]"),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "[redacted: token]"),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), "[redacted: token]"),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), "[redacted: token]"),
+)
+
+
+def redact_secrets(text: str) -> str:
+    """Mask secret-looking content: password hashes, private key blocks, ``*_KEY=``/``password:`` values, tokens.
+
+    A filter on proof output, behind the sandbox (which already shows no secret of the host): whatever a
+    proof read and printed must not reach reports, tables or Dagster's event log as it was.
+    """
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def cap_text(text: str, limit: int, *, keep: Literal["head", "tail"] = "head") -> str:
+    """``text`` cut to at most ``limit`` characters, a marker saying how much was left out (idempotent)."""
+    if len(text) <= limit:
+        return text
+    template = "[... {} chars cut]"
+    room = max(0, limit - len(template.format(len(text))) - 1)
+    marker = template.format(len(text) - room)
+    return f"{text[:room]} {marker}" if keep == "head" else f"{marker} {text[len(text) - room :]}"
+
+
+def safe_text(text: object, limit: int, *, keep: Literal["head", "tail"] = "head") -> str:
+    """Redact, then cap: the form in which proof output may become evidence."""
+    return cap_text(redact_secrets(str(text)), limit, keep=keep)

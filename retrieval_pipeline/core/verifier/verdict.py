@@ -10,6 +10,10 @@ Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 
 "None of the above" is derived: true iff every other option is false, false iff one is true.
 
+Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.verifier.sandbox.safe_text`)
+as it becomes evidence: notes and recorded values at :data:`EVIDENCE_CHARS`, stdout/stderr to their last
+:data:`OUTPUT_TAIL_CHARS`. Results are compared on a digest of the raw fingerprint, so neither changes a verdict.
+
 Verdicts, for the marked answer M:
 
 * **Incorrect**: M is proven false (the reasons name what is true instead, when known);
@@ -22,17 +26,25 @@ Verdicts, for the marked answer M:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
-from retrieval_pipeline.core.verifier.sandbox import Execution
+from retrieval_pipeline.core.verifier.sandbox import Execution, safe_text
 
 VerdictLabel = Literal["Valid", "Ambiguous", "Incorrect", "Unverifiable"]
 VERDICTS: tuple[str, ...] = ("Valid", "Ambiguous", "Incorrect", "Unverifiable")
 OptionState = Literal["true", "false", "consistent", "undecided"]
+#: Longest note, fingerprint or recorded value kept from a proof (after redaction).
+EVIDENCE_CHARS = 400
+#: Characters of a proof's stdout/stderr kept (the end, where pytest puts its summary).
+OUTPUT_TAIL_CHARS = 800
+#: Recorded keys kept from a proof's evidence file.
+RECORD_KEYS = 20
 
 
 @dataclass
@@ -52,8 +64,9 @@ class OptionEvidence:
     outcome: str | None = None
     limit: str | None = None
     duration_s: float = 0.0
-    fingerprint: str | None = None
-    record: dict[str, Any] = field(default_factory=dict)  # what the test wrote in its evidence file
+    fingerprint: str | None = None  # redacted and capped, for reading
+    record: dict[str, Any] = field(default_factory=dict)  # what the test wrote in its evidence file (redacted, capped)
+    fingerprint_key: str | None = None  # sha256 of the raw fingerprint: what "same result" compares
 
 
 @dataclass
@@ -80,23 +93,24 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
     if proof.status != "proof" or execution is None:
         reason = proof.reason or str(claim.details.get("reason", "no offline proof"))
         return OptionEvidence(claim.letter, claim, proof.status, None, "undecided", reason)
-    record = parse_evidence(execution.artifacts) or {}
-    note = str(record.get("reason", ""))
+    raw = parse_evidence(execution.artifacts) or {}
+    note = safe_text(raw.get("reason", ""), EVIDENCE_CHARS)
     state: OptionState = "undecided"
     option_true: bool | None = None
-    if execution.passed and record.get("option_true") is True:
+    if execution.passed and raw.get("option_true") is True:
         if claim.decides == "truth":
             state, option_true = "true", True
         else:
             state = "consistent"
             note = f"{note} (a necessary condition only: the behaviour the question describes is not executed)"
-    elif execution.outcome == "failed" and record.get("option_true") is False:
+    elif execution.outcome == "failed" and raw.get("option_true") is False:
         state, option_true = "false", False
     else:
         why = note or f"the proof ended with outcome {execution.outcome!r}"
         if execution.limit:
             why += f" (limit hit: {execution.limit})"
         note = f"undecided: {why}"
+    fingerprint = raw.get("fingerprint")
     return OptionEvidence(
         letter=claim.letter,
         claim=claim,
@@ -105,15 +119,29 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
         state=state,
         note=note,
         test_source=proof.test_source,
-        stdout=execution.stdout,
-        stderr=execution.stderr,
+        stdout=safe_text(execution.stdout, OUTPUT_TAIL_CHARS, keep="tail"),
+        stderr=safe_text(execution.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
         exit_code=execution.exit_code,
         outcome=execution.outcome,
         limit=execution.limit,
         duration_s=execution.duration_s,
-        fingerprint=record.get("fingerprint"),
-        record=record,
+        fingerprint=None if fingerprint is None else safe_text(fingerprint, EVIDENCE_CHARS),
+        record=safe_record(raw),
+        fingerprint_key=None if fingerprint is None else hashlib.sha256(str(fingerprint).encode()).hexdigest(),
     )
+
+
+def safe_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A proof's evidence record as it may be kept: at most :data:`RECORD_KEYS` keys, every text redacted and capped."""
+    kept: dict[str, Any] = {}
+    for key in list(record)[:RECORD_KEYS]:
+        value = record[key]
+        if value is None or isinstance(value, (bool, int, float)):
+            kept[safe_text(key, 80)] = value
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, default=repr)
+            kept[safe_text(key, 80)] = safe_text(text, EVIDENCE_CHARS)
+    return kept
 
 
 def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Verdict:
@@ -197,9 +225,15 @@ def _derive_none_of_the_above(regular: Sequence[OptionEvidence], nota: Sequence[
 
 
 def _same_result(mark: OptionEvidence, others: Sequence[OptionEvidence]) -> list[OptionEvidence]:
-    if not mark.fingerprint:
+    key = _result_key(mark)
+    if not key:
         return []
-    return [e for e in others if e.fingerprint == mark.fingerprint and e.state in ("true", "consistent")]
+    return [e for e in others if _result_key(e) == key and e.state in ("true", "consistent")]
+
+
+def _result_key(e: OptionEvidence) -> str | None:
+    """What two options are compared on: the raw fingerprint's digest (the shown one may be cut or masked)."""
+    return e.fingerprint_key or e.fingerprint
 
 
 def _names(items: Sequence[OptionEvidence]) -> str:

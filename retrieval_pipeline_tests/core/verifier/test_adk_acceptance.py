@@ -22,11 +22,9 @@ SUITE = "adk/benchmark_definitions/configure_adk_features_mc/benchmark.yaml"
 
 @pytest.mark.integration
 def test_adk_mc_suite_against_installed_google_adk(project_root, shared_data, tmp_path):
-    from retrieval_pipeline_tests.core.verifier.conftest import sandbox_problem  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
 
-    problem = sandbox_problem()
-    if problem:
-        pytest.skip(problem)
+    require_sandbox()
     python = Path(os.environ.get("RP_ADK_PYTHON", project_root / ".venvs/adk/bin/python"))
     if not python.exists():
         pytest.skip(f"no google-adk environment at {python}: run `bash benchmarks/make_adk_env.sh`")

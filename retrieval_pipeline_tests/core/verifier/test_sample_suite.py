@@ -27,11 +27,9 @@ def planted_faults(project_root) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sample_run(project_root):
-    from retrieval_pipeline_tests.core.verifier.conftest import sandbox_problem  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
 
-    problem = sandbox_problem()
-    if problem:
-        pytest.skip(problem)
+    require_sandbox()
     path = project_root / "data/samples/stdlib/multiple_choice.yaml"
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     cases = load_suite(path).cases

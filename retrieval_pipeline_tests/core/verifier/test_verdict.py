@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, decide
+from retrieval_pipeline.core.verifier.provers import EVIDENCE_FILE, Proof
+from retrieval_pipeline.core.verifier.sandbox import Execution
+from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, decide, option_evidence
 
 
 def ev(letter: str, state: str, kind: str = "import", fingerprint: str | None = None) -> OptionEvidence:
@@ -68,3 +72,34 @@ def test_none_of_the_above_marked():
 def test_marked_false_and_none_of_the_above_true():
     verdict = decide("c", "A", case({"A": "false", "B": "false"}))
     assert verdict.verdict == "Incorrect" and verdict.proven_true == ["E"]
+
+
+def _run(record: dict, passed: bool = True) -> Execution:
+    artifacts = {EVIDENCE_FILE: json.dumps(record)}
+    return Execution(0 if passed else 1, passed, "passed" if passed else "failed", "x" * 5000, "", 0.1, None, artifacts)
+
+
+def _proof(letter: str) -> Proof:
+    claim = Claim("c", letter, f"option {letter}", "expression", "h", None, {"decides": "necessary"})  # type: ignore[arg-type]
+    return Proof(claim, "def test_x():\n    pass\n", "proof", f"test_option_{letter}.py")
+
+
+def test_capped_fingerprints_are_compared_on_the_raw_value():
+    """Two results whose fingerprints differ only past the cap are different; equal ones are the same."""
+    head = "collections.deque:" + "deque([" + "1, " * 300
+    a = option_evidence(_proof("A"), _run({"option_true": True, "reason": "ok", "fingerprint": head + "1])"}))
+    b = option_evidence(_proof("B"), _run({"option_true": True, "reason": "ok", "fingerprint": head + "2])"}))
+    c = option_evidence(_proof("C"), _run({"option_true": True, "reason": "ok", "fingerprint": head + "1])"}))
+    assert a.fingerprint == b.fingerprint and len(a.fingerprint) <= EVIDENCE_CHARS  # the shown ones are cut alike
+    assert decide("c", "A", [a, b]).verdict != "Ambiguous"
+    assert decide("c", "A", [a, c]).verdict == "Ambiguous"
+
+
+def test_evidence_texts_are_redacted_and_capped():
+    record = {"option_true": False, "reason": "returns 'root:$6$abcdefgh$SECRETHASH0123:1::' " + "y" * 2000,
+              "actual": "OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz", "n": 3}  # fmt: skip
+    evidence = option_evidence(_proof("A"), _run(record, passed=False))
+    assert evidence.state == "false"
+    assert "SECRETHASH" not in evidence.note and "[redacted: password hash]" in evidence.note
+    assert len(evidence.note) <= EVIDENCE_CHARS and len(evidence.stdout) <= OUTPUT_TAIL_CHARS
+    assert evidence.record["actual"] == "OPENAI_API_KEY=[redacted]" and evidence.record["n"] == 3
