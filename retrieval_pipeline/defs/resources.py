@@ -13,7 +13,7 @@ from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
 from retrieval_pipeline.core.registry import PROJECT_ROOT, DatasetConfig, Registry, load_registry
-from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder, KeywordScorer
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 
@@ -65,12 +65,12 @@ class EncoderResource(dg.ConfigurableResource):
 
 
 class KeywordEncoderResource(EncoderResource):
-    """A deterministic keyword encoder for every dense spec, for tests: no model, no torch."""
+    """Deterministic keyword fakes for tests (an encoder per dense spec, a scorer per rerank spec): no model, no torch."""
 
     vocabulary: list[str]
 
     def encoder_for(self, spec: Any) -> Any:
-        return KeywordEncoder(self.vocabulary)
+        return KeywordScorer() if getattr(spec, "kind", None) == "rerank" else KeywordEncoder(self.vocabulary)
 
 
 class AlertSinkResource(dg.ConfigurableResource):

@@ -12,6 +12,11 @@ Ranking is deterministic: score descending, then corpus position ascending. FAIS
 an order among equal scores, nor which of several tied documents survives the cut at ``k``, so the
 search fetches past the cut until the ``k``-th score is strictly above the last fetched one, and the
 hits are re-sorted by ``(-score, position)``.
+
+Models such as e5 and bge expect a prefix before queries and passages (``"query: "``,
+``"passage: "``). The retriever prepends them itself, so the prefixed text is what is embedded and
+what the embedding cache is keyed by, and saves them in ``params.json``: a loaded index embeds its
+queries exactly as the one that was built.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import DEFAULT_MODEL_ID, Encoder, l2_normalise
+from retrieval_pipeline.core.retrieval.encoders import Encoder, l2_normalise
 from retrieval_pipeline.core.types import Hit
 
 INDEX_FILE = "index.faiss"
@@ -66,13 +71,17 @@ class DenseRetriever:
 
     Args:
         name: The retriever's name in runs and reports.
+        query_prefix: Prepended to every query before it is embedded (e5: ``"query: "``).
+        passage_prefix: Prepended to every document text before it is embedded (e5: ``"passage: "``).
 
     Attributes:
         build_stats: Set by :meth:`build`; ``None`` after :meth:`load`.
     """
 
-    def __init__(self, name: str = "dense_minilm") -> None:
+    def __init__(self, name: str = "dense_minilm", query_prefix: str = "", passage_prefix: str = "") -> None:
         self.name = name
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
         self.build_stats: BuildStats | None = None
         self._index: Any | None = None
         self._doc_ids: list[str] = []
@@ -104,7 +113,7 @@ class DenseRetriever:
         """
         _check_corpus(doc_ids, texts)
         start = time.perf_counter()
-        vectors, embedded_now, from_cache = _embed(encoder, cache, texts)
+        vectors, embedded_now, from_cache = _embed(encoder, cache, [self.passage_prefix + t for t in texts])
         self._install(_make_index(vectors, encoder), list(doc_ids), encoder, cache)
         self.build_stats = BuildStats(len(doc_ids), embedded_now, from_cache, time.perf_counter() - start)
         return self
@@ -128,7 +137,7 @@ class DenseRetriever:
             return []
         if k <= 0 or index.ntotal == 0:
             return [[] for _ in queries]
-        vectors, _, _ = _embed(encoder, self._cache, queries)
+        vectors, _, _ = _embed(encoder, self._cache, [self.query_prefix + q for q in queries])
         with _faiss_threads(1 if len(queries) == 1 else None):
             scores, positions = _search_past_ties(index, vectors, min(k, index.ntotal))
         return [self._ranked(s, p, k) for s, p in zip(scores, positions)]
@@ -167,6 +176,8 @@ class DenseRetriever:
             "index_type": type(index).__name__,
             "n_docs": int(index.ntotal),
             "normalised": True,
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
             "tie_break": "score desc, corpus position asc",
             "build_stats": asdict(self.build_stats) if self.build_stats else None,
             "versions": _library_versions(),
@@ -185,7 +196,7 @@ class DenseRetriever:
             directory: A folder written by :meth:`save`.
             encoder: The query encoder. ``None`` builds the default
                 :class:`~retrieval_pipeline.core.retrieval.encoders.SentenceTransformerEncoder`, which is
-                only allowed when the index was built with that model.
+                only allowed when the index was built with that model. The query prefix is the saved one.
             cache: Optional embedding cache for queries.
 
         Returns:
@@ -204,7 +215,7 @@ class DenseRetriever:
         index = faiss.read_index(str(directory / INDEX_FILE))
         doc_ids = json.loads((directory / DOC_IDS_FILE).read_text(encoding="utf-8"))
         _check_saved(params, index, doc_ids, directory)
-        retriever = cls(params["name"])
+        retriever = cls(params["name"], params.get("query_prefix", ""), params.get("passage_prefix", ""))
         retriever._install(index, doc_ids, encoder, cache)
         return retriever
 
@@ -214,6 +225,12 @@ class DenseRetriever:
     def doc_ids(self) -> list[str]:
         """Document ids in corpus order."""
         return list(self._doc_ids)
+
+    @property
+    def dim(self) -> int:
+        """The vectors' dimension (read from the index: never loads the model)."""
+        index, _ = self._require_built()
+        return int(index.d)
 
     def _install(self, index: Any, doc_ids: list[str], encoder: Encoder, cache: EmbeddingCache | None) -> None:
         self._index, self._doc_ids, self._encoder, self._cache = index, doc_ids, encoder, cache
@@ -308,12 +325,14 @@ def _default_encoder(params: dict[str, Any], directory: Path) -> Encoder:
     """The default sentence-transformers encoder, if the saved index was built with its model."""
     from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder
 
-    if params.get("model_id") != DEFAULT_MODEL_ID:
+    default = SentenceTransformerEncoder()
+    built_with = str(params.get("model_id"))
+    if not built_with.startswith(f"{default.name}@") or built_with != default.model_id:
         raise EncoderMismatchError(
-            f"{directory}: index built with model {params.get('model_id')!r}; pass an encoder for it "
-            f"(the default encoder is {DEFAULT_MODEL_ID!r})"
+            f"{directory}: index built with model {built_with!r}; pass an encoder for it "
+            f"(the default encoder is {default.name!r})"
         )
-    return SentenceTransformerEncoder()
+    return default
 
 
 def _check_encoder(params: dict[str, Any], encoder: Encoder, directory: Path) -> None:

@@ -35,7 +35,8 @@ class RetrieverContext:
         documents: The corpus, in corpus order (the tie-break order).
         index_dir: This retriever's folder for this dataset (a fresh temporary one while building).
         cache_dir: Where embedding and HTTP caches live.
-        encoder_for: Returns the encoder of a dense spec; tests swap in a keyword fake here.
+        encoder_for: Returns the model a spec needs (a dense spec's encoder, a rerank spec's cross-encoder);
+            tests swap in keyword fakes here.
         component: Loads another named retriever of the same dataset (for hybrids and rerankers).
     """
 

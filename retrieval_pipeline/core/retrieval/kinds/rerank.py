@@ -1,0 +1,177 @@
+"""``kind: rerank``: a cross-encoder rescoring the ``top_n`` hits of another retriever (``base``).
+
+Settings:
+
+* ``base``: the name of the retriever whose hits are reranked (built first: it is a component).
+* ``model``: where the cross-encoder folder is, exactly one of ``path``, ``package`` or ``hub`` (see
+  :class:`~retrieval_pipeline.core.retrieval.encoders.ModelSource`). It must be a trained one-label
+  relevance model (``...ForSequenceClassification``, e.g. ``cross-encoder/ms-marco-MiniLM-L6-v2``); a
+  bi-encoder or NLI folder is refused when the index is built.
+* ``scorer``: ``cross_encoder`` (default; the model above) or ``bi_encoder``: the cosine of a
+  sentence-transformers bi-encoder's query and passage embeddings (``model`` then names a bi-encoder;
+  passage vectors come from the shared embedding cache). No PyPI package ships a trained cross-encoder,
+  so the offline rerank this project can run here is ``bi_encoder`` (see the README).
+* ``top_n``: how many of the base's hits are rescored (default 50).
+* ``batch_size``: pairs per forward pass (>= 1); ``max_length``: tokens per pair (default: the model's).
+
+Search: the base answers with ``max(top_n, k)`` hits; its first ``top_n`` are rescored with the
+``(query, document text)`` pairs of every query in one scorer call, sorted by the cross-encoder's score
+descending (ties keep the base's order), and cut at ``k``. When ``k > top_n`` the base's hits
+``top_n+1 .. k`` follow in the base's order with placeholder scores ``s_min - 1, s_min - 2, ...`` below
+the lowest reranked score ``s_min`` (only their order means anything). A query the base failed on (a
+:class:`QueryError`) passes through unchanged.
+
+The scorer comes from ``ctx.encoder_for(self)``: the real
+:class:`~retrieval_pipeline.core.retrieval.encoders.CrossEncoderScorer` in the pipeline
+(:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`), any object with ``model_id`` and
+``score(pairs) -> scores`` in tests (e.g. :class:`~retrieval_pipeline.core.retrieval.encoders.KeywordScorer`),
+so unit tests need no torch. The build writes no index files: it checks the model and records its
+identity (``model_id``, ``weights_sha256``); loading refuses a scorer whose ``model_id`` differs from the
+recorded one (the weights changed: build again).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
+from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer, ModelSource, cross_encoder, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN, RetrieverContext, RetrieverSpec, register_kind
+from retrieval_pipeline.core.types import Hit
+
+
+@register_kind
+class RerankSpec(RetrieverSpec):
+    kind: Literal["rerank"] = "rerank"
+    base: str
+    model: ModelSource
+    scorer: Literal["cross_encoder", "bi_encoder"] = "cross_encoder"
+    top_n: int = Field(50, ge=1)
+    batch_size: int = Field(32, ge=1)
+    max_length: int | None = Field(None, gt=0)
+
+    def real_model(self) -> Any:
+        """The scorer this spec names (the pipeline's ``encoder_for``): a cross-encoder, or a bi-encoder's cosine."""
+        if self.scorer == "bi_encoder":
+            return BiEncoderScorer(dense_encoder(self.model, self.batch_size, self.max_length))
+        return cross_encoder(self.model, self.batch_size, self.max_length)
+
+    @field_validator("base")
+    @classmethod
+    def _base_is_a_name(cls, value: str) -> str:
+        if not NAME_PATTERN.match(value):
+            raise ValueError(f"base {value!r} must be a retriever name ({NAME_PATTERN.pattern})")
+        return value
+
+    def components(self) -> list[str]:
+        return [self.base]
+
+    def build(self, ctx: RetrieverContext) -> dict[str, Any]:
+        """Check the cross-encoder (a real one is loaded and its head verified); record its identity."""
+        scorer = _scorer(ctx, self)
+        check = getattr(scorer, "check", None)
+        if callable(check):
+            check()
+        return describe_model(scorer)
+
+    def load(self, ctx: RetrieverContext) -> CrossEncoderReranker:
+        scorer = _scorer(ctx, self)
+        recorded = _recorded_model_id(ctx.index_dir)
+        if recorded is not None and recorded != scorer.model_id:
+            raise RetrieverError(f"retriever {self.name!r} was built with cross-encoder {recorded!r} but the model is now "
+                                 f"{scorer.model_id!r}: materialise `retrievers/{self.name}/index` again")
+        if callable(getattr(scorer, "attach_cache", None)):
+            from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+
+            scorer.attach_cache(EmbeddingCache(ctx.cache_dir / "embeddings.sqlite"))
+        texts = {doc.doc_id: doc.text for doc in ctx.documents}
+        return CrossEncoderReranker(self.name, ctx.component(self.base), scorer, texts, self.top_n)
+
+
+def _scorer(ctx: RetrieverContext, spec: RerankSpec) -> Any:
+    scorer = ctx.encoder_for(spec)
+    if not callable(getattr(scorer, "score", None)) or not isinstance(getattr(scorer, "model_id", None), str):
+        raise TypeError(f"retriever {spec.name!r}: encoder_for returned {type(scorer).__name__}, not a scorer "
+                        "(an object with model_id and score(pairs))")
+    return scorer
+
+
+def _recorded_model_id(index_dir: Path) -> str | None:
+    """The ``model_id`` the factory recorded when the index was built (``None`` if there is none)."""
+    from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE  # the factory imports the kinds
+
+    path = Path(index_dir) / PARAMS_FILE
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8")).get("model_id")
+
+
+class CrossEncoderReranker:
+    """Reranks a base retriever's ``top_n`` hits with a scorer (see the module docstring for the rule).
+
+    Args:
+        name: The retriever's name in runs and reports.
+        base: The retriever whose hits are reranked.
+        scorer: Has ``score(pairs) -> scores`` over ``(query, document text)`` pairs.
+        texts: Document text by doc id (every doc the base can return).
+        top_n: How many of the base's hits are rescored.
+    """
+
+    def __init__(self, name: str, base: Retriever, scorer: Any, texts: Mapping[str, str], top_n: int) -> None:
+        if top_n < 1:
+            raise ValueError(f"top_n must be >= 1, got {top_n}")
+        self.name = name
+        self.base = base
+        self.scorer = scorer
+        self.top_n = top_n
+        self._texts = texts
+
+    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
+        """The base's hits, the ``top_n`` of each query reranked by the scorer, cut at ``k``."""
+        queries = list(queries)
+        if not queries:
+            return []
+        if k <= 0:
+            return [[] for _ in queries]
+        answers = self.base.search(queries, max(self.top_n, k))
+        heads = [[] if isinstance(a, QueryError) else list(a[: self.top_n]) for a in answers]
+        scores = self._score(queries, heads)
+        results: list[QueryResult] = []
+        offset = 0
+        for answer, head in zip(answers, heads):
+            if isinstance(answer, QueryError):
+                results.append(answer)
+                continue
+            results.append(_merge(head, scores[offset : offset + len(head)], list(answer[self.top_n :]), k))
+            offset += len(head)
+        return results
+
+    def _score(self, queries: list[str], heads: list[list[Hit]]) -> np.ndarray:
+        """Scores of every ``(query, text)`` pair of every head, in one scorer call."""
+        pairs = [(query, self._texts[doc]) for query, head in zip(queries, heads) for doc, _ in head]
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        scores = np.asarray(self.scorer.score(pairs), dtype=np.float64).reshape(-1)
+        if scores.shape[0] != len(pairs):
+            raise ValueError(f"{self.name}: the scorer returned {scores.shape[0]} scores for {len(pairs)} pairs")
+        return scores
+
+    def __repr__(self) -> str:
+        return f"CrossEncoderReranker({self.name!r}, base={getattr(self.base, 'name', self.base)!r}, top_n={self.top_n})"
+
+
+def _merge(head: list[Hit], scores: np.ndarray, tail: list[Hit], k: int) -> list[Hit]:
+    """``head`` sorted by ``(-score, base rank)``, then ``tail`` in base order below it, cut at ``k``."""
+    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+    ranked = [(head[i][0], float(scores[i])) for i in order]
+    room = k - len(ranked)
+    if room > 0 and tail:
+        floor = ranked[-1][1] if ranked else 0.0
+        ranked.extend((doc, floor - (j + 1)) for j, (doc, _) in enumerate(tail[:room]))
+    return ranked[:k]
