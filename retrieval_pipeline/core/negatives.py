@@ -27,6 +27,8 @@ class SiblingIndex:
         """Up to ``n`` non-gold documents sharing a module with a gold, same kind first."""
         gold = set(gold_doc_ids)
         picked: list[str] = []
+        if n <= 0:
+            return picked
         for gid in gold_doc_ids:
             doc = self._by_id.get(gid)
             if doc is None or not doc.module:

@@ -21,6 +21,9 @@ from retrieval_pipeline.core.mining.fix_targets import TargetInference, TargetIn
 from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_case_golds
 from retrieval_pipeline.core.types import Case
 
+#: :class:`QAPair` fields stored as JSON text in the ``qa_pairs`` frame (see :mod:`retrieval_pipeline.core.frames`).
+PAIR_JSON_FIELDS = ("evidence", "warnings")
+
 
 @dataclass
 class QAPair:
@@ -139,5 +142,6 @@ def _agreement_report(fix: Sequence[QAPair]) -> dict[str, Any]:
     both = [p for p in fix if "agree" in p.evidence and p.evidence.get("llm") and p.evidence.get("ast")]
     if not any("agree" in p.evidence for p in fix):
         return {}
-    return {"ast_llm_compared": len(both), "ast_llm_agreement_rate": sum(p.evidence["agree"] for p in both) / len(both) if both else float("nan"),
+    return {"ast_llm_compared": len(both),
+            "ast_llm_agreement_rate": sum(p.evidence["agree"] for p in both) / len(both) if both else float("nan"),
             "ast_llm_disagreements": sum(not p.evidence["agree"] for p in both)}

@@ -2,17 +2,17 @@
 
 import math
 
-import pandas as pd
 import dagster as dg
+import pandas as pd
 
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluate import frame_to_runs
 from retrieval_pipeline.core.evaluation_results import evaluation_results, write_evaluation_results
+from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md
 from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name
-from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, dataset_gates, evaluated_qrels, metric_table, per_query_results
 from retrieval_pipeline.core.reports import comparison_table
-from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
+from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, dataset_gates, evaluated_qrels, metric_table, per_query_results
 from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata

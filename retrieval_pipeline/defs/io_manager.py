@@ -1,8 +1,23 @@
-"""Parquet on a fixed path: ``<base_path>/<asset>/<partition>.parquet``, kept across runs for drift."""
+"""Parquet on a fixed path: ``<base_path>/<asset>/<partition>.parquet``, kept across runs for drift.
 
-import pandas as pd
+Local files are replaced atomically (:func:`~retrieval_pipeline.core.atomic.atomic_write`: a uniquely
+named temp file in the same folder, then ``os.replace``), so a reader, or a second run writing the same
+partition, never sees half a file; a failed write keeps the previous file and removes its temp file
+(a SIGKILLed run may leave a ``.<name>.<random>.tmp`` behind, never a torn target).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
 import dagster as dg
+import pandas as pd
 from upath import UPath
+
+from retrieval_pipeline.core.atomic import atomic_write
+
+#: ``UPath.protocol`` values of local files (``""`` for plain paths, ``file``/``local`` for URLs).
+_LOCAL_PROTOCOLS = frozenset({"", "file", "local"})
 
 
 class ParquetIOManager(dg.UPathIOManager):
@@ -13,10 +28,11 @@ class ParquetIOManager(dg.UPathIOManager):
     def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame, path: UPath) -> None:
         if not isinstance(obj, pd.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()}: expected a pandas DataFrame, got {type(obj).__name__}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        obj.to_parquet(tmp, index=False)
-        tmp.replace(path)  # atomic: a crashed run never leaves half a file
+        if path.protocol in _LOCAL_PROTOCOLS:
+            atomic_write(Path(path.path), lambda temp: obj.to_parquet(temp, index=False))
+        else:  # an object store replaces an object whole on upload
+            path.parent.mkdir(parents=True, exist_ok=True)
+            obj.to_parquet(path, index=False)
         context.add_output_metadata({"dagster/row_count": len(obj)})
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:

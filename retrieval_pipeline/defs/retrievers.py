@@ -10,8 +10,8 @@ record "not evaluated on this dataset" and write nothing but an empty run.
 
 from typing import Optional
 
-import pandas as pd
 import dagster as dg
+import pandas as pd
 
 from retrieval_pipeline.core.evaluate import RUN_COLUMNS, runs_to_frame
 from retrieval_pipeline.core.frames import from_frame

@@ -41,3 +41,12 @@ def test_record_shape_and_jsonl_round_trip(tmp_path):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0] == rec
     assert qrels_from_records(lines) == {"q1": {"json.dumps": 1}}
+
+
+def test_zero_siblings_asked_gives_none() -> None:
+    from retrieval_pipeline.core.negatives import SiblingIndex
+    from retrieval_pipeline.core.types import Document
+
+    docs = [Document("m.a", "a", kind="function", module="m"), Document("m.b", "b", kind="function", module="m")]
+    assert SiblingIndex(docs).siblings(["m.a"], 0) == []
+    assert SiblingIndex(docs).siblings(["m.a"], 1) == ["m.b"]

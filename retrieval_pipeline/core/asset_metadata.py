@@ -1,0 +1,52 @@
+"""Asset metadata as plain values: what core computes for the orchestration layer to display.
+
+Core functions return metadata as a ``{name: value}`` dict of plain Python values; the Dagster layer
+maps each value to its display kind by type (``retrieval_pipeline.defs.pairs.dagster_metadata``):
+
+* :class:`Markdown` (a ``str``): rendered as Markdown (tables, reports);
+* a :class:`~pathlib.Path`: a file path;
+* a ``dict`` or ``list``: JSON;
+* anything else (numbers, plain strings, ``None``): as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+#: Asset metadata: name -> plain value (see the module docstring for how each type is shown).
+Metadata = dict[str, Any]
+
+
+class Markdown(str):
+    """A string meant to be rendered as Markdown; equal to (and usable as) the plain string."""
+
+    __slots__ = ()
+
+
+@dataclass(kw_only=True)
+class StageResult:
+    """What one stage produced: its table, its metadata and the warnings to log.
+
+    Attributes:
+        frame: The stage's output table.
+        summary: Headline values (counts, names), shown first.
+        details: Larger values (JSON breakdowns, Markdown previews), shown last.
+        warnings: Messages for the run's log, in the order they arose.
+    """
+
+    frame: pd.DataFrame
+    summary: Metadata = field(default_factory=dict)
+    details: Metadata = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def metadata(self, *extra: Mapping[str, Any]) -> Metadata:
+        """The summary, then each ``extra`` mapping (e.g. LLM usage counts) in order, then the details."""
+        out: Metadata = dict(self.summary)
+        for more in extra:
+            out.update(more)
+        out.update(self.details)
+        return out

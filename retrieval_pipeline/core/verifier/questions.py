@@ -1,0 +1,164 @@
+"""The question check of one dataset: verify its multiple-choice cases, propose fixes, write the reports.
+
+Every multiple-choice case is verified (:func:`~retrieval_pipeline.core.verifier.verify.run_verification`);
+Ambiguous and Incorrect ones get a proposed fix, re-verified
+(:func:`~retrieval_pipeline.core.verifier.remediation.remediate`). The quality report is written as
+JSON and Markdown, the proposals to a separate file (never over an input). A dataset without
+multiple-choice cases gets an empty report: nothing is probed or run.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from retrieval_pipeline.core.asset_metadata import Markdown, Metadata
+from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.registry import VerifierSettings
+from retrieval_pipeline.core.reports import md_preview
+from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.remediation import Proposal, remediate, write_proposals
+from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
+from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
+from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
+from retrieval_pipeline.core.verifier.verify import run_verification
+
+VERDICT_COLUMNS = ["case_id", "verdict", "marked", "proven_true", "proven_false", "undecided", "reasons", "seconds", "evidence"]
+FLAGGED_COLUMNS = ["case_id", "verdict", "status", "note", "proposed", "tries"]
+#: Characters of the Markdown report shown in the asset metadata.
+REPORT_PREVIEW_CHARS = 20000
+
+
+@dataclass
+class QuestionCheck:
+    """Verdicts and flagged questions of one dataset, with their metadata and the files written.
+
+    Attributes:
+        verdicts: One row per multiple-choice question (:data:`VERDICT_COLUMNS`).
+        flagged: One row per proposal (:data:`FLAGGED_COLUMNS`).
+        verdicts_metadata: Counts per verdict, time per question, library and a preview.
+        report_metadata: Counts per verdict, proposals, the report (path and Markdown) and the proposals file.
+        incorrect: Case ids whose marked answer was disproven.
+        report_path: ``quality_report.json`` (the Markdown beside it, ``.md``).
+        proposals_path: The proposals file, when there were proposals.
+    """
+
+    verdicts: pd.DataFrame
+    flagged: pd.DataFrame
+    verdicts_metadata: Metadata
+    report_metadata: Metadata
+    incorrect: list[str] = field(default_factory=list)
+    report_path: Path | None = None
+    proposals_path: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        """No marked answer was disproven."""
+        return not self.incorrect
+
+    def check_description(self) -> str:
+        """One line for the ``no_incorrect_questions`` check."""
+        if self.incorrect:
+            return f"{len(self.incorrect)} question(s) whose marked answer was disproven"
+        return "no marked answer was disproven"
+
+    def check_metadata(self) -> Metadata:
+        """The check's metadata: the disproven case ids and the number of questions."""
+        return {"incorrect": list(self.incorrect), "questions": len(self.verdicts)}
+
+
+def check_questions(
+    cases: Sequence[Case],
+    settings: VerifierSettings,
+    *,
+    dataset: str,
+    report_path: Path,
+    proposals_path: Path,
+    inputs: Sequence[str | Path] = (),
+    registry_path: str | None = None,
+) -> QuestionCheck:
+    """Verify every multiple-choice case of a dataset, propose fixes and write the quality report.
+
+    Args:
+        cases: The dataset's cases; those not multiple choice are ignored.
+        settings: The dataset's verifier settings (interpreter, library, limits).
+        dataset: The dataset's name, recorded in the report.
+        report_path: Where ``quality_report.json`` goes; the Markdown is written beside it (``.md``).
+        proposals_path: Where proposed fixes go (only written when there are proposals).
+        inputs: The dataset's input files: proposals are never written over one of them.
+        registry_path: The registry file, named in the error about a missing interpreter.
+
+    Raises:
+        InputError: ``settings.python`` names an interpreter that does not exist.
+    """
+    questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
+    python = settings.python or sys.executable
+    if settings.python and not settings.python.exists():
+        raise InputError(f"the verifier environment {settings.python} does not exist: create it with `make adk-env`",
+                         path=registry_path, case_id=f"dataset {dataset}")
+    sandbox = SandboxSettings(python=python, timeout_s=settings.timeout_s, memory_mb=settings.memory_mb) if questions else None
+    run = run_verification(questions, sandbox_settings=sandbox, library=settings.library) if questions else None
+    verdicts = run.verdicts if run else []
+    proposals = remediate(verdicts, questions, OfflineProver(run.index), sandbox) if run and sandbox else []
+    meta = {"dataset": dataset, "python": str(python), "library": settings.library,
+            "library_version": run.index.version if run else None,
+            "python_version": run.index.python_version if run else platform.python_version(), "prover": run.prover if run else None,
+            "seconds": run.total_seconds if run else 0.0}
+    report = quality_report(verdicts, meta, proposals)
+    md = write_report(report, report_path)
+    written = write_proposals(proposals, questions, proposals_path, inputs=[str(p) for p in inputs]) if proposals else None
+    frame = verdict_frame(verdicts, report)
+    counts = {f"verdict/{v}": int((frame["verdict"] == v).sum()) for v in VERDICTS}
+    per_question = (run.total_seconds / len(verdicts)) if run and verdicts else 0.0
+    return QuestionCheck(
+        verdicts=frame,
+        flagged=flagged_frame(proposals),
+        verdicts_metadata={"questions": len(verdicts), **counts, "seconds_per_question": round(per_question, 3),
+                           "library": str(meta["library"]), "library_version": str(meta["library_version"]),
+                           "preview": Markdown(md_preview(frame[["case_id", "verdict", "marked", "proven_true"]], n=40))},
+        report_metadata={**counts, "proposals": len(proposals), "report_json": report_path,
+                         "report": Markdown(md[:REPORT_PREVIEW_CHARS]), **({"proposed_fixes": written} if written else {})},
+        incorrect=frame[frame["verdict"] == "Incorrect"]["case_id"].tolist(),
+        report_path=report_path,
+        proposals_path=written,
+    )
+
+
+def write_report(report: Mapping[str, Any], path: Path) -> str:
+    """Write the report as JSON to ``path`` and as Markdown beside it (``.md``); returns the Markdown."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    md = markdown_report(report)
+    path.with_suffix(".md").write_text(md, encoding="utf-8")
+    return md
+
+
+def verdict_frame(verdicts: Sequence[Verdict], report: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per verdict; ``evidence`` is the report's entry for the case, as JSON text."""
+    rows = [{"case_id": v.case_id, "verdict": v.verdict, "marked": v.marked, "proven_true": list(v.proven_true),
+             "proven_false": list(v.proven_false), "undecided": list(v.undecided), "reasons": list(v.reasons), "seconds": v.duration_s,
+             "evidence": json.dumps(report_case(report, v.case_id), default=str)} for v in verdicts]
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def flagged_frame(proposals: Sequence[Proposal]) -> pd.DataFrame:
+    """One row per proposal: the original verdict, whether the fix re-verified, and the fix as JSON text."""
+    rows = [{"case_id": p.case_id, "verdict": p.original_verdict, "status": p.status, "note": p.note,
+             "proposed": json.dumps(p.proposed, default=str), "tries": len(p.attempts)} for p in proposals]
+    return pd.DataFrame(rows, columns=FLAGGED_COLUMNS)
+
+
+def report_case(report: Mapping[str, Any], case_id: str) -> dict[str, Any]:
+    """The report's entry for one case (its evidence per option); empty when the case is not in it."""
+    for entry in report.get("cases", []):
+        if entry.get("case_id") == case_id:
+            return dict(entry)
+    return {}
