@@ -166,3 +166,23 @@ def test_a_query_error_is_kept_with_the_query_and_counts_as_not_found() -> None:
     assert timed.run == {"q1": [("a", 1.0)], "q2": []} and timed.errors == {"q2": "timed out after 0.2 s"}
     back = frame_to_runs(runs_to_frame([timed]))["flaky"]
     assert back.errors == timed.errors and back.run == timed.run
+
+
+def test_a_hybrid_does_not_hide_a_failed_input() -> None:
+    from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
+
+    class Flaky:
+        name = "service"
+
+        def search(self, queries: list[str], k: int) -> list[object]:
+            return [QueryError("503 after 3 attempts") if q == "bad" else [("a", 2.0), ("b", 1.0)] for q in queries]
+
+    class Steady:
+        name = "bm25"
+
+        def search(self, queries: list[str], k: int) -> list[object]:
+            return [[("b", 5.0), ("c", 1.0)] for _ in queries]
+
+    good, bad = HybridRetriever("h", [Flaky(), Steady()], "rrf").search(["ok", "bad"], 3)
+    assert [d for d, _ in good] == ["b", "a", "c"]
+    assert isinstance(bad, QueryError) and bad.message == "input service failed: 503 after 3 attempts"

@@ -223,3 +223,30 @@ def test_documented_difference_from_ranx_on_all_equal_runs() -> None:
     assert _ranx_scores(theirs)["q"] == pytest.approx({"x": 0.0, "y": 0.7, "z": 0.0})
     ours = _ours(minmax_fuse([list(flat["q"].items()), list(other["q"].items())], [0.3, 0.7]))
     assert ours == pytest.approx({"x": 0.3, "y": 1.0, "z": 0.0})
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_three_retriever_hybrid_equals_ranx_fuse() -> None:
+    """A registry hybrid of three retrievers (weights 0.5/0.3/0.2; RRF k=60) equals ranx.fuse on the same runs."""
+    ranx = pytest.importorskip("ranx")
+    runs = _random_runs(seed=11) + _random_runs(seed=12)[:1]
+
+    class Replay:
+        def __init__(self, name: str, run: dict[str, list[Hit]]) -> None:
+            self.name, self.run = name, run
+
+        def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+            return [self.run[q][:k] for q in queries]
+
+    parts = [Replay(f"r{i}", run) for i, run in enumerate(runs)]
+    queries = list(runs[0])
+    weights = [0.5, 0.3, 0.2]
+    ranx_runs = [ranx.Run({q: dict(hits) for q, hits in run.items()}) for run in runs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wsum = ranx.fuse(runs=ranx_runs, norm="min-max", method="wsum", params={"weights": weights})
+        rrf = ranx.fuse(runs=ranx_runs, method="rrf", params={"k": 60})
+    minmax = HybridRetriever("h", parts, "minmax", weights=weights, depth=100).search(queries, 200)
+    fused_rrf = HybridRetriever("h", parts, "rrf", rrf_k=60, depth=100).search(queries, 200)
+    _assert_same({q: _ours(hits) for q, hits in zip(queries, minmax)}, _ranx_scores(wsum))
+    _assert_same({q: _ours(hits) for q, hits in zip(queries, fused_rrf)}, _ranx_scores(rrf))
