@@ -28,9 +28,16 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[dev,local-llm]'
 	touch $@
 
-$(DAGSTER_HOME)/dagster.yaml:
+# rewritten when this Makefile changes. run_retries: the daemon (make dev) re-executes a failed run once, from
+# the failed step (not runs of `dagster asset materialize`: they have no code location to relaunch from).
+# run_monitoring (daemon too): fails runs stuck STARTING or CANCELING after 3 min, and any run STARTED for
+# over 12 h. A run whose worker was SIGKILLed otherwise stays STARTED: see "Killed runs" in the README.
+$(DAGSTER_HOME)/dagster.yaml: Makefile
 	mkdir -p $(DAGSTER_HOME)
-	printf 'telemetry:\n  enabled: false\n' > $@
+	printf '%s\n' 'telemetry:' '  enabled: false' \
+	  'run_retries:' '  enabled: true' '  max_retries: 1' \
+	  'run_monitoring:' '  enabled: true' '  start_timeout_seconds: 180' '  cancel_timeout_seconds: 180' \
+	  '  max_runtime_seconds: 43200' > $@
 
 run: install
 	@for d in $(DATASETS); do \

@@ -4,7 +4,10 @@
 with a unique name (``tempfile.mkstemp``: ``.<name>.<random>.tmp``), then renames it over the target with
 ``os.replace``. A reader therefore sees the old file or the new one, never a mix; two writers of one path
 never share a temp file (the last rename wins, each file whole); a writer that raises leaves no temp
-file behind (a SIGKILLed one may leave its ``.tmp``, never a torn target). The new file gets the usual ``0o666 & ~umask`` mode (``mkstemp`` alone would leave ``0o600``).
+file behind (a SIGKILLed one may leave its ``.tmp``, never a torn target). The new file gets the usual
+``0o666 & ~umask`` mode (``mkstemp`` alone would leave ``0o600``). A reader must open the file once:
+pyarrow given a *path* opens it twice (schema, then data) and can mix two versions; read through one
+open handle instead (as :class:`~retrieval_pipeline.defs.io_manager.ParquetIOManager` does).
 
 **Corrupt SQLite files.** :func:`open_sqlite` opens a database; when SQLite says the file is not a
 database or is malformed, the file (with its ``-wal``/``-shm``/``-journal`` sidecars) is renamed to

@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
+from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.evaluate import TimedRun
 from retrieval_pipeline.core.metric_registry import metric, resolve_metric
 from retrieval_pipeline.core.metrics import RELEVANCE_THRESHOLD, aggregate, per_query_metrics
@@ -165,7 +166,7 @@ def _none_if_nan(value: float) -> float | None:
 
 
 def write_evaluation_results(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Write the report as indented UTF-8 JSON (strict: NaN is refused), creating the folder.
+    """Write the report as indented UTF-8 JSON (strict: NaN is refused), creating the folder, atomically.
 
     Args:
         results: Output of :func:`evaluation_results`.
@@ -174,11 +175,8 @@ def write_evaluation_results(results: Mapping[str, Any], path: str | Path) -> Pa
     Returns:
         The path written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, ensure_ascii=False, indent=2, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
-    return path
+    return atomic_write_text(path, text + "\n")  # a uniquely named temp file, then a rename
 
 
 def comparison_table(results: Mapping[str, Mapping[str, Any]]) -> str:

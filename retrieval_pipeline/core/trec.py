@@ -38,13 +38,13 @@ original list order.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
+from retrieval_pipeline.core.atomic import atomic_write
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.types import Hit, Qrels, Run
 
@@ -184,16 +184,13 @@ def _qrels_lines(query_id: str, judged: dict[str, int]) -> Iterator[str]:
 
 
 def _write_atomically(path: Path, lines: Iterable[str]) -> Path:
-    """Write to a sibling temp file, then rename over ``path`` (no half-written file on error)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    """Write to a uniquely named sibling temp file, then rename over ``path`` (see :func:`atomic_write`)."""
+
+    def write(temp: Path) -> None:
         with temp.open("w", encoding="utf-8", newline="\n") as handle:
             handle.writelines(lines)
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
-    return path
+
+    return atomic_write(path, write)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 Local files are replaced atomically (:func:`~retrieval_pipeline.core.atomic.atomic_write`: a uniquely
 named temp file in the same folder, then ``os.replace``), so a reader, or a second run writing the same
-partition, never sees half a file; a failed write keeps the previous file and removes its temp file
-(a SIGKILLed run may leave a ``.<name>.<random>.tmp`` behind, never a torn target).
+partition, never sees half a file; loads read through one open file handle, so they see one version. A
+failed write keeps the previous file and removes its temp file (a SIGKILLed run may leave a
+``.<name>.<random>.tmp`` behind, never a torn target).
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ class ParquetIOManager(dg.UPathIOManager):
         context.add_output_metadata({"dagster/row_count": len(obj)})
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
-        return pd.read_parquet(path)
+        # Through ONE open of the file: given a path, pyarrow opens it twice (schema, then data), and a
+        # writer's rename in between gave "Invalid column metadata (corrupt file?)" in a race test.
+        with path.open("rb") as handle:
+            return pd.read_parquet(handle)
 
 
 class ParquetIOManagerFactory(dg.ConfigurableIOManagerFactory):

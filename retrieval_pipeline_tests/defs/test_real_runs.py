@@ -77,6 +77,7 @@ def test_real_adk_suites_against_ranked_targets_v1_24_1(shared_data, real_resour
     assert 0.6 <= pairs["api_gold_resolution_rate"] < 1.0  # aliases and suffixes lift it above the ~60% exact matches
     frame = result.asset_value("qa_pairs")
     fix = frame[frame["benchmark_type"] == "fix_error"]
-    assert fix["warnings"].str.contains("not found").all()  # the ADK solution files are not shipped: every case says so
+    assert not fix["warnings"].str.contains("not found").any()  # suite_files_root finds every code file
+    assert (fix["method"] == "ast:ast").all() and (fix["status"] == "resolved").all()  # targets read from the code
     assert (fix["status"] == "resolved").sum() == pairs["fix_error_targets_found"]
     assert_checks_agree_with_metrics(result, "adk_v1_24_1")

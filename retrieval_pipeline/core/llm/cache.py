@@ -4,19 +4,31 @@ One row per finished call: the validated JSON value, the model that produced it,
 and when it was stored. The database runs in WAL mode with a busy timeout, so several processes
 may share the file; inside a process one connection is shared behind a lock, so any thread may use
 the cache. Every ``put`` commits at once: a crash loses no finished call.
+
+A file SQLite rejects as corrupt ("file is not a database", "database disk image is malformed"), when
+opened or later, is renamed to ``<file>.corrupt-<UTC timestamp>`` with a
+:class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
+its place (see :mod:`retrieval_pipeline.core.atomic`): the answers in it are asked again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from retrieval_pipeline.core.atomic import file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
 from retrieval_pipeline.core.closing import Closing
+
+_T = TypeVar("_T")
+#: What the warning about a corrupt file calls it.
+_WHAT = "LLM cache"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_cache (
@@ -61,16 +73,19 @@ class LLMCache(Closing):
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_path = self.path.with_name(self.path.name + ".lock")  # only used to replace a corrupt file
+        self._busy_timeout_s = busy_timeout_s
         self._lock = threading.Lock()
-        self._conn = _connect(self.path, busy_timeout_s)
+        self._conn, self._identity = open_sqlite(self.path, self._open, what=_WHAT, lock_path=self._lock_path)
 
     def get(self, key: str) -> CachedEntry | None:
         """Return the stored answer for ``key``, or None when there is none."""
-        with self._lock:
-            row = self._conn.execute(
+        row = self._guarded(
+            lambda conn: conn.execute(
                 "SELECT value, model, prompt_tokens, completion_tokens, created_at FROM llm_cache WHERE key = ?",
                 (key,),
             ).fetchone()
+        )
         if row is None:
             return None
         value, model, prompt_tokens, completion_tokens, created_at = row
@@ -92,13 +107,11 @@ class LLMCache(Closing):
             int(call.completion_tokens),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)", row)
+        self._guarded(lambda conn: conn.execute("INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)", row))
 
     def count(self) -> int:
         """Return the number of stored answers."""
-        with self._lock:
-            (n,) = self._conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()
+        (n,) = self._guarded(lambda conn: conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone())
         return int(n)
 
     def close(self) -> None:
@@ -106,16 +119,42 @@ class LLMCache(Closing):
         with self._lock:
             self._conn.close()
 
-
     def __repr__(self) -> str:
         return f"LLMCache(path={str(self.path)!r})"
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        """Open (and prepare) the cache file."""
+        return _connect(path, self._busy_timeout_s)
+
+    def _guarded(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``op`` on the connection; if the file turns out corrupt, replace it once and run ``op`` again."""
+        with self._lock:
+            try:
+                return op(self._conn)
+            except sqlite3.DatabaseError as error:
+                if not is_corrupt_sqlite_error(error):
+                    raise
+                failed, failure = self._conn, error
+        with file_lock(self._lock_path), self._lock:  # file lock first, then the connection lock
+            if self._conn is failed:  # not replaced by another thread meanwhile
+                with contextlib.suppress(sqlite3.Error):
+                    failed.close()
+                self._conn, self._identity = replace_corrupt_sqlite(
+                    self.path, self._open, seen=self._identity, error=failure, what=_WHAT
+                )
+            return op(self._conn)
 
 
 def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     """Open the database in autocommit WAL mode with a busy timeout and the table in place."""
     conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    conn.execute(_SCHEMA)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(_SCHEMA)
+        conn.execute("SELECT 1 FROM llm_cache LIMIT 1").fetchall()
+    except BaseException:
+        conn.close()
+        raise
     return conn

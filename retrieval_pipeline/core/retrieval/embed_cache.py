@@ -8,23 +8,38 @@ in one SQLite file keyed by ``(model_id, sha256(text))``:
 
 A changed text has a new hash, hence a new entry; an unchanged one is read back bit-for-bit.
 
-Concurrency: the file is opened in WAL mode (readers never block the writer) with a busy timeout,
-and each batch of new vectors is written in one ``BEGIN IMMEDIATE`` transaction with
-``INSERT OR IGNORE``, so two processes may fill the same cache at once (if both embed the same new
-text, the first row wins; both rows are the same vector anyway).
+Crash safety: the missing texts are embedded in chunks of ``batch_size x BATCHES_PER_COMMIT`` texts
+(the encoder's ``batch_size``, :data:`DEFAULT_BATCH_SIZE` if it has none), and every chunk is committed
+as soon as it is embedded, so a killed process loses at most the chunk in progress; the next run
+embeds only what is still missing.
+
+Concurrency: the file is opened in WAL mode (readers never block the writer) with a busy timeout, and
+each chunk is written in one ``BEGIN IMMEDIATE`` transaction with ``INSERT OR IGNORE``. Around
+"look up the chunk again, embed what is still missing, store it" each call holds an ``fcntl.flock``
+lock on ``<cache>.lock``: two processes (or threads) filling one cache with the same texts take turns
+chunk by chunk, and the second finds the first one's chunks already stored, so every text is embedded
+once. The lock is released between chunks; a killed holder releases it at once (the kernel drops it).
+
+Corruption: a cache file that SQLite rejects ("file is not a database", "database disk image is
+malformed"), when opened or later, is renamed to ``<cache>.corrupt-<UTC timestamp>`` with a
+:class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
+its place (see :mod:`retrieval_pipeline.core.atomic`); the lost vectors are embedded again on demand.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
+from retrieval_pipeline.core.atomic import file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
 from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
@@ -32,6 +47,16 @@ from retrieval_pipeline.core.retrieval.encoders import Encoder
 _DTYPE = np.dtype("<f4")
 #: Keys per ``IN (...)`` lookup; well under SQLite's bound-parameter limit.
 _LOOKUP_CHUNK = 900
+#: Encoder batches embedded per committed chunk: a killed run loses at most this many batches' work.
+BATCHES_PER_COMMIT = 4
+#: Batch size assumed for an encoder without a ``batch_size`` attribute.
+DEFAULT_BATCH_SIZE = 32
+#: What the warning about a corrupt file calls it.
+_WHAT = "embedding cache"
+
+_T = TypeVar("_T")
+#: ``progress(embedded_so_far, missing_total)``, called after each committed chunk.
+ProgressCallback = Callable[[int, int], None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -80,32 +105,46 @@ class EmbeddingCache(Closing):
     """Embeddings in a SQLite file, keyed by ``(model_id, sha256(text))``.
 
     Args:
-        path: The SQLite file (created with its parent folder if missing).
-        timeout: Seconds to wait for another process's write lock before failing.
+        path: The SQLite file (created with its parent folder if missing; moved aside and recreated if
+            corrupt).
+        timeout: Seconds to wait for another process's SQLite write lock before failing.
+        commit_every: Texts embedded and committed per chunk; default ``batch_size x BATCHES_PER_COMMIT``
+            of the encoder in each call.
     """
 
-    def __init__(self, path: Path, timeout: float = 60.0) -> None:
+    def __init__(self, path: Path, timeout: float = 60.0, *, commit_every: int | None = None) -> None:
+        if commit_every is not None and commit_every < 1:
+            raise ValueError(f"commit_every must be >= 1, got {commit_every}")
         self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.commit_every = commit_every
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = _connect(self.path, timeout)
+        self._timeout = timeout
+        self._lock = threading.Lock()  # guards the connection; always taken AFTER the file lock
+        self._held = threading.local()  # .file_lock: this thread holds the file lock
+        self._conn, self._identity = open_sqlite(self.path, self._open, what=_WHAT, lock_path=self.lock_path)
 
     # -- public API ------------------------------------------------------------------------------
 
-    def get_or_encode(self, encoder: Encoder, texts: Sequence[str]) -> tuple[np.ndarray, CacheStats]:
-        """Vectors for ``texts``, embedding only the ones not cached yet.
+    def get_or_encode(
+        self, encoder: Encoder, texts: Sequence[str], progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, CacheStats]:
+        """Vectors for ``texts``, embedding only the ones not cached yet, committing chunk by chunk.
 
-        Texts are de-duplicated by hash; the missing distinct ones go to ``encoder.encode`` in ONE call
-        (none when everything is cached, so the model is not even loaded), and are written in ONE
-        transaction.
+        Texts are de-duplicated by hash; the missing distinct ones go to ``encoder.encode`` in chunks of
+        :meth:`chunk_size` texts (no call when everything is cached, so the model is not even loaded).
+        Each chunk is looked up again, embedded and committed under the cache's file lock, so a chunk
+        another process stored meanwhile is read instead of embedded, and a killed run keeps every
+        committed chunk.
 
         Args:
             encoder: The encoder; its ``model_id`` selects the cache entries.
             texts: The texts, in order (duplicates allowed).
+            progress: Called as ``progress(done, total)`` over the missing distinct texts after each chunk.
 
         Returns:
             ``(vectors, stats)``: an ``(len(texts), dim)`` float32 array in input order, and
-            :class:`CacheStats` over distinct texts.
+            :class:`CacheStats` over distinct texts (``misses``: embedded by this call).
 
         Raises:
             ValueError: If the encoder returns the wrong shape, or a dimension that disagrees with the
@@ -115,10 +154,35 @@ class EmbeddingCache(Closing):
         first_text = dict(zip(keys, texts))  # distinct key -> text, in first-seen order
         found = self.lookup(encoder.model_id, list(first_text))
         missing = [k for k in first_text if k not in found]
-        if missing:
-            found.update(self._encode_and_store(encoder, [first_text[k] for k in missing], missing))
-        stats = CacheStats(hits=len(first_text) - len(missing), misses=len(missing))
+        embedded = done = 0
+        for chunk in _chunks(missing, self.chunk_size(encoder)):
+            with self._file_locked():
+                stored_meanwhile = self.lookup(encoder.model_id, chunk)
+                todo = [k for k in chunk if k not in stored_meanwhile]
+                found.update(stored_meanwhile)
+                if todo:
+                    found.update(self._encode_and_store(encoder, [first_text[k] for k in todo], todo))
+            embedded += len(todo)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(missing))
+        stats = CacheStats(hits=len(first_text) - embedded, misses=embedded)
         return _assemble(keys, found, encoder), stats
+
+    def chunk_size(self, encoder: Encoder) -> int:
+        """Texts embedded and committed together: ``commit_every``, or the encoder's batch size x a few.
+
+        Args:
+            encoder: The encoder of the call.
+
+        Returns:
+            A positive count.
+        """
+        if self.commit_every is not None:
+            return self.commit_every
+        batch = getattr(encoder, "batch_size", None)
+        batch = batch if isinstance(batch, int) and batch > 0 else DEFAULT_BATCH_SIZE
+        return batch * BATCHES_PER_COMMIT
 
     def lookup(self, model_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors for the given text keys (see :func:`text_key`); absent keys are left out.
@@ -130,17 +194,20 @@ class EmbeddingCache(Closing):
         Returns:
             ``{key: float32 vector}`` for the keys present.
         """
-        found: dict[str, np.ndarray] = {}
-        with self._lock:
+
+        def run(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
             for chunk in _chunks(list(keys), _LOOKUP_CHUNK):
                 marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
+                rows = conn.execute(
                     f"SELECT text_sha256, dim, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
                     (model_id, *chunk),
                 )
                 for key, dim, blob in rows:
                     found[key] = _decode(blob, dim)
-        return found
+            return found
+
+        return self._guarded(run)
 
     def store(self, model_id: str, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Write vectors in one transaction (``INSERT OR IGNORE``: existing entries are kept).
@@ -155,17 +222,21 @@ class EmbeddingCache(Closing):
             raise ValueError(f"store: {len(keys)} keys but vectors of shape {matrix.shape}")
         dim = int(matrix.shape[1])
         rows = [(model_id, key, dim, matrix[i].tobytes()) for i, key in enumerate(keys)]
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+
+        def run(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(
+                conn.executemany(
                     "INSERT OR IGNORE INTO embeddings (model_id, text_sha256, dim, vector) VALUES (?, ?, ?, ?)",
                     rows,
                 )
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            conn.execute("COMMIT")
+
+        self._guarded(run)
 
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors, for one model or all.
@@ -176,18 +247,16 @@ class EmbeddingCache(Closing):
         Returns:
             The row count.
         """
-        with self._lock:
-            if model_id is None:
-                (n,) = self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()
-            else:
-                (n,) = self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone()
+        if model_id is None:
+            (n,) = self._guarded(lambda conn: conn.execute("SELECT COUNT(*) FROM embeddings").fetchone())
+        else:
+            (n,) = self._guarded(lambda conn: conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone())
         return int(n)
 
     def close(self) -> None:
         """Close the connection (the file stays)."""
         with self._lock:
             self._conn.close()
-
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({str(self.path)!r})"
@@ -196,12 +265,48 @@ class EmbeddingCache(Closing):
 
     def stored_dim(self, model_id: str) -> int | None:
         """The dimension of the vectors cached for ``model_id``, or ``None`` if there are none."""
-        with self._lock:
-            row = self._conn.execute("SELECT dim FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone()
+        row = self._guarded(lambda conn: conn.execute("SELECT dim FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone())
         return None if row is None else int(row[0])
 
+    def _open(self, path: Path) -> sqlite3.Connection:
+        """Open (and prepare) the cache file."""
+        return _connect(path, self._timeout)
+
+    @contextlib.contextmanager
+    def _file_locked(self) -> Iterator[None]:
+        """Hold ``<cache>.lock`` (one open per use, so threads exclude each other too)."""
+        with file_lock(self.lock_path):
+            self._held.file_lock = True
+            try:
+                yield
+            finally:
+                self._held.file_lock = False
+
+    def _guarded(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``op`` on the connection; if the file turns out corrupt, replace it once and run ``op`` again."""
+        with self._lock:
+            try:
+                return op(self._conn)
+            except sqlite3.DatabaseError as error:
+                if not is_corrupt_sqlite_error(error):
+                    raise
+                failed, failure = self._conn, error
+        self._replace_corrupt(failed, failure)
+        with self._lock:
+            return op(self._conn)
+
+    def _replace_corrupt(self, failed: sqlite3.Connection, error: sqlite3.DatabaseError) -> None:
+        """Move the corrupt file aside and reconnect (file lock first, then the connection lock)."""
+        holding = getattr(self._held, "file_lock", False)
+        with contextlib.nullcontext() if holding else file_lock(self.lock_path), self._lock:
+            if self._conn is not failed:  # another thread replaced it already
+                return
+            with contextlib.suppress(sqlite3.Error):
+                failed.close()
+            self._conn, self._identity = replace_corrupt_sqlite(self.path, self._open, seen=self._identity, error=error, what=_WHAT)
+
     def _encode_and_store(self, encoder: Encoder, texts: list[str], keys: list[str]) -> dict[str, np.ndarray]:
-        """Embed the missing distinct texts in one call, check the result, store it, return it by key."""
+        """Embed one chunk of missing distinct texts in one call, check the result, store it, return it by key."""
         vectors = np.asarray(encoder.encode(texts), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"{encoder.model_id}: encode({len(texts)} texts) returned shape {vectors.shape}")
@@ -218,10 +323,15 @@ class EmbeddingCache(Closing):
 def _connect(path: Path, timeout: float) -> sqlite3.Connection:
     """Open the cache file in autocommit + WAL mode with a busy timeout, and create the table."""
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute(_SCHEMA)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(_SCHEMA)
+        conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchall()
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
