@@ -13,18 +13,27 @@ root the registry gives for them), symlinks included (:mod:`retrieval_pipeline.c
 The file is read through :func:`~retrieval_pipeline.core.sources.yaml_file.read_yaml_mapping` (size,
 nesting and alias expansion bounded; the one anchor the project's registry uses stays allowed) and
 validation errors are ``field: message`` lines that never echo the input.
+
+Metric names are checked at load as well (:func:`_check_metrics`): a threshold or the drift metric must
+name a metric the dataset's evaluation computes (not ``recal@5``, not ``hit_rate@500`` at depth 100) and
+where higher is better (a floor on ``latency_p95_ms`` is refused). Such a dataset is invalid, with
+``thresholds.<metric>: ...`` or ``drift.metric: ...``, instead of failing at ``retrieval_metrics`` with a
+bare ``KeyError`` after every retriever ran.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import check_name
+from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
+from retrieval_pipeline.core.paths import check_name, shown
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
 from retrieval_pipeline.core.sources.yaml_file import read_yaml_mapping
@@ -69,10 +78,18 @@ class TargetSettings(_Strict):
 
 
 class VerifierSettings(_Strict):
-    """Where multiple-choice questions are proven: the interpreter holding the library under test."""
+    """Where multiple-choice questions are proven: the interpreter holding the library under test.
+
+    The library has two names (issue 12): ``library`` is its *distribution* (what pip installs,
+    ``google-adk``; its version is reported), ``import_name`` the *module* the verifier probes
+    (``google.adk``). Without ``import_name`` it is derived from the distribution's RECORD (else
+    top_level.txt) inside the target environment. A setting that names nothing installed or importable
+    there stops the verifier with an error naming the setting; it never yields verdicts.
+    """
 
     python: Path | None = None  # default: this interpreter (the standard library under test)
-    library: str | None = None  # distribution name whose version is reported, e.g. google-adk
+    library: str | None = Field(None, min_length=1)  # distribution name whose version is reported, e.g. google-adk
+    import_name: str | None = Field(None, pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")  # module probed, e.g. google.adk
     timeout_s: float = Field(20.0, gt=0)
     memory_mb: int = Field(1024, ge=64)
 
@@ -204,7 +221,8 @@ def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
     raw = dict(raw)
     for block, keys in _PATH_KEYS.items():
         if isinstance(raw.get(block), dict):
-            raw[block] = {k: (resolve(v) if k in keys else v) for k, v in raw[block].items()}
+            # made absolute, symlinks kept: a venv's bin/python links to its base interpreter, outside the venv
+            raw[block] = {k: (str(root / v) if k in keys and v and not Path(v).is_absolute() else v) for k, v in raw[block].items()}
     for name, block in all_blocks().items():
         if name in raw:
             raw[name] = block.resolve_paths(raw[name], resolve)
@@ -238,6 +256,7 @@ def load_registry(path: Path | str = DEFAULT_REGISTRY_PATH, root: Path | None = 
             merged = _resolve_paths(_merge(defaults, raw or {}), root)
             config = DatasetConfig(name=name, **merged)
             _check_retrievers(config, retrievers)
+            _check_metrics(config)
             datasets[name] = config
         except (ValidationError, TypeError, ValueError) as exc:
             errors[str(name)] = _short_error(exc)
@@ -260,12 +279,127 @@ def _check_retrievers(config: DatasetConfig, retrievers: RetrieverRegistry) -> N
         raise ValueError(f"retrievers: {exc}") from None
 
 
+class _SettingProblems(ValueError):
+    """Several ``field: message`` problems of one dataset's settings, listed one by one by :func:`_short_error`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _check_metrics(config: DatasetConfig) -> None:
+    """Every threshold and the drift metric name a metric the dataset's evaluation computes, in a usable direction.
+
+    A floor (``min``) or the drift rule (a *drop* is bad) needs a metric where higher is better, so
+    ``latency_p95_ms`` or ``avg_rank_when_found`` are refused. A name the metric registry does not know
+    (``recal@5``), a bookkeeping column, a cut-off deeper than ``retrieval.depth`` (``hit_rate@500``), a
+    registered name the evaluation does not compute for this kind (``hit_rate@20``: the metric table holds
+    hit_rate@1/5/10) and a floor that is not a finite number would only fail at ``retrieval_metrics``, after
+    every retriever ran, with a bare ``KeyError`` (or pass silently); here they make the dataset invalid.
+
+    Raises:
+        _SettingProblems: One ``thresholds.<metric>: ...`` / ``drift.metric: ...`` line per problem.
+    """
+    computed = _evaluated_metrics(config)
+    depth = config.retrieval.depth
+    problems = [f"thresholds.{shown(name)[1:-1]}: {why}" for name, threshold in config.thresholds.items()
+                if (why := _metric_problem(name, depth, computed, "a floor (min)", config.kind) or _floor_problem(threshold.min))]
+    why = _metric_problem(config.drift.metric, depth, computed, "the drift rule (it warns on a drop)", config.kind)
+    problems += [f"drift.metric: {why}"] if why else []
+    if problems:
+        raise _SettingProblems(problems)
+
+
+def _metric_problem(name: str, depth: int, computed: frozenset[str] | None, use: str, kind: str) -> str | None:
+    """Why ``name`` cannot be checked (unknown, bookkeeping, too deep, wrong direction, not computed), or None."""
+    try:
+        validate_metric_name(name, max_k=depth)
+    except ValueError as exc:  # the first sentence: the registry's lists of names are too long for one line
+        reason = str(exc).split(". Known metrics", 1)[0].split("; metrics are:", 1)[0]
+        hint = _computed_hint(name, computed, depth)
+        return (reason.split(": use ", 1)[0] if hint.startswith(" (computed") else reason) + hint
+    if higher_is_better(name) is False:
+        return f"lower is better for {name}, so {use} cannot watch it; name a metric where higher is better"
+    if computed is not None and name not in computed:
+        return f"{name} is not computed by the evaluation of a {kind!r} dataset{_computed_hint(name, computed, depth)}"
+    return None
+
+
+def _computed_hint(name: str, computed: frozenset[str] | None, depth: int) -> str:
+    """`` (computed: hit_rate@1, hit_rate@5, hit_rate@10)`` for a metric computed at other cut-offs (up to ``depth``),
+    else a close match among the computed names (`` (did you mean recall@5?)``), else nothing."""
+    if computed is None or not isinstance(name, str):
+        return ""
+    base = name.partition("@")[0]
+    same = sorted((n for n in computed if n.partition("@")[0] == base and _cutoff(n) <= depth), key=lambda n: (len(n), n))
+    if same:
+        return f" (computed: {', '.join(same)})"
+    close = difflib.get_close_matches(name, sorted(computed), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _cutoff(name: str) -> int:
+    """The cut-off of ``hit_rate@5`` (5); 0 for a name without one."""
+    k = name.partition("@")[2]
+    return int(k) if k.isdigit() else 0
+
+
+def _floor_problem(minimum: float) -> str | None:
+    """A NaN floor always passes and an infinite one always passes or always fails: refused."""
+    return None if math.isfinite(minimum) else f"min must be a finite number, got {minimum}"
+
+
+#: ``{kind: metric names}`` cached by :func:`_evaluated_metrics`.
+_EVALUATED: dict[str, frozenset[str] | None] = {}
+
+
+def _evaluated_metrics(config: DatasetConfig) -> frozenset[str] | None:
+    """The metric names ``retrieval_metrics`` holds for a dataset of this kind; None when they cannot be worked out.
+
+    They are made the way the evaluation makes them (:func:`~retrieval_pipeline.core.scoring.per_query_results`,
+    then :func:`~retrieval_pipeline.core.scoring.metric_table`): the default per-query metrics, the kind's extra
+    columns, the LLM-judge columns and the summary figures, here of a one-query run. Cached per kind.
+    """
+    if config.kind not in _EVALUATED:
+        _EVALUATED[config.kind] = _metrics_of_a_tiny_evaluation(config)
+    return _EVALUATED[config.kind]
+
+
+def _metrics_of_a_tiny_evaluation(config: DatasetConfig) -> frozenset[str] | None:
+    from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
+    from retrieval_pipeline.core.frames import to_frame
+    from retrieval_pipeline.core.metrics import aggregate, per_query_metrics
+    from retrieval_pipeline.core.scoring import JUDGE_COLUMNS
+    from retrieval_pipeline.core.types import Case, Document
+
+    run, qrels = {"q": [("d", 1.0)]}, {"q": {"d": 1}}
+    frame = per_query_metrics(run, qrels)
+    try:  # the kind's extra columns (context QA), from one synthetic case and chunk
+        case = Case("q", "s", config.kind, "f", 0, "a query", extra={"expected_context": "a passage"})
+        columns = adapter_for(config).extra_query_columns(
+            config, to_frame([case], Case, CASE_JSON_FIELDS), to_frame([Document("d", "a passage")], Document))
+        if columns is not None:
+            frame = frame.merge(columns(run, qrels), on="query_id", how="left")
+    except Exception:  # a plugin kind whose columns need real input: only the metric registry's names are checked
+        return None
+    for column in JUDGE_COLUMNS:
+        frame[column] = None
+    return frozenset(aggregate(frame, [1.0]))
+
+
 def _check_dataset_name(name: Any, path: Path) -> None:
     """A dataset name becomes a partition key and a folder under the out dir: one safe name, or the registry fails."""
     try:
         check_name(name, "dataset name")
     except InputError as exc:
         raise InputError(str(exc), path=str(path)) from None
+
+
+def _problem(error: Any) -> str:
+    """``field: message`` for one pydantic error; a validator's own ``field: message`` text is kept as it is
+    (no ``settings: Value error, `` in front of ``context_qa.chunking: ...``)."""
+    message = str(error["msg"]).replace("Value error, ", "")
+    return f"{'.'.join(map(str, error['loc']))}: {message}" if error["loc"] else message
 
 
 #: Most problems listed per dataset, and most characters per problem (a field name may come from the input).
@@ -275,7 +409,9 @@ _MAX_PROBLEMS, _MAX_PROBLEM_CHARS = 10, 200
 def _short_error(exc: Exception) -> str:
     """One ``field: message`` line per problem (a few, each cut short); pydantic's rendering of the input is left out."""
     if isinstance(exc, ValidationError):
-        problems = [f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors(include_url=False, include_input=False)]
+        problems = [_problem(e) for e in exc.errors(include_url=False, include_input=False)]
+    elif isinstance(exc, _SettingProblems):
+        problems = list(exc.problems)
     else:
         problems = [str(exc)]
     lines = [p if len(p) <= _MAX_PROBLEM_CHARS else p[:_MAX_PROBLEM_CHARS] + "..." for p in problems[:_MAX_PROBLEMS]]

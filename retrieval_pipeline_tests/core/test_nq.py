@@ -79,10 +79,11 @@ def test_empty_question_or_long_answer_is_rejected_with_row_and_column(tmp_path:
     assert [r.question_id for r in load.rows] == ["nq_q000000", "nq_q000004"]
     assert len(load.rows) + len(load.rejects) == load.total == 5  # the blank line is not a row
     reasons = {r.case_id: r.reason for r in load.rejects}
+    where = f"file {tmp_path / 'nq.csv'}, "  # every reject names the file, then the row
     assert reasons == {
-        "nq_q000001": "row 3: empty 'question'",
-        "nq_q000002": "row 5: empty 'long_answer'",  # the blank line is spreadsheet row 4
-        "nq_q000003": "row 6: empty 'question' and 'long_answer'",
+        "nq_q000001": where + "row 3: empty 'question'",
+        "nq_q000002": where + "row 5: empty 'long_answer'",  # the blank line is spreadsheet row 4
+        "nq_q000003": where + "row 6: empty 'question' and 'long_answer'",
     }
     assert all(r.source_file.endswith("nq.csv") and r.index is not None for r in load.rejects)
 

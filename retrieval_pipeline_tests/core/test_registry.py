@@ -22,7 +22,7 @@ def test_project_registry_loads_with_issue_defaults():
     stdlib = registry.get("stdlib")  # the demo sample overrides one floor's severity only
     assert (stdlib.thresholds["hit_rate@5"].min, stdlib.thresholds["hit_rate@5"].severity) == (0.80, "WARN")
     assert stdlib.thresholds["mrr"] == adk.thresholds["mrr"]
-    assert stdlib.retrievers == ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"]
+    assert stdlib.retrievers == ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60", "bm25_code"]
     assert stdlib.baseline_retriever == "bm25" and stdlib.checked == stdlib.retrievers
     assert not registry.errors and not registry.retrievers.errors
     assert all(p.is_absolute() for p in stdlib.input_paths())

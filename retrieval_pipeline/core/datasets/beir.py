@@ -2,6 +2,12 @@
 
 Registry block: ``beir`` (the folder and the split). Pairs are the qrels, graded: grade >= 1 is
 relevant, grade 0 judged non-relevant (kept as evidence).
+
+Rejects are split by file: ``corpus.jsonl`` rows go with the corpus (``corpus_rejects``); rejected query
+rows, queries left with no valid judgement and rejected qrels lines go with the cases (``case_rejects``).
+So the cases' ``total`` counts what they were built from: the split's query rows
+(``split_queries_read``, queries the split never names left out) plus the rejected qrels lines (a kept
+line is part of its case), and ``cases + rejects == total``; the report has each file's own counts.
 """
 
 from __future__ import annotations
@@ -46,7 +52,8 @@ class BeirAdapter(DatasetAdapter):
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)
         rejects = [r for r in loaded.rejects if not _is_corpus_reject(r)]
-        return CasesBuild(loaded.cases, rejects, len(loaded.cases) + len(rejects), dict(loaded.report))
+        total = loaded.report["split_queries_read"] + loaded.report["qrels_rejected"]  # query rows + rejected qrels lines
+        return CasesBuild(loaded.cases, rejects, total, dict(loaded.report))
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
         from retrieval_pipeline.core.sources.beir import load_beir

@@ -26,7 +26,7 @@ from retrieval_pipeline.core.datasets.base import (
     register_adapter,
 )
 from retrieval_pipeline.core.similarity import SimilaritySettings
-from retrieval_pipeline.core.types import Case, Document, Qrels, Run
+from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,8 +39,18 @@ _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hi
 
 
 class ChunkingSettings(SettingsBlock):
+    """How documents are cut: chunks of at most ``size`` characters, ``overlap`` of them carried to the next chunk."""
+
     size: int = Field(400, ge=50)  # characters; see README for why 400/100 (the relevance ceiling)
     overlap: int = Field(100, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingSettings:
+        """``overlap >= size`` would fail at ``corpus`` (:func:`~retrieval_pipeline.core.chunking.chunk_markdown`): refused here."""
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size}): "
+                             "each chunk carries at most overlap characters of the previous one")
+        return self
 
 
 class SimilaritySettingsModel(SettingsBlock):
@@ -88,14 +98,22 @@ class ContextQAAdapter(DatasetAdapter):
 
         spec = _source(config)
         topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
-        sources = load_documents(spec.documents) if spec.documents else pydoc_topic_documents(topics)
+        rejects: list[Rejected] = []  # documents that contribute no chunk, each named
+        sources = load_documents(spec.documents, rejects) if spec.documents else pydoc_topic_documents(topics)
+        files = {Path(p).stem: str(p) for p in spec.documents or []}
         chunks: list[Document] = []
         for document_id, text in sources:
-            chunks.extend(chunk_markdown(document_id, text, size=spec.chunking.size, overlap=spec.chunking.overlap))
-        report = {"documents": len(sources), "chunks": len(chunks),
+            cut = chunk_markdown(document_id, text, size=spec.chunking.size, overlap=spec.chunking.overlap)
+            if not cut:
+                where = files.get(document_id, f"pydoc_data topic {document_id}")
+                rejects.append(Rejected(where, document_id, None,
+                                        f"file {where}: document {document_id!r} has headings but no text: it contributes no chunk"))
+            chunks.extend(cut)
+        read = len(spec.documents) if spec.documents else len(sources)  # documents_read = documents + documents_rejected
+        report = {"documents_read": read, "documents": read - len(rejects), "documents_rejected": len(rejects), "chunks": len(chunks),
                   "chunk_size": spec.chunking.size, "chunk_overlap": spec.chunking.overlap}
         where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
-        return CorpusBuild(chunks, [], report, where)
+        return CorpusBuild(chunks, rejects, report, where)
 
     def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
         from retrieval_pipeline.core.context_pairs import ContextMatcher

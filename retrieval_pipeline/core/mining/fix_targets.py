@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_gold
-from retrieval_pipeline.core.paths import PathRefused, read_text_bounded
+from retrieval_pipeline.core.paths import PathRefused, read_bounded
 from retrieval_pipeline.core.types import Case
 
 InferenceMethod = Literal["ast", "description", "llm", "none"]
@@ -178,12 +180,30 @@ def read_case_file(path: str | Path, role: str) -> str:
 
     The suite loader already checked that the path resolves inside the suite's files root and stored the
     resolved path; refusing a symlink here means the file cannot be swapped for one between loading and reading.
+    The text is decoded as Python decodes source (PEP 263: UTF-8, a BOM or a ``# -*- coding: ... -*-`` line).
+    Binary content (a NUL byte) or bytes that do not decode are refused, naming the offset, so neither the AST
+    nor an LLM prompt ever gets them, and callers warn naming the case and the file.
 
     Raises:
-        PathRefused: A symlink, not a regular file, or too large; nothing is read.
-        OSError, UnicodeDecodeError: Missing, unreadable, or not UTF-8.
+        PathRefused: A symlink, not a regular file, too large, binary or not decodable; no text is returned.
+        OSError: Missing or unreadable.
     """
-    return read_text_bounded(path, f"{role} file", MAX_CODE_BYTES, follow_symlinks=False)
+    data = read_bounded(path, f"{role} file", MAX_CODE_BYTES, follow_symlinks=False)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise PathRefused(f"{role} file holds binary data (a NUL byte at offset {nul}), not Python source: refused", path=str(path))
+    try:
+        encoding, declaration = tokenize.detect_encoding(io.BytesIO(data).readline)[0], None
+    except SyntaxError as exc:  # undecodable first lines, or an unknown or contradictory coding declaration
+        encoding, declaration = "utf-8", exc.msg
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise PathRefused(f"{role} file is not {exc.encoding} text (byte 0x{data[exc.start]:02x} at offset {exc.start}: "
+                          f"{exc.reason}): refused", path=str(path)) from None
+    if declaration is not None:
+        raise PathRefused(f"{role} file has an unusable encoding declaration ({declaration}): refused", path=str(path))
+    return text
 
 
 @dataclass

@@ -14,7 +14,10 @@ What becomes what:
 * query row → :class:`Case` (``benchmark_type="beir"``, ``suite=<directory name>``, ``query=text``,
   ``index`` = 0-based line index). ``extra`` holds ``{"qrels": {doc_id: grade}}`` plus every other key the
   row carried (e.g. ``metadata``). Only queries with at least one kept qrels line in the split become
-  cases; the others are counted as ``queries_without_qrels``.
+  cases. A query the split judges only in rejected lines (grades ``1.5`` or ``high``, unknown documents,
+  ...) is rejected too, naming its line in ``queries.jsonl`` and the rejected qrels lines
+  (``queries_without_valid_judgement``); a query the split never names is not part of the split and
+  only counted (``queries_without_qrels``: ``queries.jsonl`` often holds every split's queries).
 * qrels line → ``qrels[query_id][doc_id] = grade``. Grade 0 (and negative TREC grades) are kept as
   judged non-relevant.
 
@@ -37,15 +40,19 @@ Bad input:
   whose ``index`` is the 0-based line index: a row that is not a JSON object, missing/empty/non-string
   ``_id``, an id with whitespace (TREC run files could not hold it), empty text, a duplicate id (the
   later row is rejected), a qrels line with a wrong field count or a non-integer grade, a qrels line
-  naming a query or document that is not loaded, and a repeated (query, document) pair.
+  naming a query or document that is not loaded, a repeated (query, document) pair, and a valid query
+  left with no valid judgement in the split.
 
 Counts add up (blank lines are skipped and not counted as rows)::
 
     corpus_lines = documents + corpus_rejected
     query_lines  = queries + queries_rejected
-    queries      = cases + queries_without_qrels
+    queries      = cases + queries_without_valid_judgement + queries_without_qrels
     qrels_lines  = qrels_kept + qrels_rejected
-    len(rejects) = corpus_rejected + queries_rejected + qrels_rejected
+    len(rejects) = corpus_rejected + queries_rejected + queries_without_valid_judgement + qrels_rejected
+
+and for the split (read = accepted + rejected), ``split_queries_read = query_lines - queries_without_qrels``
+``= cases + split_queries_rejected`` with ``split_queries_rejected = queries_rejected + queries_without_valid_judgement``.
 """
 
 from __future__ import annotations
@@ -108,6 +115,7 @@ class _QrelsRead:
     columns: int | None = None
     problems: Counter[str] = field(default_factory=Counter)
     grades: Counter[int] = field(default_factory=Counter)
+    rejected_lines_of: dict[str, list[int]] = field(default_factory=dict)  # loaded query id -> its rejected lines
 
 
 # --------------------------------------------------------------------------------------------------
@@ -139,8 +147,9 @@ def load_beir(directory: str | Path, split: str = "test") -> BeirLoad:
     judged = _read_qrels(qrels_path, corpus, queries)
     cases = _judged_cases(queries, judged.qrels)
     qrels = {case.case_id: judged.qrels[case.case_id] for case in cases}
-    report = _report(root, split, corpus, queries, judged, cases)
-    rejects = [*corpus.rejects, *queries.rejects, *judged.rejects]
+    unjudged = _without_valid_judgement(queries, judged, qrels_path)
+    report = _report(root, split, corpus, queries, judged, cases, len(unjudged))
+    rejects = [*corpus.rejects, *queries.rejects, *unjudged, *judged.rejects]
     return BeirLoad(list(corpus.items.values()), cases, qrels, rejects, report)
 
 
@@ -320,7 +329,10 @@ def _read_qrels(path: Path, corpus: _IdRows[Document], queries: _IdRows[Case]) -
         except _RowProblem as problem:
             reason = str(problem)
             read.problems[reason.split(":", 1)[0]] += 1
-            read.rejects.append(_reject(path, number, _safe_query_id(fields), reason))
+            query_id = _safe_query_id(fields)
+            read.rejects.append(_reject(path, number, query_id, reason))
+            if query_id in queries.items:
+                read.rejected_lines_of.setdefault(query_id, []).append(number)
             continue
         read.qrels.setdefault(query_id, {})[doc_id] = grade
         read.kept += 1
@@ -383,11 +395,26 @@ def _judged_cases(queries: _IdRows[Case], qrels: Qrels) -> list[Case]:
     return cases
 
 
+def _without_valid_judgement(queries: _IdRows[Case], judged: _QrelsRead, qrels_path: Path) -> list[Rejected]:
+    """A reject per loaded query the split judges only in rejected lines (it would vanish otherwise)."""
+    rejects = []
+    for query_id, lines in judged.rejected_lines_of.items():
+        if query_id in judged.qrels:
+            continue
+        shown = ", ".join(map(str, lines[:5])) + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
+        problem = (f"query {query_id!r} has no valid judgement in {qrels_path}: "
+                   f"its {len(lines)} qrels line(s) there were rejected (line {shown})")
+        rejects.append(_reject(queries.path, queries.line_of[query_id], query_id, problem))
+    return sorted(rejects, key=lambda r: r.index or 0)
+
+
 def _report(
-    root: Path, split: str, corpus: _IdRows[Document], queries: _IdRows[Case], judged: _QrelsRead, cases: list[Case]
+    root: Path, split: str, corpus: _IdRows[Document], queries: _IdRows[Case], judged: _QrelsRead, cases: list[Case],
+    unjudged: int,
 ) -> dict[str, Any]:
     """Counts that add up (see the module docstring)."""
     without_relevant = sum(1 for case in cases if not any(g >= 1 for g in case.extra["qrels"].values()))
+    not_in_split = len(queries.items) - len(cases) - unjudged
     return {
         "directory": str(root),
         "split": split,
@@ -398,7 +425,10 @@ def _report(
         "queries": len(queries.items),
         "queries_rejected": len(queries.rejects),
         "cases": len(cases),
-        "queries_without_qrels": len(queries.items) - len(cases),
+        "queries_without_valid_judgement": unjudged,
+        "queries_without_qrels": not_in_split,
+        "split_queries_read": queries.lines - not_in_split,
+        "split_queries_rejected": len(queries.rejects) + unjudged,
         "cases_without_relevant": without_relevant,
         "qrels_header": judged.header,
         "qrels_columns": judged.columns,

@@ -283,9 +283,11 @@ def _case(row: Any, index: int, path: str, suite: str, seen: _Seen, report: Coun
 
 def _read_rows(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not JSON: dropped
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read context-QA file: {exc}", path=str(path)) from exc
+    if not text.strip():
+        raise InputError("the file is empty; expected a JSON list of QA objects", path=str(path))
     try:
         rows = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -330,7 +332,7 @@ def load_context_qa(path: str | Path, *, suite: str | None = None) -> ContextQAL
             cases.append(_case(row, index, str(path), suite_name, seen, report))
         except _RowProblem as problem:
             report[problem.kind] += 1
-            rejects.append(Rejected(str(path), f"qa_{index:04d}", index, f"{path}: {problem}"))
+            rejects.append(Rejected(str(path), f"qa_{index:04d}", index, f"file {path}, {problem}"))
     repeats = Counter(_fold(case.query) for case in cases)
     report |= {"total": len(rows), "accepted": len(cases), "rejected": len(rejects),
                "repeated_question_strings": sum(1 for n in repeats.values() if n > 1)}
@@ -342,17 +344,21 @@ def load_context_qa(path: str | Path, *, suite: str | None = None) -> ContextQAL
 # --------------------------------------------------------------------------------------------------
 
 
-def load_documents(paths: Sequence[str | Path]) -> list[tuple[str, str]]:
+def load_documents(paths: Sequence[str | Path], rejects: list[Rejected] | None = None) -> list[tuple[str, str]]:
     """Read markdown documents as ``(document_id, text)``, ``document_id`` being the file stem.
+
+    A leading UTF-8 byte-order mark is dropped (it would hide a first ``# heading``).
 
     Args:
         paths: Markdown files, in the order wanted.
+        rejects: When given, an empty or whitespace-only document is left out and recorded here
+            (``Rejected`` naming the file), instead of being returned to contribute no chunk unnoticed.
 
     Returns:
         ``[(stem, text), ...]`` in the given order.
 
     Raises:
-        InputError: A file cannot be read, or two files share a stem (their chunk ids would clash).
+        InputError: A file cannot be read or is not UTF-8, or two files share a stem (their chunk ids would clash).
     """
     documents: list[tuple[str, str]] = []
     seen: dict[str, Path] = {}
@@ -361,10 +367,14 @@ def load_documents(paths: Sequence[str | Path]) -> list[tuple[str, str]]:
         if path.stem in seen:
             raise InputError(f"document id {path.stem!r} already used by {seen[path.stem]}", path=str(path))
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read document: {exc}", path=str(path)) from exc
         seen[path.stem] = path
+        if rejects is not None and not text.strip():
+            what = "empty (0 characters)" if not text else f"whitespace only ({len(text)} character{'s' * (len(text) != 1)})"
+            rejects.append(Rejected(str(path), path.stem, None, f"file {path}: document {path.stem!r} is {what}: it contributes no chunk"))
+            continue
         documents.append((path.stem, text))
     return documents
 

@@ -14,9 +14,16 @@ of the file where the row starts.
 **Validation.** File-level problems raise :class:`~retrieval_pipeline.core.errors.InputError`
 naming the file: unreadable, not UTF-8 (with the byte offset, row and line of the first bad byte),
 empty, a required column missing, malformed CSV such as an unclosed quote (with the row). A data
-row with an empty ``question`` or ``long_answer``, or with non-empty fields past the header,
-becomes a :class:`~retrieval_pipeline.core.types.Rejected` whose reason names the row and the
+row with an empty ``question`` or ``long_answer``, with non-empty fields past the header, with a
+cell longer than :data:`MAX_CELL_CHARS`, or repeating an earlier row's question and long answer
+(an exact duplicate would count one question twice) becomes a
+:class:`~retrieval_pipeline.core.types.Rejected` whose reason names the file, the row and the
 column, so ``len(rows) + len(rejects) == total``. Blank lines are skipped and not counted.
+
+**Cell sizes.** Python's csv module refuses fields over 131,072 characters by default, which would
+fail the whole file on one long cell; the limit is raised to :data:`CSV_FIELD_LIMIT` (a field beyond
+it is almost surely an unclosed quote, and fails the file naming the row), and a cell over
+:data:`MAX_CELL_CHARS` rejects only its row.
 
 **Question ids** are ``nq_q000000``, ``nq_q000001``, ... from the 0-based position of the data row
 (blank lines skipped, rejected rows counted), so an id stays the same whatever other rows are
@@ -50,6 +57,11 @@ NON_EMPTY_COLUMNS: tuple[str, ...] = ("question", "long_answer")
 SHORT_ANSWER_SEPARATOR = " | "
 #: The benchmark type of NQ cases.
 NQ_BENCHMARK_TYPE = "nq"
+
+#: Largest field the csv parser accepts, in characters (its default, 131,072, is raised to this).
+CSV_FIELD_LIMIT = 10 * 1024 * 1024
+#: Largest ``question`` / ``long_answer`` / ``short_answer`` cell accepted; a longer one rejects its row.
+MAX_CELL_CHARS = 100_000
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -143,13 +155,20 @@ def load_nq_csv(path: str | Path, sample_size: int | None = None) -> NQLoad:
     header = _header(first[0], path)
     rows: list[NQRow] = []
     rejects: list[Rejected] = []
+    first_row: dict[tuple[str, str], NQRow] = {}  # (question, long answer), whitespace folded -> first row
     for index, (record, row_number, line) in enumerate(islice(_data_records(records), sample_size)):
         problem = _row_problem(record, header)
+        row = None if problem else _row(record, header, index, row_number)
+        if row is not None:
+            key = (normalise_whitespace(row.question), normalise_whitespace(row.long_answer))
+            first = first_row.setdefault(key, row)
+            if first is not row:
+                problem = f"exact duplicate of row {first.row_number} ({first.question_id}): same question and long answer"
         if problem:
-            where = _where(row_number, line)
-            rejects.append(Rejected(str(path), question_id(index), index, f"{where}: {problem}"))
+            reason = f"file {path}, {_where(row_number, line)}: {problem}"
+            rejects.append(Rejected(str(path), question_id(index), index, reason))
         else:
-            rows.append(_row(record, header, index, row_number))
+            rows.append(row)
     return NQLoad(rows, rejects, len(rows) + len(rejects))
 
 
@@ -202,6 +221,8 @@ def _row_of_line(text: str, line: int) -> int:
 
 def _spans(text: str) -> Iterator[tuple[list[str], int, int]]:
     """Each CSV record with its first and last physical line (1-based); blank lines give ``[]``."""
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:  # process-wide: raise it, never lower what someone else set
+        csv.field_size_limit(CSV_FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     last = 0
     for record in reader:
@@ -220,7 +241,9 @@ def _records(text: str, path: Path) -> Iterator[tuple[list[str], int, int]]:
             return
         except csv.Error as exc:
             where = _where(row_number + 1, next_line)
-            raise InputError(f"malformed CSV in {where}: {exc} (an unclosed quote?)", path=str(path)) from exc
+            hint = (f" (a field over {CSV_FIELD_LIMIT:,} characters: an unclosed quote?)" if "field limit" in str(exc)
+                    else " (an unclosed quote?)")
+            raise InputError(f"malformed CSV in {where}: {exc}{hint}", path=str(path)) from exc
         row_number, next_line = row_number + 1, last_line + 1
         yield record, row_number, first_line
 
@@ -261,6 +284,10 @@ def _cell(record: Sequence[str], position: int) -> str:
 
 def _row_problem(record: Sequence[str], header: _Header) -> str | None:
     """Why a data row is rejected (empty required cell, non-empty fields past the header), or ``None``."""
+    long = [(c, len(record[p])) for c, p in header.positions.items() if p < len(record) and len(record[p]) > MAX_CELL_CHARS]
+    if long:
+        cells = " and ".join(f"{c!r} ({n:,} characters)" for c, n in long)
+        return f"{cells} over the per-cell limit of {MAX_CELL_CHARS:,} characters"
     empty = [c for c in NON_EMPTY_COLUMNS if not _cell(record, header.positions[c])]
     if empty:
         return f"empty {' and '.join(repr(c) for c in empty)}"

@@ -13,6 +13,13 @@ Suites are data, not configuration: a ``fixed_file`` / ``test_file`` / ``unfixed
 (``..``, absolute paths and symlinks followed) inside the files root, which is the suite's own folder
 unless the dataset registry names one (``suite_files_root``). A path that leaves it rejects the case
 with a reason naming the file, the case and the path; the file is never opened.
+
+A case ``id`` becomes a query id in TREC run and qrels files and in the pipeline's tables, so it is
+checked at load (:func:`case_id_problem`), not when ``evaluation_exports`` writes it: a string or an
+integer (not a list, mapping, float or boolean), non-empty once stripped, without whitespace or other
+control characters inside (TREC files are whitespace-separated; see
+:func:`retrieval_pipeline.core.trec.check_trec_id`) and at most :data:`MAX_CASE_ID_CHARS` characters.
+A row with a bad id is rejected naming the file and the row's index.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import PathRefused, resolve_inside
+from retrieval_pipeline.core.paths import PathRefused, resolve_inside, shown
 from retrieval_pipeline.core.sources.yaml_file import read_yaml
 from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
 
@@ -39,6 +46,8 @@ _TYPED_KEYS = {
     "fix_error": _COMMON_KEYS | {"description"} | set(FIX_FILE_ROLES),
 }
 
+#: Longest case id accepted (ids end up in file names of reports, TREC lines and table cells).
+MAX_CASE_ID_CHARS = 200
 
 
 @dataclass
@@ -105,12 +114,36 @@ def read_benchmark_rows(path: Path) -> list[Any]:
 
 
 def _raw_id(raw: Any) -> str | None:
-    """Return the row's id as a stripped string, or None when missing/empty/not a mapping."""
-    if not isinstance(raw, Mapping):
+    """Return the row's id as a stripped string, or None when missing, not a mapping, or not a usable id."""
+    if not isinstance(raw, Mapping) or case_id_problem(raw.get("id")) is not None:
         return None
-    value = raw.get("id")
-    text = "" if value is None else str(value).strip()
-    return text or None
+    return str(raw["id"]).strip()
+
+
+def case_id_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a case id (the message names ``'id'``), or None when it can.
+
+    Args:
+        value: The row's ``id`` as YAML gave it.
+
+    Returns:
+        None for a string or integer that is non-empty once stripped, has no whitespace or control
+        character inside and at most :data:`MAX_CASE_ID_CHARS` characters; else the reason.
+    """
+    if value is None:
+        return "missing or empty 'id'"
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"'id' must be a string or an integer, got {type(value).__name__} {shown(value)}"
+    text = str(value).strip()
+    if not text:
+        return "missing or empty 'id'"
+    if len(text) > MAX_CASE_ID_CHARS:
+        return f"'id' {shown(text)} is longer than {MAX_CASE_ID_CHARS} characters"
+    if any(char.isspace() for char in text):
+        return f"'id' {shown(text)} contains whitespace; ids are written to whitespace-separated TREC files"
+    if not text.isprintable():
+        return f"'id' {shown(text)} contains a control character"
+    return None
 
 
 def _check_unique(case_id: str | None, index: int, first_seen: dict[str, int]) -> None:
@@ -132,9 +165,10 @@ def _build_case(raw: Any, index: int, path: Path, suite: str, files_root: Path) 
     """Validate one raw row and turn it into a Case (raises _CaseProblem)."""
     if not isinstance(raw, Mapping):
         raise _CaseProblem(f"case is not a mapping (got {type(raw).__name__})")
-    case_id = _raw_id(raw)
-    if case_id is None:
-        raise _CaseProblem("missing or empty 'id'")
+    problem = case_id_problem(raw.get("id"))
+    if problem is not None:
+        raise _CaseProblem(problem)
+    case_id = str(raw["id"]).strip()
     benchmark_type = raw.get("benchmark_type")
     if benchmark_type not in BENCHMARK_TYPES:
         expected = ", ".join(BENCHMARK_TYPES)
@@ -157,6 +191,8 @@ def _build_case(raw: Any, index: int, path: Path, suite: str, files_root: Path) 
 def _required_text(raw: Mapping[str, Any], key: str) -> str:
     """Return ``raw[key]`` as stripped text, or raise naming the key when missing/empty."""
     value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _CaseProblem(f"'{key}' must be text, got {type(value).__name__}")
     text = value.strip() if isinstance(value, str) else ""
     if not text:
         raise _CaseProblem(f"missing or empty '{key}'")
