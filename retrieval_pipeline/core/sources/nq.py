@@ -44,6 +44,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected
 
@@ -470,5 +471,5 @@ def write_chunks_json(chunks: Sequence[dict[str, Any]], path: str | Path) -> Pat
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(list(chunks), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(list(chunks), ensure_ascii=False, indent=2) + "\n")
     return path

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.asset_metadata import Markdown, Metadata
+from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.reports import md_preview
@@ -135,9 +136,9 @@ def check_questions(
 def write_report(report: Mapping[str, Any], path: Path) -> str:
     """Write the report as JSON to ``path`` and as Markdown beside it (``.md``); returns the Markdown."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    atomic_write_text(path, json.dumps(report, indent=2, default=str))
     md = markdown_report(report)
-    path.with_suffix(".md").write_text(md, encoding="utf-8")
+    atomic_write_text(path.with_suffix(".md"), md)
     return md
 
 
