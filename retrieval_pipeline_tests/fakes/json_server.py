@@ -1,8 +1,14 @@
-"""A small loopback JSON server with scripted transport faults: the base of the remote-retriever fakes.
+"""Loopback JSON servers with scripted faults: the base of every fake server of the tests.
 
-Subclasses implement :meth:`LoopbackJSONServer.answer` (one POST body in, one :class:`Reply` out). The
-base records every request (with its headers), applies the transport faults of :data:`TRANSPORT_FAULTS`
-and lets subclasses handle their own (content) faults:
+:class:`LoopbackServer` is the threaded 127.0.0.1 server itself: lifecycle, request recording,
+in-flight accounting, bounded sleeps and the handler that reads JSON and sends :class:`Reply` objects.
+Subclasses decide each request's fault and reply (:meth:`LoopbackServer._plan`) and what a recorded
+request looks like (:meth:`LoopbackServer._make_record`).
+
+:class:`LoopbackJSONServer` is the base of the remote-retriever fakes. Subclasses implement
+:meth:`LoopbackJSONServer.answer` (one POST body in, one :class:`Reply` out). It records every request
+(with its headers), applies the transport faults of :data:`TRANSPORT_FAULTS` and lets subclasses handle
+their own (content) faults:
 
 * ``timeout``: sleep ``timeout_sleep_s`` (longer than the client's timeout), then answer normally;
 * ``429``: ``Retry-After: 0``; ``500`` / ``503``: a server error;
@@ -22,15 +28,25 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 TRANSPORT_FAULTS: tuple[str, ...] = ("timeout", "429", "500", "503", "garbage", "disconnect")
 MAX_SLEEP_S = 5.0
 GARBAGE_BODY = b"<html><body>502 Bad Gateway (not JSON)</body></html>"
 
-_S = TypeVar("_S", bound="LoopbackJSONServer")
+
+class _Recorded(Protocol):
+    """What the base needs of a recorded request."""
+
+    @property
+    def fault(self) -> str | None: ...
+
+
+_R = TypeVar("_R", bound=_Recorded)
+_S = TypeVar("_S", bound="LoopbackServer[Any]")
 
 
 @dataclass(frozen=True)
@@ -62,45 +78,83 @@ def error_reply(status: int, message: str) -> Reply:
     return Reply(status, {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error"}})
 
 
-class LoopbackJSONServer:
-    """Serve POST requests on 127.0.0.1 with scripted faults; subclasses answer.
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+    fake: LoopbackServer[Any]
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """Hands POSTs to the fake (no other method: the standard library answers 501)."""
+
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Stay quiet."""
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        self.server.fake._serve(self, "POST")
+
+    def read_json(self) -> Any:
+        """The request body parsed as JSON (``None`` when it is not JSON)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            return json.loads(self.rfile.read(length) or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+
+    def send_reply(self, reply: Reply) -> None:
+        """Send ``reply``; a client that gave up (e.g. after its timeout) only closes the connection."""
+        data = reply.raw if reply.raw is not None else json.dumps(reply.payload).encode("utf-8")
+        content_type = "text/html" if reply.raw is not None else "application/json"
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+class LoopbackServer(Generic[_R]):
+    """A threaded server on 127.0.0.1 that records every request as an ``_R``; subclasses plan the replies.
 
     Args:
-        script: Faults of the first POSTs, in arrival order (``None`` = no fault).
-        timeout_sleep_s: How long a ``timeout`` fault sleeps (at most ``MAX_SLEEP_S``).
-        known_faults: Fault names the subclass handles in :meth:`answer` (besides the transport ones).
+        script: Faults of the first requests a subclass draws faults for (``None`` = no fault).
+        timeout_sleep_s: How long a ``timeout`` fault sleeps (the subclass checks its range).
     """
 
-    route = "/"
+    handler_class: ClassVar[type[LoopbackHandler]] = LoopbackHandler
 
-    def __init__(self, *, script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0,
-                 known_faults: Sequence[str] = ()) -> None:
-        known = set(TRANSPORT_FAULTS) | set(known_faults)
-        unknown = sorted({f for f in script if f is not None} - known)
-        if unknown:
-            raise ValueError(f"unknown faults {unknown}; known: {sorted(known)}")
-        if not 0 <= timeout_sleep_s <= MAX_SLEEP_S:
-            raise ValueError(f"timeout_sleep_s must be within [0, {MAX_SLEEP_S}]")
+    def __init__(self, *, script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0) -> None:
         self._script = list(script)
         self._timeout_sleep_s = timeout_sleep_s
         self._lock = threading.Condition()
         self._closing = threading.Event()
-        self._requests: list[SeenRequest] = []
-        self._posts = 0
+        self._requests: list[_R] = []
         self._in_flight = 0
+        self._max_in_flight = 0
         self._httpd: _Server | None = None
         self._port: int | None = None
         self._thread: threading.Thread | None = None
 
     # -- what subclasses implement ----------------------------------------------------------------
 
-    def answer(self, body: Any, fault: str | None) -> Reply:
-        """The reply to one POST to :attr:`route` (``fault`` is ``None`` or a subclass fault)."""
+    def _plan(self, method: str, path: str, body: Any) -> tuple[str | None, Reply | None]:
+        """The fault and reply of one request (``None`` reply: disconnect)."""
         raise NotImplementedError
 
-    def fault_for(self, body: Any) -> str | None:
-        """The fault of a request past the script (none by default)."""
-        return None
+    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None,
+                     status: int) -> _R:
+        """The record of one request (``status`` 0: disconnected)."""
+        raise NotImplementedError
+
+    def _parse_body(self, data: Any) -> Any:
+        """The body a POST's JSON stands for (``None``: not acceptable); the JSON itself by default."""
+        return data
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -108,7 +162,7 @@ class LoopbackJSONServer:
         """Bind 127.0.0.1 on a free port and serve from a daemon thread."""
         if self._httpd is not None:
             raise RuntimeError("server already started")
-        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd = _Server(("127.0.0.1", 0), self.handler_class)
         httpd.fake = self
         self._httpd = httpd
         self._port = int(httpd.server_address[1])
@@ -150,14 +204,14 @@ class LoopbackJSONServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def requests(self) -> list[SeenRequest]:
+    def requests(self) -> list[_R]:
         """Every request so far, in arrival order."""
         with self._lock:
             return list(self._requests)
 
     @property
     def request_count(self) -> int:
-        """How many requests arrived."""
+        """How many requests arrived (any endpoint)."""
         with self._lock:
             return len(self._requests)
 
@@ -167,18 +221,82 @@ class LoopbackJSONServer:
         with self._lock:
             return Counter(r.fault for r in self._requests if r.fault is not None)
 
+    @property
+    def max_in_flight(self) -> int:
+        """The largest number of requests handled at the same time."""
+        with self._lock:
+            return self._max_in_flight
+
     # -- what the handler calls -------------------------------------------------------------------
+
+    def _serve(self, handler: LoopbackHandler, method: str) -> None:
+        """Handle one request: plan, record, then disconnect or (after the reply's wait) answer."""
+        with self._slot():
+            body = self._parse_body(handler.read_json()) if method == "POST" else None
+            fault, reply = self._plan(method, handler.path, body)
+            self._record(method, handler.path, body, handler.headers, fault, 0 if reply is None else reply.status)
+            if reply is None:
+                handler.close_connection = True
+                return
+            self._pause(reply.sleep_s)
+            handler.send_reply(reply)
 
     @contextmanager
     def _slot(self) -> Iterator[None]:
+        """Count a request as in flight while it is handled."""
         with self._lock:
             self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:
             yield
         finally:
             with self._lock:
                 self._in_flight -= 1
                 self._lock.notify_all()
+
+    def _record(self, method: str, path: str, body: Any, headers: Message, fault: str | None, status: int) -> None:
+        with self._lock:
+            self._requests.append(self._make_record(len(self._requests), method, path, body, headers, fault, status))
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep at most ``seconds`` (capped), waking at once on shutdown."""
+        if seconds > 0:
+            self._closing.wait(min(seconds, MAX_SLEEP_S))
+
+
+class LoopbackJSONServer(LoopbackServer[SeenRequest]):
+    """Serve POST requests on 127.0.0.1 with scripted faults; subclasses answer.
+
+    Args:
+        script: Faults of the first POSTs, in arrival order (``None`` = no fault).
+        timeout_sleep_s: How long a ``timeout`` fault sleeps (at most ``MAX_SLEEP_S``).
+        known_faults: Fault names the subclass handles in :meth:`answer` (besides the transport ones).
+    """
+
+    route = "/"
+
+    def __init__(self, *, script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0,
+                 known_faults: Sequence[str] = ()) -> None:
+        known = set(TRANSPORT_FAULTS) | set(known_faults)
+        unknown = sorted({f for f in script if f is not None} - known)
+        if unknown:
+            raise ValueError(f"unknown faults {unknown}; known: {sorted(known)}")
+        if not 0 <= timeout_sleep_s <= MAX_SLEEP_S:
+            raise ValueError(f"timeout_sleep_s must be within [0, {MAX_SLEEP_S}]")
+        super().__init__(script=script, timeout_sleep_s=timeout_sleep_s)
+        self._posts = 0
+
+    # -- what subclasses implement ----------------------------------------------------------------
+
+    def answer(self, body: Any, fault: str | None) -> Reply:
+        """The reply to one POST to :attr:`route` (``fault`` is ``None`` or a subclass fault)."""
+        raise NotImplementedError
+
+    def fault_for(self, body: Any) -> str | None:
+        """The fault of a request past the script (none by default)."""
+        return None
+
+    # -- the plan ---------------------------------------------------------------------------------
 
     def _next_fault(self, body: Any) -> str | None:
         with self._lock:
@@ -187,7 +305,7 @@ class LoopbackJSONServer:
         scripted = self._script[position] if position < len(self._script) else None
         return scripted if scripted is not None else self.fault_for(body)
 
-    def _plan(self, path: str, body: Any) -> tuple[str | None, Reply | None]:
+    def _plan(self, method: str, path: str, body: Any) -> tuple[str | None, Reply | None]:
         """The fault and reply of one POST (``None`` reply: disconnect)."""
         if path.rstrip("/") != self.route.rstrip("/"):
             return None, error_reply(404, f"no route {path}")
@@ -207,56 +325,6 @@ class LoopbackJSONServer:
             reply = Reply(reply.status, reply.payload, reply.raw, reply.headers, self._timeout_sleep_s)
         return fault, reply
 
-    def _record(self, path: str, body: Any, headers: dict[str, str], fault: str | None, status: int) -> None:
-        with self._lock:
-            self._requests.append(SeenRequest(len(self._requests), "POST", path, body, headers, fault, status))
-
-    def _pause(self, seconds: float) -> None:
-        if seconds > 0:
-            self._closing.wait(min(seconds, MAX_SLEEP_S))
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
-    fake: LoopbackJSONServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        """Stay quiet."""
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        fake = self.server.fake
-        with fake._slot():
-            body = self._read_json()
-            fault, reply = fake._plan(self.path, body)
-            fake._record(self.path, body, {k.lower(): v for k, v in self.headers.items()}, fault, 0 if reply is None else reply.status)
-            if reply is None:
-                self.close_connection = True
-                return
-            fake._pause(reply.sleep_s)
-            self._send(reply)
-
-    def _read_json(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            return json.loads(self.rfile.read(length) or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None
-
-    def _send(self, reply: Reply) -> None:
-        data = reply.raw if reply.raw is not None else json.dumps(reply.payload).encode("utf-8")
-        content_type = "text/html" if reply.raw is not None else "application/json"
-        try:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. after its timeout)
-            self.close_connection = True
+    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None,
+                     status: int) -> SeenRequest:
+        return SeenRequest(index, method, path, body, {k.lower(): v for k, v in headers.items()}, fault, status)

@@ -24,19 +24,17 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from email.message import Message
 from typing import Any
+
+from retrieval_pipeline_tests.fakes.json_server import MAX_SLEEP_S, LoopbackHandler, LoopbackServer, Reply
 
 FAULT_KINDS: tuple[str, ...] = ("timeout", "429", "500", "truncated", "malformed")
 EXTRA_FAULT_KINDS: tuple[str, ...] = ("400", "503", "disconnect")
-MAX_SLEEP_S = 5.0
 MALFORMED_TEXT = "Sure! The answer is clearly the first one, as explained above."
 
 Answers = Callable[[list[dict[str, Any]]], str | None] | Mapping[str, str]
@@ -60,16 +58,6 @@ class RecordedRequest:
         return list((self.body or {}).get("messages", []))
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """What to answer: status, JSON payload, headers, and how long to wait first."""
-
-    status: int
-    payload: dict[str, Any] | None
-    headers: tuple[tuple[str, str], ...] = ()
-    sleep_s: float = 0.0
-
-
 def message_text(message: Mapping[str, Any]) -> str:
     """Return a message's text (string content or the text parts of a list)."""
     content = message.get("content")
@@ -80,11 +68,18 @@ def message_text(message: Mapping[str, Any]) -> str:
     return ""
 
 
-def _error(status: int, message: str, kind: str) -> _Plan:
-    return _Plan(status, {"error": {"message": message, "type": kind, "code": status}})
+def _error(status: int, message: str, kind: str) -> Reply:
+    return Reply(status, {"error": {"message": message, "type": kind, "code": status}})
 
 
-class FakeOpenAIServer:
+class _OpenAIHandler(LoopbackHandler):
+    """Hands GETs to the fake too (``/v1/models``)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self.server.fake._serve(self, "GET")
+
+
+class FakeOpenAIServer(LoopbackServer[RecordedRequest]):
     """Serve ``POST /v1/chat/completions`` and ``GET /v1/models`` on loopback, with injected faults.
 
     Args:
@@ -98,6 +93,8 @@ class FakeOpenAIServer:
         script: Faults forced on the first chat requests, in arrival order.
         model: The model name reported.
     """
+
+    handler_class = _OpenAIHandler
 
     def __init__(
         self,
@@ -116,86 +113,29 @@ class FakeOpenAIServer:
             raise ValueError("fault_rate must be within [0, 1]")
         if max(delay_s, timeout_sleep_s) > MAX_SLEEP_S or min(delay_s, timeout_sleep_s) < 0:
             raise ValueError(f"delay_s and timeout_sleep_s must be within [0, {MAX_SLEEP_S}]")
+        super().__init__(script=script, timeout_sleep_s=timeout_sleep_s)
         self.model = model
         self._answers = answers
         self._fault_rate = fault_rate
         self._faults = tuple(faults)
         self._seed = seed
         self._delay_s = delay_s
-        self._timeout_sleep_s = timeout_sleep_s
-        self._script = list(script)
-        self._lock = threading.Condition()
-        self._closing = threading.Event()
-        self._requests: list[RecordedRequest] = []
         self._seen: Counter[str] = Counter()
         self._chat_count = 0
-        self._in_flight = 0
-        self._max_in_flight = 0
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle --------------------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAIServer:
-        """Bind 127.0.0.1 on a free port and serve from a daemon thread."""
-        if self._httpd is not None:
-            raise RuntimeError("server already started")
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving, wake sleeping handlers and wait (bounded) until they have finished."""
-        if self._httpd is None:
-            return
-        self._closing.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=MAX_SLEEP_S)
-        with self._lock:
-            self._lock.wait_for(lambda: self._in_flight == 0, timeout=MAX_SLEEP_S)
-        self._httpd = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- what tests read --------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
-        """The bound port."""
+        """The bound port (only while serving)."""
         if self._httpd is None:
             raise RuntimeError("server not started")
-        return int(self._httpd.server_address[1])
+        return super().port
 
     @property
     def base_url(self) -> str:
         """The OpenAI ``base_url`` of this server."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request so far, in arrival order."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def request_count(self) -> int:
-        """How many requests arrived (any endpoint)."""
-        with self._lock:
-            return len(self._requests)
+        return f"{self.origin}/v1"
 
     @property
     def chat_count(self) -> int:
@@ -203,48 +143,38 @@ class FakeOpenAIServer:
         with self._lock:
             return self._chat_count
 
-    @property
-    def fault_counts(self) -> Counter[str]:
-        """How many times each fault was injected."""
-        with self._lock:
-            return Counter(r.fault for r in self._requests if r.fault is not None)
+    # -- what the base calls ----------------------------------------------------------------------
 
-    @property
-    def max_in_flight(self) -> int:
-        """The largest number of requests handled at the same time."""
-        with self._lock:
-            return self._max_in_flight
+    def _parse_body(self, data: Any) -> dict[str, Any] | None:
+        """Only a JSON object is a request body."""
+        return data if isinstance(data, dict) else None
 
-    # -- what the handler calls -------------------------------------------------------------------
+    def _plan(self, method: str, path: str, body: Any) -> tuple[str | None, Reply | None]:
+        """The models list for a GET; for a chat POST its fault and reply, after ``delay_s`` (``None``: disconnect)."""
+        if method == "GET":
+            return None, self._plan_models() if path.rstrip("/") == "/v1/models" else _error(404, "no route", "not_found")
+        fault: str | None = None
+        if path.rstrip("/") != "/v1/chat/completions":
+            reply = _error(404, "no route", "not_found")
+        elif body is None:
+            reply = _error(400, "body is not a JSON object", "invalid_request_error")
+        else:
+            fault, reply = self._plan_chat(body)
+        if fault == "disconnect":
+            return fault, None
+        return fault, replace(reply, sleep_s=self._delay_s + reply.sleep_s)
 
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
-        """Count a request as in flight while it is handled."""
-        with self._lock:
-            self._in_flight += 1
-            self._max_in_flight = max(self._max_in_flight, self._in_flight)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._in_flight -= 1
-                self._lock.notify_all()
+    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None,
+                     status: int) -> RecordedRequest:
+        authorized = bool(headers.get("Authorization", "").startswith("Bearer "))
+        return RecordedRequest(index, method, path, body, fault, status, authorized)
 
-    def _record(self, method: str, path: str, body: dict[str, Any] | None, fault: str | None, plan: _Plan,
-                authorized: bool) -> None:
-        with self._lock:
-            index = len(self._requests)
-            self._requests.append(RecordedRequest(index, method, path, body, fault, plan.status, authorized))
+    # -- the chat ---------------------------------------------------------------------------------
 
-    def _pause(self, seconds: float) -> None:
-        """Sleep at most ``seconds`` (capped), waking at once on shutdown."""
-        if seconds > 0:
-            self._closing.wait(min(seconds, MAX_SLEEP_S))
+    def _plan_models(self) -> Reply:
+        return Reply(200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "fake"}]})
 
-    def _plan_models(self) -> _Plan:
-        return _Plan(200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "fake"}]})
-
-    def _plan_chat(self, body: dict[str, Any]) -> tuple[str | None, _Plan]:
+    def _plan_chat(self, body: dict[str, Any]) -> tuple[str | None, Reply]:
         """Decide the fault and the response of one chat request."""
         messages = body.get("messages")
         if not isinstance(messages, list):
@@ -282,10 +212,10 @@ class FakeOpenAIServer:
                     return answer
         return None
 
-    def _faulted(self, fault: str | None, answer: str, messages: list[dict[str, Any]], body: dict[str, Any]) -> _Plan:
+    def _faulted(self, fault: str | None, answer: str, messages: list[dict[str, Any]], body: dict[str, Any]) -> Reply:
         """Return the response for ``fault`` (a normal completion when None)."""
         if fault == "429":
-            return _Plan(429, {"error": {"message": "rate limited", "type": "rate_limit_error"}}, (("Retry-After", "0"),))
+            return Reply(429, {"error": {"message": "rate limited", "type": "rate_limit_error"}}, headers=(("Retry-After", "0"),))
         if fault in ("500", "503"):
             return _error(int(fault), "injected server error", "server_error")
         if fault == "400":
@@ -294,12 +224,12 @@ class FakeOpenAIServer:
             return self._completion(answer[: max(1, len(answer) // 2)], "length", messages, body)
         if fault == "malformed":
             return self._completion(MALFORMED_TEXT, "stop", messages, body)
-        plan = self._completion(answer, "stop", messages, body)
+        reply = self._completion(answer, "stop", messages, body)
         if fault == "timeout":
-            return _Plan(plan.status, plan.payload, plan.headers, self._timeout_sleep_s)
-        return plan
+            return replace(reply, sleep_s=self._timeout_sleep_s)
+        return reply
 
-    def _completion(self, content: str, finish: str, messages: list[dict[str, Any]], body: dict[str, Any]) -> _Plan:
+    def _completion(self, content: str, finish: str, messages: list[dict[str, Any]], body: dict[str, Any]) -> Reply:
         prompt_tokens = sum(len(message_text(m).split()) for m in messages)
         completion_tokens = max(1, len(content.split()))
         with self._lock:
@@ -323,7 +253,7 @@ class FakeOpenAIServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
-        return _Plan(200, payload)
+        return Reply(200, payload)
 
 
 def _check_faults(kinds: Sequence[str]) -> None:
@@ -331,66 +261,3 @@ def _check_faults(kinds: Sequence[str]) -> None:
     unknown = sorted(set(kinds) - known)
     if unknown:
         raise ValueError(f"unknown fault kinds {unknown}; known: {sorted(known)}")
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
-    fake: FakeOpenAIServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        """Stay quiet."""
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        fake = self.server.fake
-        with fake._slot():
-            plan = fake._plan_models() if self.path.rstrip("/") == "/v1/models" else _error(404, "no route", "not_found")
-            fake._record("GET", self.path, None, None, plan, self._authorized())
-            self._reply(plan)
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        fake = self.server.fake
-        with fake._slot():
-            body = self._read_json()
-            fault: str | None = None
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                plan = _error(404, "no route", "not_found")
-            elif body is None:
-                plan = _error(400, "body is not a JSON object", "invalid_request_error")
-            else:
-                fault, plan = fake._plan_chat(body)
-            status_plan = _Plan(0, None) if fault == "disconnect" else plan
-            fake._record("POST", self.path, body, fault, status_plan, self._authorized())
-            if fault == "disconnect":
-                self.close_connection = True
-                return
-            fake._pause(fake._delay_s + plan.sleep_s)
-            self._reply(plan)
-
-    def _authorized(self) -> bool:
-        return bool(self.headers.get("Authorization", "").startswith("Bearer "))
-
-    def _read_json(self) -> dict[str, Any] | None:
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            data = json.loads(self.rfile.read(length) or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None
-        return data if isinstance(data, dict) else None
-
-    def _reply(self, plan: _Plan) -> None:
-        data = json.dumps(plan.payload).encode("utf-8")
-        try:
-            self.send_response(plan.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in plan.headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. after a timeout)
-            self.close_connection = True

@@ -31,37 +31,12 @@ from retrieval_pipeline.core.retrieval.encoders import (
     make_model_id,
     model_fingerprint,
 )
-from retrieval_pipeline.core.retrieval.factory import (
-    PARAMS_FILE,
-    CheckedRetriever,
-    RetrieverRegistry,
-    build_context,
-    build_index,
-    load_retriever,
-    load_retriever_specs,
-)
+from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, load_retriever_specs
 from retrieval_pipeline.core.retrieval.kinds.dense import CACHE_FILE, DenseSpec
 from retrieval_pipeline.core.retrieval.spec import parse_spec
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, REAL_DOCS, build, fake_model_folder, load, parse_as
 
 VOCAB = ["cat", "dog", "fish", "bird", "query", "passage"]
-CORPUS = {
-    "d0": "the cat sat on the mat",
-    "d1": "a dog chased the cat",
-    "d2": "fish swim in the sea",
-    "d3": "birds fly over the sea",
-    "d4": "the dog sleeps",
-}
-DOCS = [Document(doc, text) for doc, text in CORPUS.items()]
-DATASET = "toy"
-
-
-def fake_model_folder(root: Path, weights: bytes = b"weights-v1", config: str = '{"architectures": ["BertModel"]}') -> Path:
-    """A folder that looks like a model to the resolver and the fingerprint (never loaded)."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(config, encoding="utf-8")
-    (root / "model.safetensors").write_bytes(weights)
-    return root
 
 
 @pytest.fixture
@@ -70,9 +45,8 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 def dense(name: str, model_dir: Path, **settings: Any) -> DenseSpec:
-    spec = parse_spec(name, {"kind": "dense", "model": {"path": str(model_dir)}, **settings})
-    assert isinstance(spec, DenseSpec)
-    return spec
+    """A ``kind: dense`` spec of the model in ``model_dir``."""
+    return parse_as(DenseSpec, name, {"kind": "dense", "model": {"path": str(model_dir)}, **settings})
 
 
 class Encoders:
@@ -84,16 +58,6 @@ class Encoders:
 
     def __call__(self, spec: Any) -> CountingEncoder:
         return self.made.setdefault(spec.name, CountingEncoder(KeywordEncoder(self.vocabulary)))
-
-
-def build(spec: DenseSpec, root: Path, encoder_for: Any) -> dict[str, Any]:
-    registry = RetrieverRegistry(root / "retrievers.yaml", {spec.name: spec})
-    return build_index(spec, build_context(registry, DATASET, DOCS, root / "indexes", root / "cache", encoder_for, spec.name))
-
-
-def load(spec: DenseSpec, root: Path, encoder_for: Any) -> CheckedRetriever:
-    registry = RetrieverRegistry(root / "retrievers.yaml", {spec.name: spec})
-    return load_retriever(registry, spec.name, DATASET, DOCS, root / "indexes", root / "cache", encoder_for)
 
 
 # -- settings --------------------------------------------------------------------------------------
@@ -182,7 +146,8 @@ def test_package_source_uses_get_model_path(tmp_path: Path, monkeypatch: pytest.
     _package(tmp_path / "site", "shipped_model_a", f"def get_model_path():\n    return {str(folder)!r}\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     resolved = ModelSource(package="shipped_model_a").resolve()
-    assert resolved.path == folder.resolve() and resolved.name == "shipped_model_a" and resolved.origin["model_package"] == "shipped_model_a"
+    assert resolved.path == folder.resolve() and resolved.name == "shipped_model_a"
+    assert resolved.origin["model_package"] == "shipped_model_a"
 
 
 def test_package_source_without_get_model_path_finds_its_one_model_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -351,19 +316,12 @@ def test_failed_build_keeps_the_previous_index(tmp_path: Path, model_dir: Path) 
 
 # -- the real models -------------------------------------------------------------------------------
 
-REAL_DOCS = [
-    Document("reset", "To reset your password, open Settings, choose Security and click Forgot password."),
-    Document("recipe", "The recipe needs two cups of flour, an egg and a pinch of salt."),
-    Document("oom", "The container was OOMKilled because it exceeded its memory limit."),
-]
 REAL_QUERIES = ["How do I change my login password?", "container killed for using too much memory"]
 
 
 def _real_spec(name: str, package: str, **settings: Any) -> DenseSpec:
     pytest.importorskip(package, reason=f"the {package} model package is not installed (pip install the project)")
-    spec = parse_spec(name, {"kind": "dense", "model": {"package": package}, **settings})
-    assert isinstance(spec, DenseSpec)
-    return spec
+    return parse_as(DenseSpec, name, {"kind": "dense", "model": {"package": package}, **settings})
 
 
 @pytest.mark.integration
@@ -373,18 +331,16 @@ def _real_spec(name: str, package: str, **settings: Any) -> DenseSpec:
 ])
 def test_real_models_build_load_and_search(tmp_path: Path, package: str, weights_sha256: str) -> None:
     spec = _real_spec(f"dense_{package}", package)
-    registry = RetrieverRegistry(tmp_path / "r.yaml", {spec.name: spec})
-    ctx = build_context(registry, DATASET, REAL_DOCS, tmp_path / "indexes", tmp_path / "cache", encoder_for_spec, spec.name)
-    params = build_index(spec, ctx)
+    params = build(spec, tmp_path, encoder_for_spec, docs=REAL_DOCS)
     assert params["weights_sha256"] == weights_sha256 == file_sha256(Path(params["model_path"]) / "model.safetensors")
     assert params["model_id"].startswith(f"{package}@sha256:{weights_sha256[:16]}+cfg:")
     assert params["dim"] == 384 and params["model_package"] == package and params["model_package_version"]
     assert (params["embedded_now"], params["from_cache"]) == (3, 0)
 
-    again = build_index(spec, ctx)
+    again = build(spec, tmp_path, encoder_for_spec, docs=REAL_DOCS)
     assert (again["embedded_now"], again["from_cache"]) == (0, 3)
 
-    retriever = load_retriever(registry, spec.name, DATASET, REAL_DOCS, tmp_path / "indexes", tmp_path / "cache", encoder_for_spec)
+    retriever = load(spec, tmp_path, encoder_for_spec, docs=REAL_DOCS)
     [password, memory] = retriever.search(REAL_QUERIES, 3)
     assert password[0][0] == "reset" and memory[0][0] == "oom"
     assert all(-1.0 - 1e-5 <= s <= 1.0 + 1e-5 for hits in (password, memory) for _, s in hits)

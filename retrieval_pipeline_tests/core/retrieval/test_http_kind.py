@@ -13,35 +13,14 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import QueryError, RetrieverError
-from retrieval_pipeline.core.retrieval.factory import (
-    PARAMS_FILE,
-    CheckedRetriever,
-    RetrieverRegistry,
-    build_context,
-    build_index,
-    load_retriever,
-)
+from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, CheckedRetriever
 from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever, HttpSpec, parse_entry
 from retrieval_pipeline.core.retrieval.remote import RetryPolicy
-from retrieval_pipeline.core.retrieval.spec import parse_spec
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, DATASET, build, load, parse_as
 from retrieval_pipeline_tests.fakes.search_server import SERVICE_ERROR, UNKNOWN_DOC, FakeSearchService
 
-CORPUS = {
-    "d0": "the cat sat on the mat",
-    "d1": "a dog chased the cat",
-    "d2": "fish swim in the sea",
-    "d3": "birds fly over the sea",
-    "d4": "the dog sleeps",
-}
-DOCS = [Document(doc, text) for doc, text in CORPUS.items()]
-DATASET = "toy"
 NAME = "search_service"
 SECRET = "Bearer tok-0123456789abcdef"
-
-
-def _no_encoder(spec: Any) -> Any:
-    raise AssertionError("the http kind has no encoder")
 
 
 @pytest.fixture
@@ -51,21 +30,15 @@ def service() -> Iterator[FakeSearchService]:
 
 
 def make_spec(endpoint: str, /, **settings: Any) -> HttpSpec:
+    """A ``kind: http`` spec of ``endpoint`` with short timeouts and one retry."""
     raw = {"kind": "http", "url": endpoint, "timeout_s": 0.2, "max_retries": 1, "backoff_base_s": 0.0, "probe_query": "cat", **settings}
-    spec = parse_spec(NAME, raw)
-    assert isinstance(spec, HttpSpec)
-    return spec
-
-
-def build(spec: HttpSpec, root: Path) -> dict[str, Any]:
-    registry = RetrieverRegistry(root / "retrievers.yaml", {NAME: spec})
-    return build_index(spec, build_context(registry, DATASET, DOCS, root / "indexes", root / "cache", _no_encoder, NAME))
+    return parse_as(HttpSpec, NAME, raw)
 
 
 def build_and_load(spec: HttpSpec, root: Path) -> CheckedRetriever:
+    """Build ``spec`` (which probes the service), then load it."""
     build(spec, root)
-    registry = RetrieverRegistry(root / "retrievers.yaml", {NAME: spec})
-    return load_retriever(registry, NAME, DATASET, DOCS, root / "indexes", root / "cache", _no_encoder)
+    return load(spec, root)
 
 
 def http_inner(retriever: CheckedRetriever) -> HttpRetriever:

