@@ -56,8 +56,10 @@ def _hostile_path_probes() -> list[Probe]:
         return run
 
     expect = ("'fix:hostile'", "outside the allowed root")
-    return [Probe("suite (paths)", f"fixed_file: {name}", build(given), (*expect, how), {"cases": (2, 1, 1)})
-            for name, (given, how) in sorted(test_hostile_paths.REFUSED.items())]
+    return [
+        Probe("suite (paths)", f"fixed_file: {name}", build(given), (*expect, how), {"cases": (2, 1, 1)})
+        for name, (given, how) in sorted(test_hostile_paths.REFUSED.items())
+    ]
 
 
 def _dataset_name_probes() -> list[Probe]:
@@ -86,17 +88,36 @@ def _yaml_probes() -> list[Probe]:
 
     suite_bomb, registry_bomb = write("benchmark.yaml", test_yaml_limits.SUITE_BOMB), write("datasets.yaml", test_yaml_limits.REGISTRY_BOMB)
     probes = [
-        Probe("yaml", f"alias bomb in a suite ({len(test_yaml_limits.SUITE_BOMB)} bytes)",
-              lambda root: _refused(lambda: load_suite(suite_bomb(root))), ("{root}/benchmark.yaml", "alias"), {}, refused=True),
-        Probe("yaml", f"alias bomb in the registry ({len(test_yaml_limits.REGISTRY_BOMB)} bytes)",
-              lambda root: _refused(lambda: load_registry(registry_bomb(root), root=root)), ("{root}/datasets.yaml", "alias"), {},
-              refused=True),
+        Probe(
+            "yaml",
+            f"alias bomb in a suite ({len(test_yaml_limits.SUITE_BOMB)} bytes)",
+            lambda root: _refused(lambda: load_suite(suite_bomb(root))),
+            ("{root}/benchmark.yaml", "alias"),
+            {},
+            refused=True,
+        ),
+        Probe(
+            "yaml",
+            f"alias bomb in the registry ({len(test_yaml_limits.REGISTRY_BOMB)} bytes)",
+            lambda root: _refused(lambda: load_registry(registry_bomb(root), root=root)),
+            ("{root}/datasets.yaml", "alias"),
+            {},
+            refused=True,
+        ),
     ]
     for text, words in _parametrised(test_yaml_limits.test_hostile_structures_are_refused):
         label = f"{text[:24]!r}{'...' if len(text) > 24 else ''} ({len(text):,} characters)"
         to = write("suite.yaml", text)
-        probes.append(Probe("yaml", label, lambda root, to=to: _refused(lambda: read_yaml(to(root), "suite file")),
-                            ("{root}/suite.yaml", words), {}, refused=True))
+        probes.append(
+            Probe(
+                "yaml",
+                label,
+                lambda root, to=to: _refused(lambda: read_yaml(to(root), "suite file")),
+                ("{root}/suite.yaml", words),
+                {},
+                refused=True,
+            )
+        )
     return probes
 
 

@@ -167,9 +167,7 @@ def run_rank_bm25(index: BM25Okapi, queries: Sequence[list[str]], k: int) -> tup
     return all_scores, time.perf_counter() - start
 
 
-def compare(
-    ours: BM25Retriever, reference_scores: Sequence[np.ndarray], queries: Sequence[list[str]], k: int
-) -> tuple[float, float]:
+def compare(ours: BM25Retriever, reference_scores: Sequence[np.ndarray], queries: Sequence[list[str]], k: int) -> tuple[float, float]:
     """Fraction of queries whose top-k doc lists are identical, and the max |score difference|."""
     hits = ours.search_tokens(queries, k)
     position = {doc_id: i for i, doc_id in enumerate(ours.doc_ids)}
@@ -207,8 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reference, reference_build = timed(lambda: BM25Okapi(work.corpus_tokens))
     ours, ours_build = timed(lambda: BM25Retriever.from_tokens(work.doc_ids, work.corpus_tokens))
     print(
-        f"build: rank_bm25 {reference_build:.2f} s | ours {ours_build:.2f} s "
-        f"({ours.weights.nnz:,} weights, {len(ours.vocabulary):,} terms)"
+        f"build: rank_bm25 {reference_build:.2f} s | ours {ours_build:.2f} s ({ours.weights.nnz:,} weights, {len(ours.vocabulary):,} terms)"
     )
 
     queries = work.queries_tokens
@@ -226,10 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(speed_line(f"ours one at a time ({n} calls)", n, single_seconds, reference_qps))
 
     agreement, max_diff = compare(ours, reference_scores, baseline, args.k)
-    print(
-        f"top-{args.k} agreement: {agreement:.1%} of {len(baseline)} queries identical; "
-        f"max |score diff| over all docs: {max_diff:.3g}"
-    )
+    print(f"top-{args.k} agreement: {agreement:.1%} of {len(baseline)} queries identical; max |score diff| over all docs: {max_diff:.3g}")
     return 0 if agreement == 1.0 else 1
 
 

@@ -118,8 +118,7 @@ PROBES: tuple[Probe, ...] = (
     ),
     relevance(
         "parse a date string into a datetime",
-        "datetime.strptime(date_string, format): Return a datetime corresponding to date_string, parsed "
-        "according to format.",
+        "datetime.strptime(date_string, format): Return a datetime corresponding to date_string, parsed according to format.",
         "high",
     ),
 )
@@ -208,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     wall = sum(r[4] for r in rows)
     prompt_tok = sum(r[5] for r in rows)
     gen_tok = sum(r[6] for r in rows)
-    print(f"tokens: {prompt_tok} prompt + {gen_tok} generated in {wall:.1f} s; "
-          f"{gen_tok / wall:.1f} generated tokens/s end to end, {(prompt_tok + gen_tok) / wall:.1f} total tokens/s")
+    print(
+        f"tokens: {prompt_tok} prompt + {gen_tok} generated in {wall:.1f} s; "
+        f"{gen_tok / wall:.1f} generated tokens/s end to end, {(prompt_tok + gen_tok) / wall:.1f} total tokens/s"
+    )
     return 0
 
 

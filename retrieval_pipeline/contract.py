@@ -15,8 +15,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0 when the plug-in satisfies the contract, 1 when it does not, 2 when it cannot be imported."""
     parser = argparse.ArgumentParser(prog="python -m retrieval_pipeline.contract", description=__doc__)
     parser.add_argument("factory", help="package.module:factory, as in retrievers.yaml")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="a keyword argument for the factory (VALUE parsed as JSON when it can be)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a keyword argument for the factory (VALUE parsed as JSON when it can be)",
+    )
     args = parser.parse_args(argv)
     try:
         factory = import_factory(args.factory)

@@ -62,7 +62,7 @@ class TfidfRetriever:
         if n:
             for word in words:
                 padded = f" {word} "
-                counts.update(f"c:{padded[i:i + n]}" for i in range(max(1, len(padded) - n + 1)))
+                counts.update(f"c:{padded[i : i + n]}" for i in range(max(1, len(padded) - n + 1)))
         return counts
 
     def build(self, doc_ids: Sequence[str], texts: Sequence[str]) -> None:

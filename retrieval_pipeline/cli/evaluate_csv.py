@@ -46,15 +46,19 @@ from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import set_hf_offline
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline.core.sources.nq import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
+from retrieval_pipeline.core.types import Document
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = PROJECT_ROOT / "data" / "cache"
 DEFAULT_OUT = PROJECT_ROOT / "data" / "out" / "evaluate_csv"
 #: Search types: short labels for retrievers of ``data/config/retrievers.yaml`` (any registry name works too).
-SEARCH_TYPES: dict[str, str] = {"keyword": "bm25", "semantic": "dense_minilm", "hybrid": "hybrid_rrf_k60",
-                                "hybrid_minmax": "hybrid_minmax_a0.5"}
+SEARCH_TYPES: dict[str, str] = {
+    "keyword": "bm25",
+    "semantic": "dense_minilm",
+    "hybrid": "hybrid_rrf_k60",
+    "hybrid_minmax": "hybrid_minmax_a0.5",
+}
 DEFAULT_SEARCH_TYPES: tuple[str, ...] = ("keyword", "semantic", "hybrid")
 #: Chunk ids listed per question in the report.
 REPORT_K = 5
@@ -212,7 +216,11 @@ def _print_rejects(load: NQLoad, out: TextIO) -> None:
 
 
 def _evaluate(
-    retrievers: dict[str, str], corpus: list[dict[str, str]], questions: dict[str, str], out_dir: Path, cache_dir: Path,
+    retrievers: dict[str, str],
+    corpus: list[dict[str, str]],
+    questions: dict[str, str],
+    out_dir: Path,
+    cache_dir: Path,
     timings: Timings,
 ) -> dict[str, TimedRun]:
     """Build (components first) and run every requested retriever through the one retriever factory.
@@ -237,8 +245,9 @@ def _evaluate(
     runs: dict[str, TimedRun] = {}
     for label, name in retrievers.items():
         with timings.step(f"evaluate {label}") as note:
-            done = run_retriever(registry, "evaluate_csv", name, documents, questions, index_root, cache_dir, encoder_for_spec,
-                                 depth, latency_sample)
+            done = run_retriever(
+                registry, "evaluate_csv", name, documents, questions, index_root, cache_dir, encoder_for_spec, depth, latency_sample
+            )
             runs[label] = done.timed
             note.append(_latency_note(done.timed, len(questions)))
     return runs

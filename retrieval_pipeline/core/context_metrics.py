@@ -43,6 +43,9 @@ from retrieval_pipeline.core.metrics import per_query_metrics, reciprocal_rank
 from retrieval_pipeline.core.similarity import SimilaritySettings, similarity_of
 from retrieval_pipeline.core.types import Document, Qrels, Run
 
+#: The default similarity settings (threshold 0.5, autojunk off, normalised).
+DEFAULT_SIMILARITY = SimilaritySettings()
+
 #: The fixed ``hit@k`` columns (aliases of ``hit_rate@k``).
 HIT_KS = (1, 3, 5)
 NDCG_K = 10
@@ -85,7 +88,7 @@ def context_qa_metrics(
     qrels: Qrels,
     expected: Mapping[str, str],
     chunks_by_id: Mapping[str, Document],
-    settings: SimilaritySettings = SimilaritySettings(),
+    settings: SimilaritySettings = DEFAULT_SIMILARITY,
     ks: Sequence[int] = (1, 5, 10),
 ) -> pd.DataFrame:
     """Score every qrels query: ranking metrics at each ``k`` plus context coverage and best match position.

@@ -28,11 +28,25 @@ class ContextMatcher:
         evidence = {"similarity": self.settings.as_dict(), "matches": [{"chunk": d, "ratio": round(r, 4)} for d, r in matches]}
         warnings: list[str] = []
         if not matches:
-            best_id, best = max(((c.doc_id, similarity_of(expected, c, self.settings)) for c in self.chunks),
-                                key=lambda x: (x[1], x[0]), default=(None, 0.0))
+            best_id, best = max(
+                ((c.doc_id, similarity_of(expected, c, self.settings)) for c in self.chunks),
+                key=lambda x: (x[1], x[0]),
+                default=(None, 0.0),
+            )
             evidence["best"] = {"chunk": best_id, "ratio": round(best, 4)}
-            warnings.append(f"{case.source_file} row {case.index + 1} ({case.case_id}): the expected context matches no chunk "
-                            f"at threshold {self.settings.threshold:g} (best ratio {best:.3f} in {best_id})")
-        return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query,
-                      [d for d, _ in matches], "resolved" if matches else "unresolved",
-                      f"similarity>={self.settings.threshold:g}", evidence, warnings)
+            warnings.append(
+                f"{case.source_file} row {case.index + 1} ({case.case_id}): the expected context matches no chunk "
+                f"at threshold {self.settings.threshold:g} (best ratio {best:.3f} in {best_id})"
+            )
+        return QAPair(
+            case.case_id,
+            case.suite,
+            case.benchmark_type,
+            case.source_file,
+            case.query,
+            [d for d, _ in matches],
+            "resolved" if matches else "unresolved",
+            f"similarity>={self.settings.threshold:g}",
+            evidence,
+            warnings,
+        )

@@ -134,9 +134,7 @@ def _report_value(field: _Field, value: float) -> float | int | None:
     return None if number is None else field.scale * number
 
 
-def _results(
-    per_query: pd.DataFrame, run: Run, qrels: Qrels, questions: Mapping[str, str], k: int
-) -> list[dict[str, Any]]:
+def _results(per_query: pd.DataFrame, run: Run, qrels: Qrels, questions: Mapping[str, str], k: int) -> list[dict[str, Any]]:
     """One entry per qrels question, in qrels order."""
     ranks = dict(zip(per_query["query_id"], per_query["first_relevant_rank"]))
     results = []
@@ -191,10 +189,7 @@ def comparison_table(results: Mapping[str, Mapping[str, Any]]) -> str:
         The table (``tabulate``'s ``simple`` format), without a trailing newline.
     """
     names = list(results)
-    rows = [
-        [METRIC_LABELS[key], *(_format(key, results[name]["metrics"].get(key)) for name in names)]
-        for key in METRIC_KEYS
-    ]
+    rows = [[METRIC_LABELS[key], *(_format(key, results[name]["metrics"].get(key)) for name in names)] for key in METRIC_KEYS]
     return tabulate(
         rows,
         headers=["metric", *names],

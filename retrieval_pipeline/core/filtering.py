@@ -73,8 +73,13 @@ def judge_pairs(
     if client is not None and needs_llm(settings):
         judge = LLMForwardRagJudge(client, texts, random_contexts=settings.random_contexts, seed=settings.seed)
         return JudgeDecisions(judge.name, judge.decide_all(resolved), warnings)
-    offline = OfflineLexicalJudge(texts, random_contexts=settings.random_contexts, min_description_tokens=settings.min_description_tokens,
-                                  max_random_coverage=settings.max_random_coverage, seed=settings.seed)
+    offline = OfflineLexicalJudge(
+        texts,
+        random_contexts=settings.random_contexts,
+        min_description_tokens=settings.min_description_tokens,
+        max_random_coverage=settings.max_random_coverage,
+        seed=settings.seed,
+    )
     return JudgeDecisions(offline.name, [offline.decide(q, text, golds) for q, text, golds in resolved], warnings)
 
 
@@ -98,17 +103,40 @@ def verified_row(pair: QAPair, decision: FilterDecision | None, negatives: HardN
     """The ``verified_pairs`` row of one pair; ``decision`` is None for a pair whose gold is unresolved."""
     golds = list(pair.gold_doc_ids)
     if decision is None:
-        verdict: dict[str, Any] = {"keep": False, "undecided": False, "judge": "none",
-                                   "reason": f"dropped: gold target unresolved ({pair.method})",
-                                   "sufficiency": None, "best_random": None, "random_doc_ids": [], "judge_details": "{}"}
+        verdict: dict[str, Any] = {
+            "keep": False,
+            "undecided": False,
+            "judge": "none",
+            "reason": f"dropped: gold target unresolved ({pair.method})",
+            "sufficiency": None,
+            "best_random": None,
+            "random_doc_ids": [],
+            "judge_details": "{}",
+        }
     else:
-        verdict = {"keep": decision.keep, "undecided": decision.undecided, "judge": decision.judge, "reason": decision.reason,
-                   "sufficiency": decision.sufficiency, "best_random": decision.best_random,
-                   "random_doc_ids": decision.random_doc_ids, "judge_details": json.dumps(decision.details, default=str)}
+        verdict = {
+            "keep": decision.keep,
+            "undecided": decision.undecided,
+            "judge": decision.judge,
+            "reason": decision.reason,
+            "sufficiency": decision.sufficiency,
+            "best_random": decision.best_random,
+            "random_doc_ids": decision.random_doc_ids,
+            "judge_details": json.dumps(decision.details, default=str),
+        }
     sib, hard = negatives.for_query(pair.query, golds) if verdict["keep"] else ([], [])
-    return {"query_id": pair.query_id, "suite": pair.suite, "benchmark_type": pair.benchmark_type, "query": pair.query,
-            "gold_doc_ids": golds, "gold_grades": pair.grades(), "gold_method": pair.method, **verdict,
-            "sibling_negatives": sib, "bm25_negatives": hard}
+    return {
+        "query_id": pair.query_id,
+        "suite": pair.suite,
+        "benchmark_type": pair.benchmark_type,
+        "query": pair.query,
+        "gold_doc_ids": golds,
+        "gold_grades": pair.grades(),
+        "gold_method": pair.method,
+        **verdict,
+        "sibling_negatives": sib,
+        "bm25_negatives": hard,
+    }
 
 
 @dataclass(kw_only=True)
@@ -151,9 +179,14 @@ def filter_pairs(
     return FilterResult(
         frame=frame,
         judge=judged.judge,
-        summary={"pairs": len(frame), "kept": kept, "dropped": len(frame) - kept - undecided, "undecided": undecided,
-                 "judge": judged.judge, "judge_note": JUDGE_NOTES.get(judged.judge, LLM_JUDGE_NOTE)},
-        details={"decisions_by_reason": {str(k): int(v) for k, v in reasons.items()},
-                 "dropped_pairs": Markdown(md_preview(dropped, n=50))},
+        summary={
+            "pairs": len(frame),
+            "kept": kept,
+            "dropped": len(frame) - kept - undecided,
+            "undecided": undecided,
+            "judge": judged.judge,
+            "judge_note": JUDGE_NOTES.get(judged.judge, LLM_JUDGE_NOTE),
+        },
+        details={"decisions_by_reason": {str(k): int(v) for k, v in reasons.items()}, "dropped_pairs": Markdown(md_preview(dropped, n=50))},
         warnings=judged.warnings,
     )

@@ -106,39 +106,98 @@ def _bookkeeping(name: str, description: str) -> MetricInfo:
 #: Every metric and column, in headline order for the headline ones.
 METRICS: tuple[MetricInfo, ...] = (
     # --- ranking metrics (core.metrics.per_query_metrics), then the context-QA ones between mrr and ndcg
-    _at_k("hit_rate", "Share of queries with at least one relevant document in the top {k} (TREC Success@{k}); "
-          "with one relevant document per query it equals recall@{k}.", "rate", (1, 5, 10)),
-    _at_k("recall", "Mean fraction of each query's relevant documents found in the top {k} (TREC R@{k}); "
-          "with one relevant document per query it equals hit_rate@{k}.", "mean", (5, 10)),
+    _at_k(
+        "hit_rate",
+        "Share of queries with at least one relevant document in the top {k} (TREC Success@{k}); "
+        "with one relevant document per query it equals recall@{k}.",
+        "rate",
+        (1, 5, 10),
+    ),
+    _at_k(
+        "recall",
+        "Mean fraction of each query's relevant documents found in the top {k} (TREC R@{k}); "
+        "with one relevant document per query it equals hit_rate@{k}.",
+        "mean",
+        (5, 10),
+    ),
     _at_k("precision", "Mean fraction of the top {k} results that are relevant, always divided by {k} (TREC P@{k}).", "mean", (5,)),
     _at_k("f1", "Mean harmonic mean of precision@{k} and recall@{k} per query (0 when both are 0).", "mean", (5,)),
-    MetricInfo("mrr", "Mean reciprocal rank of the first relevant document over the run's full depth (0 when none is retrieved).",
-               True, "mean", "per_query", True),
-    _at_k("context_coverage", "Mean best exact similarity of any of the top {k} chunks to the expected context "
-          "(0 when nothing was retrieved); unlike hit_rate@{k} it is not cut at the threshold, so near misses show.", "mean", (5,)),
-    _at_k("best_match_position", "Mean 1-based position in the top {k} of the chunk most similar to the expected context, "
-          "over the queries with a relevant chunk in the top {k} (1 is best).", "mean_over_found", (5,), higher=False),
-    _at_k("ndcg", "Mean nDCG@{k}: graded gain (the qrels grade) discounted by log2(rank + 1), "
-          "divided by the best achievable from the qrels (trec_eval ndcg_cut).", "mean", (10,)),
+    MetricInfo(
+        "mrr",
+        "Mean reciprocal rank of the first relevant document over the run's full depth (0 when none is retrieved).",
+        True,
+        "mean",
+        "per_query",
+        True,
+    ),
+    _at_k(
+        "context_coverage",
+        "Mean best exact similarity of any of the top {k} chunks to the expected context "
+        "(0 when nothing was retrieved); unlike hit_rate@{k} it is not cut at the threshold, so near misses show.",
+        "mean",
+        (5,),
+    ),
+    _at_k(
+        "best_match_position",
+        "Mean 1-based position in the top {k} of the chunk most similar to the expected context, "
+        "over the queries with a relevant chunk in the top {k} (1 is best).",
+        "mean_over_found",
+        (5,),
+        higher=False,
+    ),
+    _at_k(
+        "ndcg",
+        "Mean nDCG@{k}: graded gain (the qrels grade) discounted by log2(rank + 1), "
+        "divided by the best achievable from the qrels (trec_eval ndcg_cut).",
+        "mean",
+        (10,),
+    ),
     # --- summary figures of core.metrics.aggregate
     _summary("not_found_rate", "Share of queries with no relevant document anywhere in the run.", "rate", False, headline=True),
-    _summary("avg_rank_when_found", "Mean rank of the first relevant document, over the queries where one was found.",
-             "mean_over_found", False, headline=True),
+    _summary(
+        "avg_rank_when_found",
+        "Mean rank of the first relevant document, over the queries where one was found.",
+        "mean_over_found",
+        False,
+        headline=True,
+    ),
     _summary("latency_mean_ms", "Mean search latency per query, in milliseconds.", "mean", False, headline=True),
-    _summary("latency_p95_ms", "95th percentile of search latency per query, in milliseconds (linear interpolation).",
-             "p95", False, headline=True),
+    _summary(
+        "latency_p95_ms",
+        "95th percentile of search latency per query, in milliseconds (linear interpolation).",
+        "p95",
+        False,
+        headline=True,
+    ),
     _summary("not_found", "Number of queries with no relevant document anywhere in the run.", "count", False),
     _summary("n_queries", "Number of evaluated queries (every query in the qrels, retrieved or not).", "count", None),
     # --- other per-query metrics: context-QA (core.context_metrics) and the LLM judge of retrieved results
     _at_k("mrr", "Mean reciprocal rank of the first relevant document when it is in the top {k}, else 0 (MRR cut at {k}).", "mean"),
-    _at_k("hit", "Same as hit_rate@{k} under the name context-QA reports use: share of queries with a relevant chunk "
-          "in the top {k}.", "rate"),
-    MetricInfo("judge_quality", "Mean LLM-judge score in [0, 1] of how well the retrieved contexts serve the question, "
-               "over the judged queries.", True, "mean", "per_query"),
-    MetricInfo("judge_completeness", "Mean LLM-judge score in [0, 1] of how much of what is needed to answer is present "
-               "in the retrieved contexts, over the judged queries.", True, "mean", "per_query"),
-    MetricInfo("judge_relevance", "Mean LLM-judge share in [0, 1] of the retrieved contexts that are on topic, over the judged queries.",
-               True, "mean", "per_query"),
+    _at_k(
+        "hit", "Same as hit_rate@{k} under the name context-QA reports use: share of queries with a relevant chunk in the top {k}.", "rate"
+    ),
+    MetricInfo(
+        "judge_quality",
+        "Mean LLM-judge score in [0, 1] of how well the retrieved contexts serve the question, over the judged queries.",
+        True,
+        "mean",
+        "per_query",
+    ),
+    MetricInfo(
+        "judge_completeness",
+        "Mean LLM-judge score in [0, 1] of how much of what is needed to answer is present "
+        "in the retrieved contexts, over the judged queries.",
+        True,
+        "mean",
+        "per_query",
+    ),
+    MetricInfo(
+        "judge_relevance",
+        "Mean LLM-judge share in [0, 1] of the retrieved contexts that are on topic, over the judged queries.",
+        True,
+        "mean",
+        "per_query",
+    ),
     MetricInfo("judge_pass", "Share of judged queries whose LLM-judge quality reaches the pass mark.", True, "rate", "per_query"),
     # --- bookkeeping columns of the per-query frames
     _bookkeeping("query_id", "Identifier of the query."),
@@ -171,9 +230,9 @@ def _entry_problems(info: MetricInfo) -> list[str]:
         problems.append(f"per-query metrics are averaged ({sorted(_AVERAGED)}) and have a better direction")
     if info.kind == "bookkeeping" and (info.higher_is_better is not None or info.headline):
         problems.append("bookkeeping columns have no direction and are not headline")
-    if isinstance(info.headline, tuple) != info.has_cutoff or (isinstance(info.headline, tuple) and not all(
-        isinstance(k, int) and k >= 1 for k in info.headline
-    )):
+    if isinstance(info.headline, tuple) != info.has_cutoff or (
+        isinstance(info.headline, tuple) and not all(isinstance(k, int) and k >= 1 for k in info.headline)
+    ):
         problems.append("headline is a tuple of cut-offs >= 1 for an @{k} pattern, a bool otherwise")
     return problems
 
@@ -310,11 +369,7 @@ def headline_columns(available: Iterable[str] | None = None) -> list[str]:
 
 def metric_descriptions(ks: Sequence[int] = DEFAULT_KS) -> dict[str, str]:
     """``{concrete name: description}`` for every entry, each ``@{k}`` pattern at the cut-offs ``ks``."""
-    return {
-        info.concrete_name(k): info.describe(k)
-        for info in METRICS
-        for k in (ks if info.has_cutoff else (None,))
-    }
+    return {info.concrete_name(k): info.describe(k) for info in METRICS for k in (ks if info.has_cutoff else (None,))}
 
 
 def metric_definitions_md(columns: Iterable[str]) -> str:
@@ -346,4 +401,3 @@ def validate_metric_name(name: str, max_k: int | None = None) -> None:
         raise ValueError(f"{name!r} is a bookkeeping column, not a metric; metrics are: {metrics}")
     if max_k is not None and k is not None and k > max_k:
         raise ValueError(f"{name!r} has cut-off {k}, deeper than the run depth {max_k}: use {info.concrete_name(max_k)} or less")
-

@@ -70,8 +70,11 @@ def extract_pairs(
     report = {**pairs_report(pairs), **adapter.pairs_report(pairs)}
     frame = to_frame(pairs, QAPair, PAIR_JSON_FIELDS)
     unresolved = frame[frame["status"] == "unresolved"][["query_id", "benchmark_type", "method", "warnings"]]
-    disagreements = [{"case": p.query_id, "ast": p.evidence.get("ast"), "llm": p.evidence.get("llm"), "kept": p.gold_doc_ids}
-                     for p in pairs if p.evidence.get("agree") is False]
+    disagreements = [
+        {"case": p.query_id, "ast": p.evidence.get("ast"), "llm": p.evidence.get("llm"), "kept": p.gold_doc_ids}
+        for p in pairs
+        if p.evidence.get("agree") is False
+    ]
     details: dict[str, Any] = {"ast_llm_disagreements_list": disagreements} if disagreements else {}
     details |= {"api_gold_by_method": report["api_gold_by_method"], "unresolved_cases": Markdown(md_preview(unresolved, n=50))}
     return PairsResult(

@@ -106,12 +106,22 @@ def build_pairs(
             pairs.append(_fix_pair(case, inference_of[case.case_id], inferer))
         elif case.benchmark_type == "multiple_choice":
             pairs.append(
-                QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query, [],
-                       "not_retrieval", "none", {"routed_to": "question verifier"})
+                QAPair(
+                    case.case_id,
+                    case.suite,
+                    case.benchmark_type,
+                    case.source_file,
+                    case.query,
+                    [],
+                    "not_retrieval",
+                    "none",
+                    {"routed_to": "question verifier"},
+                )
             )
         else:
-            raise ValueError(f"case {case.case_id!r} ({case.source_file}) is a {case.benchmark_type!r} case: "
-                             "its dataset kind's pair builder is needed")
+            raise ValueError(
+                f"case {case.case_id!r} ({case.source_file}) is a {case.benchmark_type!r} case: its dataset kind's pair builder is needed"
+            )
     return pairs
 
 
@@ -142,6 +152,8 @@ def _agreement_report(fix: Sequence[QAPair]) -> dict[str, Any]:
     both = [p for p in fix if "agree" in p.evidence and p.evidence.get("llm") and p.evidence.get("ast")]
     if not any("agree" in p.evidence for p in fix):
         return {}
-    return {"ast_llm_compared": len(both),
-            "ast_llm_agreement_rate": sum(p.evidence["agree"] for p in both) / len(both) if both else float("nan"),
-            "ast_llm_disagreements": sum(not p.evidence["agree"] for p in both)}
+    return {
+        "ast_llm_compared": len(both),
+        "ast_llm_agreement_rate": sum(p.evidence["agree"] for p in both) / len(both) if both else float("nan"),
+        "ast_llm_disagreements": sum(not p.evidence["agree"] for p in both),
+    }

@@ -96,8 +96,9 @@ def check_name(name: object, what: str = "dataset name") -> str:
     if len(name) > MAX_NAME_LENGTH:
         raise InputError(f"{what} {shown(name)} is longer than {MAX_NAME_LENGTH} characters")
     if not _NAME.fullmatch(name) or ".." in name:
-        raise InputError(f"{what} {shown(name)} is not allowed: use letters, digits and _ . - "
-                         "(starting with a letter, digit or _), and no '..'")
+        raise InputError(
+            f"{what} {shown(name)} is not allowed: use letters, digits and _ . - (starting with a letter, digit or _), and no '..'"
+        )
     return name
 
 

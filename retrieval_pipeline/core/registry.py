@@ -302,8 +302,11 @@ def _check_metrics(config: DatasetConfig) -> None:
     """
     computed = _evaluated_metrics(config)
     depth = config.retrieval.depth
-    problems = [f"thresholds.{shown(name)[1:-1]}: {why}" for name, threshold in config.thresholds.items()
-                if (why := _metric_problem(name, depth, computed, "a floor (min)", config.kind) or _floor_problem(threshold.min))]
+    problems = [
+        f"thresholds.{shown(name)[1:-1]}: {why}"
+        for name, threshold in config.thresholds.items()
+        if (why := _metric_problem(name, depth, computed, "a floor (min)", config.kind) or _floor_problem(threshold.min))
+    ]
     why = _metric_problem(config.drift.metric, depth, computed, "the drift rule (it warns on a drop)", config.kind)
     problems += [f"drift.metric: {why}"] if why else []
     if problems:
@@ -377,7 +380,8 @@ def _metrics_of_a_tiny_evaluation(config: DatasetConfig) -> frozenset[str] | Non
     try:  # the kind's extra columns (context QA), from one synthetic case and chunk
         case = Case("q", "s", config.kind, "f", 0, "a query", extra={"expected_context": "a passage"})
         columns = adapter_for(config).extra_query_columns(
-            config, to_frame([case], Case, CASE_JSON_FIELDS), to_frame([Document("d", "a passage")], Document))
+            config, to_frame([case], Case, CASE_JSON_FIELDS), to_frame([Document("d", "a passage")], Document)
+        )
         if columns is not None:
             frame = frame.merge(columns(run, qrels), on="query_id", how="left")
     except Exception:  # a plugin kind whose columns need real input: only the metric registry's names are checked

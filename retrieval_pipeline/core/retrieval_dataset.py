@@ -55,7 +55,8 @@ def build_record(
         "query": query,
         "positive_ctxs": [
             {"fqn": g, "text": docs[g].text, "rank_relevance": int(grade)}
-            for g, grade in zip(gold_doc_ids, gold_grades or [1] * len(gold_doc_ids)) if g in docs
+            for g, grade in zip(gold_doc_ids, gold_grades or [1] * len(gold_doc_ids))
+            if g in docs
         ],
         "negative_ctxs": negatives,
         "metadata": dict(metadata),
@@ -74,11 +75,22 @@ def dataset_records(verified: pd.DataFrame, documents: Sequence[Document], datas
     kept = verified[verified["keep"]] if len(verified) else verified
     return [
         build_record(
-            query_id=pair.query_id, source=f"{dataset}/{pair.suite}", query=pair.query,
-            gold_doc_ids=list(pair.gold_doc_ids), gold_grades=list(pair.gold_grades), docs=docs,
-            sibling_ids=list(pair.sibling_negatives), bm25_ids=list(pair.bm25_negatives), random_ids=list(pair.random_doc_ids),
-            metadata={"benchmark_type": pair.benchmark_type, "gold_method": pair.gold_method,
-                      "judge": pair.judge, "judge_reason": pair.reason, "dataset": dataset},
+            query_id=pair.query_id,
+            source=f"{dataset}/{pair.suite}",
+            query=pair.query,
+            gold_doc_ids=list(pair.gold_doc_ids),
+            gold_grades=list(pair.gold_grades),
+            docs=docs,
+            sibling_ids=list(pair.sibling_negatives),
+            bm25_ids=list(pair.bm25_negatives),
+            random_ids=list(pair.random_doc_ids),
+            metadata={
+                "benchmark_type": pair.benchmark_type,
+                "gold_method": pair.gold_method,
+                "judge": pair.judge,
+                "judge_reason": pair.reason,
+                "dataset": dataset,
+            },
         )
         for pair in kept.itertuples(index=False)
     ]
@@ -109,16 +121,22 @@ def build_dataset(verified: pd.DataFrame, documents: Sequence[Document], dataset
     """
     records = dataset_records(verified, documents, dataset)
     if not records:
-        raise ValueError(f"dataset {dataset}: the filter kept no pair, nothing to evaluate "
-                         f"({len(verified)} pairs judged; see verified_pairs for the reasons)")
+        raise ValueError(
+            f"dataset {dataset}: the filter kept no pair, nothing to evaluate "
+            f"({len(verified)} pairs judged; see verified_pairs for the reasons)"
+        )
     write_jsonl(records, path)
     frame = pd.DataFrame(records)
     frame["metadata"] = frame["metadata"].map(lambda m: json.dumps(m, sort_keys=True))
     return DatasetResult(
         frame=frame,
         path=path,
-        summary={"tuples": len(frame), "jsonl_path": path, "positives_per_query": float(frame["positive_ctxs"].map(len).mean()),
-                 "negatives_per_query": float(frame["negative_ctxs"].map(len).mean())},
+        summary={
+            "tuples": len(frame),
+            "jsonl_path": path,
+            "positives_per_query": float(frame["positive_ctxs"].map(len).mean()),
+            "negatives_per_query": float(frame["negative_ctxs"].map(len).mean()),
+        },
         details={"preview": Markdown(md_preview(frame[["id", "query"]]))},
     )
 

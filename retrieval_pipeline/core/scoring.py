@@ -69,8 +69,12 @@ class MetricTable:
 
     def flat(self, digits: int = 4) -> dict[str, float]:
         """``{"<retriever>/<metric>": value}`` for every finite number, rounded to ``digits``."""
-        return {f"{r}/{m}": round(float(v), digits) for r, ms in self.by_retriever.items() for m, v in ms.items()
-                if isinstance(v, (int, float)) and not math.isnan(v)}
+        return {
+            f"{r}/{m}": round(float(v), digits)
+            for r, ms in self.by_retriever.items()
+            for m, v in ms.items()
+            if isinstance(v, (int, float)) and not math.isnan(v)
+        }
 
 
 def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTable:
@@ -82,8 +86,12 @@ def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTab
 
 
 def dataset_gates(
-    thresholds: Mapping[str, tuple[float, str]], drift_metric: str, max_relative_drop: float,
-    table: MetricTable, checked: Sequence[str], previous: Mapping[str, float] | None,
+    thresholds: Mapping[str, tuple[float, str]],
+    drift_metric: str,
+    max_relative_drop: float,
+    table: MetricTable,
+    checked: Sequence[str],
+    previous: Mapping[str, float] | None,
 ) -> list[GateResult]:
     """Every floor (``{metric: (min, severity)}``) and the drift rule, over the checked retrievers present."""
     present = [r for r in checked if r in table.by_retriever]

@@ -93,8 +93,9 @@ _BLOCKQUOTE = re.compile(r"^\s*(>\s*)+", re.MULTILINE)
 _BULLET = re.compile(r"^\s*[-*+]\s+", re.MULTILINE)
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"\*+|`+")
-_CHARACTER_MAP = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"',
-                                "–": "-", "—": "-", "‐": "-", "‑": "-"})
+_CHARACTER_MAP = str.maketrans(
+    {"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"', "–": "-", "—": "-", "‐": "-", "‑": "-"}
+)
 
 
 def normalise_text(text: str) -> str:
@@ -241,9 +242,7 @@ def _bound_below(a: str, chunk: _Prepared, threshold: float) -> bool:
     return 2.0 * _lcs_from_masks(a, chunk.masks, chunk.length) / total < threshold
 
 
-def _row(
-    expected: str, prepared: Sequence[_Prepared], settings: SimilaritySettings, exhaustive: bool
-) -> dict[str, float]:
+def _row(expected: str, prepared: Sequence[_Prepared], settings: SimilaritySettings, exhaustive: bool) -> dict[str, float]:
     """Exact ratios of one expected context against the prepared chunks (all, or those whose bound passes)."""
     text = _prepare(expected, settings)
     row: dict[str, float] = {}
@@ -324,10 +323,7 @@ def qrels_from_similarity(sim_rows: Mapping[str, Mapping[str, float]], threshold
     Returns:
         ``{query_id: {doc_id: 1}}``.
     """
-    return {
-        query_id: {doc_id: 1 for doc_id, ratio in row.items() if ratio >= threshold}
-        for query_id, row in sim_rows.items()
-    }
+    return {query_id: {doc_id: 1 for doc_id, ratio in row.items() if ratio >= threshold} for query_id, row in sim_rows.items()}
 
 
 def relevance_ceiling(sim_rows: Mapping[str, Mapping[str, float]], threshold: float) -> float:

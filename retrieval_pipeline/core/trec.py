@@ -156,8 +156,7 @@ def _finite_score(query_id: str, rank: int, raw: float) -> float:
         raise ValueError(f"run for query {query_id!r}: score {score!r} at rank {rank} is not finite")
     if abs(score) > _FLOAT32_MAX:
         raise ValueError(
-            f"run for query {query_id!r}: score {score!r} at rank {rank} is beyond float32 range "
-            "(trec_eval reads scores as C float)"
+            f"run for query {query_id!r}: score {score!r} at rank {rank} is beyond float32 range (trec_eval reads scores as C float)"
         )
     return score
 

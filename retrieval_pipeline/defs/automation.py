@@ -18,12 +18,13 @@ weekly_evaluation_job = dg.define_asset_job(
     "weekly_evaluation",
     selection=dg.AssetSelection.groups("ingest", "dataset", "retrievers", "evaluation", "verifier"),
     description="Rebuild the dataset, indexes, runs and metrics of one dataset partition, and re-verify its "
-                "multiple-choice questions against the installed library (drift shows up as new Incorrect verdicts).",
+    "multiple-choice questions against the installed library (drift shows up as new Incorrect verdicts).",
 )
 
 
-@dg.schedule(job=weekly_evaluation_job, cron_schedule="0 3 * * 1", execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.RUNNING)
+@dg.schedule(
+    job=weekly_evaluation_job, cron_schedule="0 3 * * 1", execution_timezone="UTC", default_status=dg.DefaultScheduleStatus.RUNNING
+)
 def weekly_evaluation_schedule(context: dg.ScheduleEvaluationContext):
     """Every Monday 03:00 UTC: one run per dataset in the registry whose input files are all present."""
     registry = load_registry(REGISTRY_PATH)
@@ -46,8 +47,7 @@ def failed_checks_of_run(instance: dg.DagsterInstance, run_id: str, partition: s
             continue
         if partition and evaluation.partition and evaluation.partition != partition:
             continue
-        failed.append({"check": evaluation.check_name, "severity": evaluation.severity.value,
-                       "description": evaluation.description})
+        failed.append({"check": evaluation.check_name, "severity": evaluation.severity.value, "description": evaluation.description})
     return failed
 
 
@@ -74,10 +74,19 @@ def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSin
             if not failed:
                 continue
             summary = f"{name}[{record.partition_key}] run {record.run_id[:8]}: " + "; ".join(
-                f"{f['severity']} {f['check']}: {f['description']}" for f in failed)
+                f"{f['severity']} {f['check']}: {f['description']}" for f in failed
+            )
             context.log.warning(summary)
-            error = sink.send(Alert(dataset=record.partition_key or "", asset=name, run_id=record.run_id,
-                                    failed_checks=failed, summary=summary, created_at=datetime.now(timezone.utc).isoformat()))
+            error = sink.send(
+                Alert(
+                    dataset=record.partition_key or "",
+                    asset=name,
+                    run_id=record.run_id,
+                    failed_checks=failed,
+                    summary=summary,
+                    created_at=datetime.now(timezone.utc).isoformat(),
+                )
+            )
             if error:
                 context.log.error(error)
             sent += 1

@@ -34,7 +34,7 @@ def verified_pairs(
     """
     config = settings.dataset(context.partition_key)
     pairs = from_frame(qa_pairs, QAPair, PAIR_JSON_FIELDS)
-    with (llm.open() if needs_llm(config.filter) else contextlib.nullcontext()) as client:
+    with llm.open() if needs_llm(config.filter) else contextlib.nullcontext() as client:
         result = filter_pairs(pairs, from_frame(corpus, Document), config.filter, config.negatives, client)
         llm_meta = llm_metadata(client)
     for warning in result.warnings:

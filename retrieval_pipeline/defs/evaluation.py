@@ -65,8 +65,10 @@ def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFram
     """Fill the judge columns: one LLM call per (retriever, query) over the top ``judge_top_k`` texts."""
     texts = dict(zip(corpus["doc_id"], corpus["text"]))
     questions = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
-    items = [(questions[q], [texts[d] for d in list(hits)[: cfg.judge_top_k] if d in texts])
-             for q, hits in zip(frame["query_id"], frame["top_hits"])]
+    items = [
+        (questions[q], [texts[d] for d in list(hits)[: cfg.judge_top_k] if d in texts])
+        for q, hits in zip(frame["query_id"], frame["top_hits"])
+    ]
     scores = pd.DataFrame(LLMRetrievalJudge(client, pass_at=cfg.pass_at).score_all(items), index=frame.index)
     frame = frame.copy()
     for col in JUDGE_COLUMNS:
@@ -78,10 +80,23 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
     """One floor check per metric any registered dataset sets a threshold on, plus the drift checks."""
     metrics = sorted({m for d in REGISTRY.datasets.values() for m in d.thresholds})
     drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
-    specs = [dg.AssetCheckSpec(check_name(m), asset="retrieval_metrics", blocking=True,
-                               description=f"Every checked retriever's {m} is at least the dataset's floor.") for m in metrics]
-    specs += [dg.AssetCheckSpec(drift_check_name(m), asset="retrieval_metrics",
-                                description=f"{m} did not fall more than the allowed share below the previous evaluation.") for m in drift]
+    specs = [
+        dg.AssetCheckSpec(
+            check_name(m),
+            asset="retrieval_metrics",
+            blocking=True,
+            description=f"Every checked retriever's {m} is at least the dataset's floor.",
+        )
+        for m in metrics
+    ]
+    specs += [
+        dg.AssetCheckSpec(
+            drift_check_name(m),
+            asset="retrieval_metrics",
+            description=f"{m} did not fall more than the allowed share below the previous evaluation.",
+        )
+        for m in drift
+    ]
     return specs
 
 
@@ -102,7 +117,9 @@ def _previous_values(context: dg.AssetExecutionContext, metric: str) -> dict[str
 def _check_result(gate: GateResult) -> dg.AssetCheckResult:
     meta = {"threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
     return dg.AssetCheckResult(
-        check_name=gate.name, passed=gate.passed, description=gate.description,
+        check_name=gate.name,
+        passed=gate.passed,
+        description=gate.description,
         severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
         metadata={k: v for k, v in meta.items() if v is not None},
     )
@@ -119,16 +136,19 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     config = settings.dataset(context.partition_key)
     table = metric_table(query_results, config.retrievers)
     floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
-    gates = dataset_gates(floors, config.drift.metric, config.drift.max_relative_drop, table, config.checked,
-                          _previous_values(context, config.drift.metric))
+    gates = dataset_gates(
+        floors, config.drift.metric, config.drift.max_relative_drop, table, config.checked, _previous_values(context, config.drift.metric)
+    )
     spec_names = {s.name for s in CHECK_SPECS}
     for gate in gates:
         if gate.name not in spec_names:  # the definitions were loaded from another registry than this run's
             context.log.warning(f"no check named {gate.name} is defined; result not recorded as a check: {gate.description}")
     results = [_check_result(g) for g in gates if g.name in spec_names]
     # checks exist per asset, not per partition: a floor another dataset sets passes here with a note
-    results += [dg.AssetCheckResult(check_name=n, passed=True, description=f"no such threshold configured for dataset {context.partition_key}")
-                for n in sorted(spec_names - {g.name for g in gates})]
+    results += [
+        dg.AssetCheckResult(check_name=n, passed=True, description=f"no such threshold configured for dataset {context.partition_key}")
+        for n in sorted(spec_names - {g.name for g in gates})
+    ]
 
     columns = headline_columns(table.frame.columns)
     return dg.MaterializeResult(
@@ -164,8 +184,10 @@ def evaluation_exports(
     questions = {r["id"]: r["query"] for r in records if r["id"] in qrels}
     results_path = settings.export_path(context.partition_key, "evaluation_results.json")
     write_evaluation_results(evaluation_results(runs, qrels, questions), results_path)
-    return dg.MaterializeResult(metadata={
-        "qrels": dg.MetadataValue.path(str(qrels_path)),
-        "evaluation_results": dg.MetadataValue.path(str(results_path)),
-        **{f"run/{name}": dg.MetadataValue.path(str(p)) for name, p in run_paths.items()},
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "qrels": dg.MetadataValue.path(str(qrels_path)),
+            "evaluation_results": dg.MetadataValue.path(str(results_path)),
+            **{f"run/{name}": dg.MetadataValue.path(str(p)) for name, p in run_paths.items()},
+        }
+    )

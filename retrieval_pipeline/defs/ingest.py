@@ -14,10 +14,14 @@ from retrieval_pipeline.defs.resources import PipelineSettings
 
 @dg.multi_asset(
     outs={
-        "raw_cases": dg.AssetOut(description="Every validated query of the dataset (suite case, NQ question, QA pair, BEIR query).",
-                                 group_name="ingest", kinds={"pandas"}),
-        "case_rejects": dg.AssetOut(description="Input rows that failed validation, with file, case id and reason.",
-                                    group_name="ingest", kinds={"pandas"}),
+        "raw_cases": dg.AssetOut(
+            description="Every validated query of the dataset (suite case, NQ question, QA pair, BEIR query).",
+            group_name="ingest",
+            kinds={"pandas"},
+        ),
+        "case_rejects": dg.AssetOut(
+            description="Input rows that failed validation, with file, case id and reason.", group_name="ingest", kinds={"pandas"}
+        ),
     },
     partitions_def=dataset_partitions,
 )
@@ -41,17 +45,29 @@ def raw_cases(context: dg.AssetExecutionContext, settings: PipelineSettings):
     by_type = cases["benchmark_type"].value_counts().to_dict()
     common = {"rows_read": loaded.total, "accepted": len(loaded.cases), "rejected": len(loaded.rejects)}
     report = {k: v for k, v in loaded.report.items() if isinstance(v, (int, float, str))}
-    yield dg.Output(cases, "raw_cases", metadata={**common, **report, **{f"type/{k}": int(v) for k, v in by_type.items()},
-                                                 "preview": dg.MetadataValue.md(md_preview(cases[["case_id", "benchmark_type", "query"]]))})
+    yield dg.Output(
+        cases,
+        "raw_cases",
+        metadata={
+            **common,
+            **report,
+            **{f"type/{k}": int(v) for k, v in by_type.items()},
+            "preview": dg.MetadataValue.md(md_preview(cases[["case_id", "benchmark_type", "query"]])),
+        },
+    )
     yield dg.Output(rejects, "case_rejects", metadata={**common, "reasons": dg.MetadataValue.md(md_preview(rejects))})
 
 
 @dg.multi_asset(
     outs={
-        "corpus": dg.AssetOut(description="The corpus retrievers index: API objects, passages or chunks (id, text, kind, module).",
-                              group_name="ingest", kinds={"pandas"}),
-        "corpus_rejects": dg.AssetOut(description="Entries that could not become documents, with reasons.",
-                                      group_name="ingest", kinds={"pandas"}),
+        "corpus": dg.AssetOut(
+            description="The corpus retrievers index: API objects, passages or chunks (id, text, kind, module).",
+            group_name="ingest",
+            kinds={"pandas"},
+        ),
+        "corpus_rejects": dg.AssetOut(
+            description="Entries that could not become documents, with reasons.", group_name="ingest", kinds={"pandas"}
+        ),
     },
     partitions_def=dataset_partitions,
 )
@@ -68,7 +84,14 @@ def corpus(context: dg.AssetExecutionContext, settings: PipelineSettings):
     docs = to_frame(built.documents, Document)
     rejects = to_frame(built.rejects, Rejected)
     report = {k: v for k, v in built.report.items() if isinstance(v, (int, float, str))}
-    yield dg.Output(docs, "corpus", metadata={"source": built.source, "documents": len(docs), **report,
-                                              "by_kind": dg.MetadataValue.json(docs["kind"].value_counts().to_dict())})
-    yield dg.Output(rejects, "corpus_rejects", metadata={"rejected": len(rejects),
-                                                         "reasons": dg.MetadataValue.md(md_preview(rejects))})
+    yield dg.Output(
+        docs,
+        "corpus",
+        metadata={
+            "source": built.source,
+            "documents": len(docs),
+            **report,
+            "by_kind": dg.MetadataValue.json(docs["kind"].value_counts().to_dict()),
+        },
+    )
+    yield dg.Output(rejects, "corpus_rejects", metadata={"rejected": len(rejects), "reasons": dg.MetadataValue.md(md_preview(rejects))})

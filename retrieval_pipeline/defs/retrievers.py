@@ -7,9 +7,6 @@ builds and runs only the new one. A retriever the dataset does not list is skipp
 record "not evaluated on this dataset" and write nothing but an empty run.
 """
 
-
-from typing import Optional
-
 import dagster as dg
 import pandas as pd
 
@@ -45,40 +42,91 @@ def _index_asset(name: str) -> dg.AssetsDefinition:
     spec = REGISTRY.retrievers.specs.get(name)
     components = spec.components() if spec else []
 
-    @dg.asset(key=index_key(name), partitions_def=dataset_partitions, group_name="retrievers", kinds={spec.kind if spec else "python"},
-              deps=[index_key(c) for c in components], description=_description(name, "The index"), tags={"retriever": name})
-    def index(context: dg.AssetExecutionContext, settings: PipelineSettings, encoder: EncoderResource, corpus: pd.DataFrame) -> dg.MaterializeResult:
+    @dg.asset(
+        key=index_key(name),
+        partitions_def=dataset_partitions,
+        group_name="retrievers",
+        kinds={spec.kind if spec else "python"},
+        deps=[index_key(c) for c in components],
+        description=_description(name, "The index"),
+        tags={"retriever": name},
+    )
+    def index(
+        context: dg.AssetExecutionContext, settings: PipelineSettings, encoder: EncoderResource, corpus: pd.DataFrame
+    ) -> dg.MaterializeResult:
         skipped = _not_listed(settings, context.partition_key, name)
         if skipped:
             return dg.MaterializeResult(metadata={"evaluated": False, "note": skipped})
-        params = build_retriever(settings.registry().retrievers, context.partition_key, name, from_frame(corpus, Document),
-                                 settings.index_dir(context.partition_key, name).parent, settings.cache_path(), encoder.encoder_for)
-        return dg.MaterializeResult(metadata={"evaluated": True, **_scalars(params), "params": dg.MetadataValue.json(params),
-                                              "index_path": dg.MetadataValue.path(str(settings.index_dir(context.partition_key, name)))})
+        params = build_retriever(
+            settings.registry().retrievers,
+            context.partition_key,
+            name,
+            from_frame(corpus, Document),
+            settings.index_dir(context.partition_key, name).parent,
+            settings.cache_path(),
+            encoder.encoder_for,
+        )
+        return dg.MaterializeResult(
+            metadata={
+                "evaluated": True,
+                **_scalars(params),
+                "params": dg.MetadataValue.json(params),
+                "index_path": dg.MetadataValue.path(str(settings.index_dir(context.partition_key, name))),
+            }
+        )
 
     return index
 
 
 def _runs_asset(name: str) -> dg.AssetsDefinition:
-    @dg.asset(key=runs_key(name), partitions_def=dataset_partitions, group_name="retrievers", kinds={"pandas"},
-              deps=[index_key(name)], description=_description(name, "Ranked hits per query"), tags={"retriever": name})
-    def runs(context: dg.AssetExecutionContext, settings: PipelineSettings, encoder: EncoderResource,
-             retrieval_dataset: pd.DataFrame, corpus: pd.DataFrame) -> dg.MaterializeResult[pd.DataFrame]:
+    @dg.asset(
+        key=runs_key(name),
+        partitions_def=dataset_partitions,
+        group_name="retrievers",
+        kinds={"pandas"},
+        deps=[index_key(name)],
+        description=_description(name, "Ranked hits per query"),
+        tags={"retriever": name},
+    )
+    def runs(
+        context: dg.AssetExecutionContext,
+        settings: PipelineSettings,
+        encoder: EncoderResource,
+        retrieval_dataset: pd.DataFrame,
+        corpus: pd.DataFrame,
+    ) -> dg.MaterializeResult[pd.DataFrame]:
         skipped = _not_listed(settings, context.partition_key, name)
         if skipped or name not in settings.dataset(context.partition_key).retrievers:
             note = skipped or f"{name} is only a component here, not evaluated on its own"
             return dg.MaterializeResult(value=pd.DataFrame(columns=RUN_COLUMNS), metadata={"evaluated": False, "note": note})
         cfg = settings.dataset(context.partition_key).retrieval
         queries = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
-        done = run_retriever(settings.registry().retrievers, context.partition_key, name, from_frame(corpus, Document), queries,
-                             settings.index_dir(context.partition_key, name).parent, settings.cache_path(), encoder.encoder_for,
-                             cfg.depth, cfg.latency_sample)
+        done = run_retriever(
+            settings.registry().retrievers,
+            context.partition_key,
+            name,
+            from_frame(corpus, Document),
+            queries,
+            settings.index_dir(context.partition_key, name).parent,
+            settings.cache_path(),
+            encoder.encoder_for,
+            cfg.depth,
+            cfg.latency_sample,
+        )
         for qid, error in list(done.timed.errors.items())[:20]:
             context.log.warning(f"{name} failed on query {qid!r}: {error}")
-        return dg.MaterializeResult(value=runs_to_frame([done.timed]), metadata={
-            "evaluated": True, "queries": len(queries), "failed_queries": len(done.timed.errors), "depth": cfg.depth,
-            "latency_sample": len(done.timed.latency_ms), "seconds": round(done.seconds, 3), "params": dg.MetadataValue.json(done.params),
-        })
+        return dg.MaterializeResult(
+            value=runs_to_frame([done.timed]),
+            metadata={
+                "evaluated": True,
+                "queries": len(queries),
+                "failed_queries": len(done.timed.errors),
+                "depth": cfg.depth,
+                "latency_sample": len(done.timed.latency_ms),
+                "seconds": round(done.seconds, 3),
+                "params": dg.MetadataValue.json(done.params),
+            },
+        )
 
     return runs
 
@@ -95,13 +143,18 @@ retriever_assets = [make(n) for n in RETRIEVER_NAMES for make in (_index_asset, 
 class RunsConfig(dg.Config):
     """Per-run knobs for ``retrieval_runs``."""
 
-    sample_size: Optional[int] = None  # evaluate only the first N queries (a quick look; metrics say so)
+    sample_size: int | None = None  # evaluate only the first N queries (a quick look; metrics say so)
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"},
-          ins={f"runs_{i}": dg.AssetIn(key=runs_key(n), metadata={"allow_missing_partitions": True}) for i, n in enumerate(RETRIEVER_NAMES)})
-def retrieval_runs(context: dg.AssetExecutionContext, config: RunsConfig, settings: PipelineSettings,
-                   **runs: pd.DataFrame) -> dg.MaterializeResult[pd.DataFrame]:
+@dg.asset(
+    partitions_def=dataset_partitions,
+    group_name="evaluation",
+    kinds={"pandas"},
+    ins={f"runs_{i}": dg.AssetIn(key=runs_key(n), metadata={"allow_missing_partitions": True}) for i, n in enumerate(RETRIEVER_NAMES)},
+)
+def retrieval_runs(
+    context: dg.AssetExecutionContext, config: RunsConfig, settings: PipelineSettings, **runs: pd.DataFrame
+) -> dg.MaterializeResult[pd.DataFrame]:
     """Ranked results of every retriever the dataset lists, side by side (long format: retriever, query, rank).
 
     Each retriever's runs come from its own ``retrievers/<name>/runs`` asset, so a retriever added to the
@@ -111,14 +164,22 @@ def retrieval_runs(context: dg.AssetExecutionContext, config: RunsConfig, settin
     by_name = {n: runs.get(f"runs_{i}") for i, n in enumerate(RETRIEVER_NAMES)}
     missing = [n for n in dataset.retrievers if by_name.get(n) is None or by_name[n].empty]
     if missing:
-        raise dg.Failure(f"dataset {context.partition_key}: no runs of {missing}; materialise "
-                         + ", ".join(f"`retrievers/{n}/runs`" for n in missing) + " for this dataset first")
+        raise dg.Failure(
+            f"dataset {context.partition_key}: no runs of {missing}; materialise "
+            + ", ".join(f"`retrievers/{n}/runs`" for n in missing)
+            + " for this dataset first"
+        )
     frame = pd.concat([by_name[n] for n in dataset.retrievers], ignore_index=True)
     if config.sample_size is not None:
         first = list(dict.fromkeys(frame["query_id"]))[: config.sample_size]
         frame = frame[frame["query_id"].isin(first)].reset_index(drop=True)
     failed = frame[frame["error"].notna()] if "error" in frame else frame.iloc[0:0]
-    return dg.MaterializeResult(value=frame, metadata={
-        "retrievers": ", ".join(dataset.retrievers), "baseline": dataset.baseline_retriever,
-        "queries": int(frame["query_id"].nunique()), "failed_queries": int(len(failed)),
-    })
+    return dg.MaterializeResult(
+        value=frame,
+        metadata={
+            "retrievers": ", ".join(dataset.retrievers),
+            "baseline": dataset.baseline_retriever,
+            "queries": int(frame["query_id"].nunique()),
+            "failed_queries": int(len(failed)),
+        },
+    )

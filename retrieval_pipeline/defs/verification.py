@@ -14,14 +14,19 @@ from retrieval_pipeline.defs.resources import PipelineSettings
 
 @dg.multi_asset(
     outs={
-        "question_verdicts": dg.AssetOut(group_name="verifier", kinds={"pandas"},
-                                         description="One verdict per multiple-choice question, with the evidence per option."),
-        "quality_report": dg.AssetOut(group_name="verifier", kinds={"json"},
-                                      description="Flagged questions with the proposed fixes; quality_report.json and .md."),
+        "question_verdicts": dg.AssetOut(
+            group_name="verifier", kinds={"pandas"}, description="One verdict per multiple-choice question, with the evidence per option."
+        ),
+        "quality_report": dg.AssetOut(
+            group_name="verifier", kinds={"json"}, description="Flagged questions with the proposed fixes; quality_report.json and .md."
+        ),
     },
     partitions_def=dataset_partitions,
-    check_specs=[dg.AssetCheckSpec("no_incorrect_questions", asset="quality_report",
-                                   description="No multiple-choice question's marked answer was disproven.")],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "no_incorrect_questions", asset="quality_report", description="No multiple-choice question's marked answer was disproven."
+        )
+    ],
 )
 def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettings, raw_cases: pd.DataFrame):
     """Prove every option of every multiple-choice question by running pytest against the installed library.
@@ -35,15 +40,21 @@ def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettin
     dataset = context.partition_key
     config = settings.dataset(dataset)
     checked = check_questions(
-        from_frame(raw_cases, Case, CASE_JSON_FIELDS), config.verifier, dataset=dataset,
+        from_frame(raw_cases, Case, CASE_JSON_FIELDS),
+        config.verifier,
+        dataset=dataset,
         report_path=settings.export_path(dataset, "quality_report.json"),
         proposals_path=settings.export_path(dataset, "proposed_fixes.yaml"),
-        inputs=config.input_paths(), registry_path=str(settings.registry_path),
+        inputs=config.input_paths(),
+        registry_path=str(settings.registry_path),
     )
     yield dg.Output(checked.verdicts, "question_verdicts", metadata=dagster_metadata(checked.verdicts_metadata))
     yield dg.Output(checked.flagged, "quality_report", metadata=dagster_metadata(checked.report_metadata))
     yield dg.AssetCheckResult(
-        check_name="no_incorrect_questions", asset_key="quality_report", passed=checked.passed,
-        severity=dg.AssetCheckSeverity.ERROR, description=checked.check_description(),
+        check_name="no_incorrect_questions",
+        asset_key="quality_report",
+        passed=checked.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=checked.check_description(),
         metadata=dagster_metadata(checked.check_metadata()),
     )

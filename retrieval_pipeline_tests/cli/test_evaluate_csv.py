@@ -19,9 +19,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
-def test_keyword_search_writes_both_files_and_prints_the_table(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_keyword_search_writes_both_files_and_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "out"
     cache = tmp_path / "cache"
     code, stdout, err = run(
@@ -46,9 +44,7 @@ def test_keyword_search_writes_both_files_and_prints_the_table(
 
 
 def test_sample_size_limits_the_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, stdout, _ = run(
-        ["--csv", str(SAMPLE_CSV), "--out", str(tmp_path), "--search-types", "keyword", "--sample-size", "10"], capsys
-    )
+    code, stdout, _ = run(["--csv", str(SAMPLE_CSV), "--out", str(tmp_path), "--search-types", "keyword", "--sample-size", "10"], capsys)
     assert code == 0 and "loaded 10 of 10 rows" in stdout
     results = json.loads((tmp_path / "evaluation_results.json").read_text(encoding="utf-8"))
     assert results["keyword"]["metrics"]["total_questions"] == 10
@@ -74,9 +70,7 @@ def test_missing_column_and_no_usable_rows_exit_2(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.integration
-def test_semantic_and_hybrid_with_the_real_model_then_warm_cache(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_semantic_and_hybrid_with_the_real_model_then_warm_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--csv", str(SAMPLE_CSV), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]
     args += ["--search-types", "semantic", "hybrid"]
     code, cold, err = run(args, capsys)

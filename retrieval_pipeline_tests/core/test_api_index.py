@@ -187,8 +187,10 @@ def test_introspected_text_is_stable_across_processes():
     import subprocess
     import sys
 
-    code = ("from retrieval_pipeline.core.sources.api_index import introspect_modules as f;"
-            "import hashlib;print(hashlib.sha256(''.join(d.text for d in f(['shutil','difflib','logging','dataclasses']).documents).encode()).hexdigest())")
+    code = (
+        "from retrieval_pipeline.core.sources.api_index import introspect_modules as f;"
+        "import hashlib;print(hashlib.sha256(''.join(d.text for d in f(['shutil','difflib','logging','dataclasses']).documents).encode()).hexdigest())"
+    )
     digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
     assert len(digests) == 1
     from retrieval_pipeline.core.sources.api_index import introspect_modules

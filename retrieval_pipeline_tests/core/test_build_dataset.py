@@ -16,21 +16,37 @@ DOCS = [Document(d, f"text of {d}") for d in ("g1", "g2", "g3", "s1", "s2", "b1"
 
 
 def row(query_id: str, keep: bool, golds: list[str], grades: list[int], sib: list[str], bm25: list[str], rand: list[str]) -> dict:
-    return {"query_id": query_id, "suite": "api", "benchmark_type": "api_understanding", "query": f"question {query_id}",
-            "gold_doc_ids": np.array(golds), "gold_grades": np.array(grades), "gold_method": "exact", "keep": keep,
-            "undecided": False, "judge": "offline_lexical", "reason": "kept: ..." if keep else "dropped: ...",
-            "sufficiency": 1.0, "best_random": 0.0, "random_doc_ids": np.array(rand), "judge_details": "{}",
-            "sibling_negatives": np.array(sib), "bm25_negatives": np.array(bm25)}  # arrays: as Parquet gives them back
+    return {
+        "query_id": query_id,
+        "suite": "api",
+        "benchmark_type": "api_understanding",
+        "query": f"question {query_id}",
+        "gold_doc_ids": np.array(golds),
+        "gold_grades": np.array(grades),
+        "gold_method": "exact",
+        "keep": keep,
+        "undecided": False,
+        "judge": "offline_lexical",
+        "reason": "kept: ..." if keep else "dropped: ...",
+        "sufficiency": 1.0,
+        "best_random": 0.0,
+        "random_doc_ids": np.array(rand),
+        "judge_details": "{}",
+        "sibling_negatives": np.array(sib),
+        "bm25_negatives": np.array(bm25),
+    }  # arrays: as Parquet gives them back
 
 
 #: By construction: 2 kept rows (positives 2 and 1; negatives 4 and 1), 1 dropped row that must not appear.
-VERIFIED = pd.DataFrame([
-    # negatives: s1, s2 (siblings), b1 (bm25; s1 again is skipped), r1 (random); "gone" is not in the corpus
-    row("q1", True, ["g1", "g2"], [3, 1], ["s1", "s2"], ["s1", "b1"], ["r1", "gone"]),
-    # negatives: r2 only (the gold g1 and the sibling s1 listed again by bm25 are skipped)
-    row("q2", True, ["g3"], [1], [], ["g3"], ["r2"]),
-    row("q3", False, ["g1"], [1], [], [], []),
-])
+VERIFIED = pd.DataFrame(
+    [
+        # negatives: s1, s2 (siblings), b1 (bm25; s1 again is skipped), r1 (random); "gone" is not in the corpus
+        row("q1", True, ["g1", "g2"], [3, 1], ["s1", "s2"], ["s1", "b1"], ["r1", "gone"]),
+        # negatives: r2 only (the gold g1 and the sibling s1 listed again by bm25 are skipped)
+        row("q2", True, ["g3"], [1], [], ["g3"], ["r2"]),
+        row("q3", False, ["g1"], [1], [], [], []),
+    ]
+)
 
 
 def test_only_kept_rows_become_records_with_deduplicated_negatives():
@@ -38,12 +54,23 @@ def test_only_kept_rows_become_records_with_deduplicated_negatives():
     assert [r["id"] for r in records] == ["q1", "q2"]
     first = records[0]
     assert first["source"] == "stdlib/api" and first["query"] == "question q1"
-    assert first["positive_ctxs"] == [{"fqn": "g1", "text": "text of g1", "rank_relevance": 3},
-                                      {"fqn": "g2", "text": "text of g2", "rank_relevance": 1}]
+    assert first["positive_ctxs"] == [
+        {"fqn": "g1", "text": "text of g1", "rank_relevance": 3},
+        {"fqn": "g2", "text": "text of g2", "rank_relevance": 1},
+    ]
     assert [(n["fqn"], n["kind"], n["is_hard_negative"]) for n in first["negative_ctxs"]] == [
-        ("s1", "sibling", True), ("s2", "sibling", True), ("b1", "bm25", True), ("r1", "random", False)]
-    assert first["metadata"] == {"benchmark_type": "api_understanding", "gold_method": "exact", "judge": "offline_lexical",
-                                 "judge_reason": "kept: ...", "dataset": "stdlib"}
+        ("s1", "sibling", True),
+        ("s2", "sibling", True),
+        ("b1", "bm25", True),
+        ("r1", "random", False),
+    ]
+    assert first["metadata"] == {
+        "benchmark_type": "api_understanding",
+        "gold_method": "exact",
+        "judge": "offline_lexical",
+        "judge_reason": "kept: ...",
+        "dataset": "stdlib",
+    }
     assert [n["fqn"] for n in records[1]["negative_ctxs"]] == ["r2"]
 
 

@@ -42,7 +42,7 @@ def row(question: str, context: str, **extra: Any) -> dict[str, Any]:
         ("[<RawText children='Suicide'>]", "Suicide", 1),
         ("- [<RawText children='Storms'>]\n- [<RawText children='Floods'>]", "- Storms\n- Floods", 2),
         ("[<Strong children=[<RawText children='bold'>]>, <RawText children=' rest'>]", "bold rest", 1),
-        ("It is <RawText children=\"the insurer's\"> duty", "It is the insurer's duty", 1),
+        ('It is <RawText children="the insurer\'s"> duty', "It is the insurer's duty", 1),
         ("[see <RawText children='X'> here]", "[see X here]", 1),
         ("def <lambda>(parameters): [Insert Jurisdiction]", "def <lambda>(parameters): [Insert Jurisdiction]", 0),
     ],
@@ -64,7 +64,13 @@ def test_cases_carry_context_answer_and_every_other_field(tmp_path: Path) -> Non
     path = write_json(tmp_path, [row("What is covered?", "  Fire is covered.\n", qa_pair_id="QA_1", chunk_id=3)])
     loaded = load_context_qa(path)
     (case,) = loaded.cases
-    assert (case.case_id, case.benchmark_type, case.query, case.index, case.suite) == ("qa_0000", "context_qa", "What is covered?", 0, tmp_path.name)
+    assert (case.case_id, case.benchmark_type, case.query, case.index, case.suite) == (
+        "qa_0000",
+        "context_qa",
+        "What is covered?",
+        0,
+        tmp_path.name,
+    )
     assert case.correct_answer == "answer to What is covered?"
     assert case.extra["expected_context"] == "Fire is covered."
     assert case.extra["raw_context"] == "  Fire is covered.\n"

@@ -60,8 +60,9 @@ class JsonlAdapter(DatasetAdapter):
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
         path = config.jsonl.path
         queries = [(i, r) for i, r in enumerate(_rows(path)) if r["type"] == "query"]
-        cases = [Case(r["id"], "toy", "jsonl", str(path), i, r["text"], extra={"relevant": r["relevant"]})
-                 for i, r in queries if r.get("text")]
+        cases = [
+            Case(r["id"], "toy", "jsonl", str(path), i, r["text"], extra={"relevant": r["relevant"]}) for i, r in queries if r.get("text")
+        ]
         rejects = [Rejected(str(path), r["id"], i, "empty text") for i, r in queries if not r.get("text")]
         return CasesBuild(cases, rejects, len(queries))
 
@@ -74,8 +75,16 @@ class JsonlAdapter(DatasetAdapter):
 
         def pair(case: Case) -> QAPair:
             gold = [d for d in case.extra["relevant"] if d in known]
-            return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query, gold,
-                          "resolved" if gold else "unresolved", "jsonl:relevant")
+            return QAPair(
+                case.case_id,
+                case.suite,
+                case.benchmark_type,
+                case.source_file,
+                case.query,
+                gold,
+                "resolved" if gold else "unresolved",
+                "jsonl:relevant",
+            )
 
         return pair
 
@@ -92,10 +101,13 @@ def jsonl_kind() -> Iterator[type[JsonlAdapter]]:
 
 
 def toy_registry(tmp_path: Path, entry: str) -> Path:
-    rows = [{"type": "doc", "id": "d1", "text": "json dumps serialises"}, {"type": "doc", "id": "d2", "text": "csv reader"},
-            {"type": "query", "id": "q1", "text": "how to serialise json", "relevant": ["d1"]},
-            {"type": "query", "id": "q2", "text": "read a csv", "relevant": ["d2", "gone"]},
-            {"type": "query", "id": "q3", "text": "", "relevant": []}]
+    rows = [
+        {"type": "doc", "id": "d1", "text": "json dumps serialises"},
+        {"type": "doc", "id": "d2", "text": "csv reader"},
+        {"type": "query", "id": "q1", "text": "how to serialise json", "relevant": ["d1"]},
+        {"type": "query", "id": "q2", "text": "read a csv", "relevant": ["d2", "gone"]},
+        {"type": "query", "id": "q3", "text": "", "relevant": []},
+    ]
     (tmp_path / "toy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     path = tmp_path / "datasets.yaml"
     path.write_text(f"datasets:\n  toy:\n    retrievers: [bm25]\n{entry}", encoding="utf-8")
@@ -167,10 +179,16 @@ def test_context_qa_adds_query_columns_and_similarity_metadata():
 
 def test_context_qa_pairs_report_the_relevance_ceiling():
     config = DatasetConfig(name="c", kind="context_qa", context_qa={"qa": "qa.json", "pydoc_topics": ["*"]})
-    pairs = [QAPair("q1", "qa", "context_qa", "f", "q", ["c1", "c2"], "resolved", "m"),
-             QAPair("q2", "qa", "context_qa", "f", "q", [], "unresolved", "m")]
-    assert adapter_for(config).pairs_report(pairs) == {"context_pairs": 2, "contexts_matched": 1, "relevance_ceiling": 0.5,
-                                                       "relevant_chunks_per_pair": 1.0}
+    pairs = [
+        QAPair("q1", "qa", "context_qa", "f", "q", ["c1", "c2"], "resolved", "m"),
+        QAPair("q2", "qa", "context_qa", "f", "q", [], "unresolved", "m"),
+    ]
+    assert adapter_for(config).pairs_report(pairs) == {
+        "context_pairs": 2,
+        "contexts_matched": 1,
+        "relevance_ceiling": 0.5,
+        "relevant_chunks_per_pair": 1.0,
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -191,21 +209,25 @@ def test_a_new_kind_works_end_to_end_without_touching_other_files(tmp_path, json
     assert [d.doc_id for d in corpus.documents] == ["d1", "d2"] and corpus.source == str(config.jsonl.path)
 
     adapter = adapter_for(config)
-    pairs = build_pairs(loaded.cases, CorpusLookup.from_documents(corpus.documents), AstTargetInferer(),
-                        adapter.pair_builder(config, corpus.documents))
+    pairs = build_pairs(
+        loaded.cases, CorpusLookup.from_documents(corpus.documents), AstTargetInferer(), adapter.pair_builder(config, corpus.documents)
+    )
     assert [(p.query_id, p.gold_doc_ids, p.status) for p in pairs] == [("q1", ["d1"], "resolved"), ("q2", ["d2"], "resolved")]
     assert adapter.extra_query_columns(config, None, None) is None and adapter.metadata(config) == {} and adapter.pairs_report(pairs) == {}
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ("    kind: jsonl\n", "kind 'jsonl' needs ['jsonl']; missing ['jsonl']"),
-    ("    kind: jsonl\n    jsonl: {path: toy.jsonl}\n    nq: {csv: a.csv}\n", "not allowed: ['nq']"),
-    ("    kind: nq\n    nq: {csv: a.csv}\n    jsonl: {path: toy.jsonl}\n", "not allowed: ['jsonl']"),
-    ("    kind: jsonl\n    jsonl: {path: toy.jsonl, extra: 1}\n", "jsonl.extra"),
-    ("    kind: jsonl\n    jsonl: {}\n", "jsonl.path: Field required"),
-    ("    kind: jsonl\n    jsnol: {path: toy.jsonl}\n", "unknown settings ['jsnol']"),
-    ("    kind: jsonll\n", "unknown dataset kind 'jsonll'; known: beir, context_qa, jsonl, nq, suite"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("    kind: jsonl\n", "kind 'jsonl' needs ['jsonl']; missing ['jsonl']"),
+        ("    kind: jsonl\n    jsonl: {path: toy.jsonl}\n    nq: {csv: a.csv}\n", "not allowed: ['nq']"),
+        ("    kind: nq\n    nq: {csv: a.csv}\n    jsonl: {path: toy.jsonl}\n", "not allowed: ['jsonl']"),
+        ("    kind: jsonl\n    jsonl: {path: toy.jsonl, extra: 1}\n", "jsonl.extra"),
+        ("    kind: jsonl\n    jsonl: {}\n", "jsonl.path: Field required"),
+        ("    kind: jsonl\n    jsnol: {path: toy.jsonl}\n", "unknown settings ['jsnol']"),
+        ("    kind: jsonll\n", "unknown dataset kind 'jsonll'; known: beir, context_qa, jsonl, nq, suite"),
+    ],
+)
 def test_the_registry_validates_a_new_kinds_blocks(tmp_path, jsonl_kind, entry, message):
     path = toy_registry(tmp_path, entry)
     with pytest.raises(InputError) as err:

@@ -11,8 +11,22 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.paths import PathRefused, check_name
 from retrieval_pipeline.core.registry import load_registry
 
-BAD_NAMES = ["../../escape", "../../../../escape", "evil/sub/part", "a..b", "..", ".", ".hidden", "", " ", "a b",
-             "back\\slash", "nul\0", "-flag", "x" * 101]
+BAD_NAMES = [
+    "../../escape",
+    "../../../../escape",
+    "evil/sub/part",
+    "a..b",
+    "..",
+    ".",
+    ".hidden",
+    "",
+    " ",
+    "a b",
+    "back\\slash",
+    "nul\0",
+    "-flag",
+    "x" * 101,
+]
 GOOD_NAMES = ["stdlib", "adk_v1.24.1", "nq-open", "_private", "A1"]
 
 

@@ -53,19 +53,49 @@ def test_shape_and_values_on_a_hand_made_run() -> None:
     )
     assert list(keyword["metrics"]) == list(METRIC_KEYS)
     assert keyword["results"] == [
-        {"question_id": "q1", "question": "first?", "expected_chunk_id": "c1", "found": True, "rank": 1,
-         "returned_chunk_ids": ["c1", "c2", "c3"]},
-        {"question_id": "q2", "question": "second?", "expected_chunk_id": "c2", "found": True, "rank": 3,
-         "returned_chunk_ids": ["c9", "c8", "c2", "c7"]},
-        {"question_id": "q3", "question": "third?", "expected_chunk_id": "c3", "found": True, "rank": 7,
-         "returned_chunk_ids": ["c10", "c11", "c12", "c13", "c14"]},
-        {"question_id": "q4", "question": "fourth?", "expected_chunk_id": "c1", "found": False, "rank": None,
-         "returned_chunk_ids": ["c5", "c6"]},
+        {
+            "question_id": "q1",
+            "question": "first?",
+            "expected_chunk_id": "c1",
+            "found": True,
+            "rank": 1,
+            "returned_chunk_ids": ["c1", "c2", "c3"],
+        },
+        {
+            "question_id": "q2",
+            "question": "second?",
+            "expected_chunk_id": "c2",
+            "found": True,
+            "rank": 3,
+            "returned_chunk_ids": ["c9", "c8", "c2", "c7"],
+        },
+        {
+            "question_id": "q3",
+            "question": "third?",
+            "expected_chunk_id": "c3",
+            "found": True,
+            "rank": 7,
+            "returned_chunk_ids": ["c10", "c11", "c12", "c13", "c14"],
+        },
+        {
+            "question_id": "q4",
+            "question": "fourth?",
+            "expected_chunk_id": "c1",
+            "found": False,
+            "rank": None,
+            "returned_chunk_ids": ["c5", "c6"],
+        },
     ]
     semantic = results["semantic"]
     assert semantic["metrics"]["recall_at_1"] == 0.75 and semantic["metrics"]["not_found"] == 1
-    assert semantic["results"][2] == {"question_id": "q3", "question": "third?", "expected_chunk_id": "c3",
-                                      "found": False, "rank": None, "returned_chunk_ids": []}
+    assert semantic["results"][2] == {
+        "question_id": "q3",
+        "question": "third?",
+        "expected_chunk_id": "c3",
+        "found": False,
+        "rank": None,
+        "returned_chunk_ids": [],
+    }
 
 
 def test_timed_runs_are_accepted_and_k_cuts_the_returned_ids() -> None:

@@ -18,17 +18,32 @@ from retrieval_pipeline.core.types import Document
 DOCS = [
     Document("json", "json module: encode and decode JSON", kind="module", module="json"),
     Document("json.dumps", "Serialize obj to a JSON formatted str using this conversion table.", kind="function", module="json"),
-    Document("json.loads", "Deserialize s (a str instance containing a JSON document) to a Python object.", kind="function",
-             module="json"),
+    Document("json.loads", "Deserialize s (a str instance containing a JSON document) to a Python object.", kind="function", module="json"),
     Document("json.dump", "dump", kind="function", module="json"),  # nothing beyond its own name: insufficient
     Document("json.JSONDecoder", "Simple JSON decoder, decodes documents.", kind="class", module="json"),
-    Document("csv.reader", "Return a reader object which will iterate over lines in the given csvfile.", kind="function",
-             module="csv"),
+    Document("csv.reader", "Return a reader object which will iterate over lines in the given csvfile.", kind="function", module="csv"),
     Document("csv.writer", "Return a writer object that converts data into delimited strings.", kind="function", module="csv"),
 ]
 
-COLUMNS = ["query_id", "suite", "benchmark_type", "query", "gold_doc_ids", "gold_grades", "gold_method", "keep", "undecided",
-           "judge", "reason", "sufficiency", "best_random", "random_doc_ids", "judge_details", "sibling_negatives", "bm25_negatives"]
+COLUMNS = [
+    "query_id",
+    "suite",
+    "benchmark_type",
+    "query",
+    "gold_doc_ids",
+    "gold_grades",
+    "gold_method",
+    "keep",
+    "undecided",
+    "judge",
+    "reason",
+    "sufficiency",
+    "best_random",
+    "random_doc_ids",
+    "judge_details",
+    "sibling_negatives",
+    "bm25_negatives",
+]
 
 
 def pair(query_id: str, query: str, golds: list[str], status: str = "resolved", benchmark_type: str = "api_understanding") -> QAPair:
@@ -57,8 +72,14 @@ def test_offline_judge_keeps_drops_and_counts_every_retrieval_pair():
     assert frame.loc["frobnicate", "reason"] == "dropped: gold target unresolved (none)"
     assert frame.loc["frobnicate", "judge"] == "none" and frame.loc["serialise", "judge"] == "offline_lexical"
     assert result.judge == "offline_lexical" and result.warnings == []
-    assert result.summary == {"pairs": 4, "kept": 2, "dropped": 2, "undecided": 0, "judge": "offline_lexical",
-                              "judge_note": "offline_lexical is a deterministic stand-in for an LLM judge"}
+    assert result.summary == {
+        "pairs": 4,
+        "kept": 2,
+        "dropped": 2,
+        "undecided": 0,
+        "judge": "offline_lexical",
+        "judge_note": "offline_lexical is a deterministic stand-in for an LLM judge",
+    }
     assert result.details["decisions_by_reason"] == {"kept": 2, "dropped (insufficient)": 1, "dropped": 1}
     dropped_table = result.details["dropped_pairs"]
     assert isinstance(dropped_table, Markdown) and "dump_to_file" in dropped_table and "serialise" not in dropped_table

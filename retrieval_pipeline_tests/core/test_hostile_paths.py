@@ -24,10 +24,16 @@ from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 SECRET = "TOP-SECRET-7f3a9c-never-leaves-the-disk"
 SECRET_CODE = f"from pkg.agents import LoopAgent\nroot_agent = LoopAgent()  # {SECRET}\n"
 LEGIT_CODE = "from pkg.agents import SequentialAgent\nroot_agent = SequentialAgent()\n"
-DOCS = [Document("pkg.agents.SequentialAgent", "runs agents in order", kind="class", module="pkg.agents"),
-        Document("pkg.agents.LoopAgent", "runs an agent repeatedly", kind="class", module="pkg.agents")]
-GOOD_ROW = {"id": "api:ok", "benchmark_type": "api_understanding", "question": "Which?",
-            "answers": [{"fully_qualified_class_name": "pkg.agents.LoopAgent"}]}
+DOCS = [
+    Document("pkg.agents.SequentialAgent", "runs agents in order", kind="class", module="pkg.agents"),
+    Document("pkg.agents.LoopAgent", "runs an agent repeatedly", kind="class", module="pkg.agents"),
+]
+GOOD_ROW = {
+    "id": "api:ok",
+    "benchmark_type": "api_understanding",
+    "question": "Which?",
+    "answers": [{"fully_qualified_class_name": "pkg.agents.LoopAgent"}],
+}
 
 
 @pytest.fixture()

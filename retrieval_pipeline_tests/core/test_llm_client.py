@@ -124,14 +124,19 @@ def test_cache_key_covers_model_messages_params_and_schema():
     params = LLMSettings(base_url="http://127.0.0.1:1/v1", model="m").generation_params()
     key = cache_key("m", ask(), params, Answer)
     assert key == cache_key("m", [dict(m) for m in ask()], dict(params), Answer)
-    assert len({
-        key,
-        cache_key("other", ask(), params, Answer),
-        cache_key("m", ask("another question"), params, Answer),
-        cache_key("m", ask(), {**params, "temperature": 0.7}, Answer),
-        cache_key("m", ask(), {**params, "extra_body": {"grammar": "x"}}, Answer),
-        cache_key("m", ask(), params, Judgement),
-    }) == 6
+    assert (
+        len(
+            {
+                key,
+                cache_key("other", ask(), params, Answer),
+                cache_key("m", ask("another question"), params, Answer),
+                cache_key("m", ask(), {**params, "temperature": 0.7}, Answer),
+                cache_key("m", ask(), {**params, "extra_body": {"grammar": "x"}}, Answer),
+                cache_key("m", ask(), params, Judgement),
+            }
+        )
+        == 6
+    )
 
 
 # -- transport faults -----------------------------------------------------------------------------
@@ -329,8 +334,7 @@ def test_concurrency_limit_holds_across_caller_threads():
     with FakeOpenAIServer({"item": GOOD}, delay_s=0.05) as server:
         with LLMClient(settings_for(server, max_concurrency=2)) as client:
             threads = [
-                threading.Thread(target=client.map_json, args=([(ask(f"item {t}-{i}"), Answer) for i in range(4)],))
-                for t in range(3)
+                threading.Thread(target=client.map_json, args=([(ask(f"item {t}-{i}"), Answer) for i in range(4)],)) for t in range(3)
             ]
             for t in threads:
                 t.start()
@@ -408,7 +412,7 @@ def test_reliability_under_30_percent_faults_and_rerun_uses_the_cache(tmp_path):
         with LLMClient(settings, cache, sleep=Sleeps()) as second:
             run2 = second.map_json(requests)
         s2 = second.stats
-        run2_requests = server.requests[len(run1_requests):]
+        run2_requests = server.requests[len(run1_requests) :]
 
     # First run: it completes, nothing is lost, the counts add up.
     assert len(run1) == N_ITEMS

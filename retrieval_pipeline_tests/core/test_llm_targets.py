@@ -9,8 +9,10 @@ from retrieval_pipeline.core.mining.llm_targets import LLMTargetInferer
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 
-DOCS = [Document("pkg.agents.SequentialAgent", "runs agents in order", kind="class", module="pkg.agents"),
-        Document("pkg.agents.LoopAgent", "runs an agent repeatedly", kind="class", module="pkg.agents")]
+DOCS = [
+    Document("pkg.agents.SequentialAgent", "runs agents in order", kind="class", module="pkg.agents"),
+    Document("pkg.agents.LoopAgent", "runs an agent repeatedly", kind="class", module="pkg.agents"),
+]
 
 
 def infer(answer: str, case: Case):

@@ -283,8 +283,6 @@ def test_parity_with_ranx_means(parity_data: tuple[Run, Qrels]) -> None:
     ours = aggregate(per_query_metrics(run, qrels))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # NumbaTypeSafetyWarning from ranx internals
-        theirs = ranx.evaluate(
-            ranx.Qrels(qrels), ranx.Run(_as_score_dicts(run)), RANX_METRICS, make_comparable=True
-        )
+        theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(_as_score_dicts(run)), RANX_METRICS, make_comparable=True)
     for name in RANX_METRICS:
         assert ours[name] == pytest.approx(float(theirs[name]), abs=TOLERANCE), name

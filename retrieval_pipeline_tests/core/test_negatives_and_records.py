@@ -29,13 +29,26 @@ def test_bm25_negatives_skip_gold_and_chosen():
 
 def test_record_shape_and_jsonl_round_trip(tmp_path):
     docs = {d.doc_id: d for d in DOCS}
-    rec = build_record(query_id="q1", source="stdlib/api", query="serialise to a string", gold_doc_ids=["json.dumps"],
-                       docs=docs, sibling_ids=["json.loads", "json.dump"], bm25_ids=["json.dump", "csv.reader"],
-                       random_ids=["csv.reader", "json"], metadata={"judge": "offline_lexical"})
+    rec = build_record(
+        query_id="q1",
+        source="stdlib/api",
+        query="serialise to a string",
+        gold_doc_ids=["json.dumps"],
+        docs=docs,
+        sibling_ids=["json.loads", "json.dump"],
+        bm25_ids=["json.dump", "csv.reader"],
+        random_ids=["csv.reader", "json"],
+        metadata={"judge": "offline_lexical"},
+    )
     assert set(rec) == {"id", "source", "query", "positive_ctxs", "negative_ctxs", "metadata"}
     assert rec["positive_ctxs"] == [{"fqn": "json.dumps", "text": "dumps", "rank_relevance": 1}]
     negs = [(n["fqn"], n["is_hard_negative"], n["kind"]) for n in rec["negative_ctxs"]]
-    assert negs == [("json.loads", True, "sibling"), ("json.dump", True, "sibling"), ("csv.reader", True, "bm25"), ("json", False, "random")]
+    assert negs == [
+        ("json.loads", True, "sibling"),
+        ("json.dump", True, "sibling"),
+        ("csv.reader", True, "bm25"),
+        ("json", False, "random"),
+    ]
     path = tmp_path / "out" / "retrieval_dataset.jsonl"
     assert write_jsonl([rec, rec], path) == 2
     lines = [json.loads(line) for line in path.read_text().splitlines()]

@@ -113,7 +113,7 @@ def test_unclosed_quote_names_the_row(tmp_path: Path) -> None:
 
 
 def test_sample_size_reads_only_the_first_rows(tmp_path: Path) -> None:
-    text = HEADER + "q1,p1,a\n,p2,b\nq3,p3,c\nq4,\"broken,d\n"
+    text = HEADER + 'q1,p1,a\n,p2,b\nq3,p3,c\nq4,"broken,d\n'
     load = load_nq_csv(write(tmp_path, text), sample_size=3)  # the malformed row 4 is never read
     assert load.total == 3 and len(load.rows) == 2 and len(load.rejects) == 1
     with pytest.raises(ValueError):
@@ -176,11 +176,19 @@ def test_documents_and_cases(tmp_path: Path) -> None:
     corpus = dedupe_chunks(load.rows)
     doc = nq_documents(corpus.chunks)[1]
     assert (doc.doc_id, doc.text, doc.kind, doc.module, doc.source) == (
-        "nq_000001", "Python 3.0 came out in 2008.", "passage", None, "nq:natural_questions"
+        "nq_000001",
+        "Python 3.0 came out in 2008.",
+        "passage",
+        None,
+        "nq:natural_questions",
     )
     case = nq_cases(load.rows, path)[3]
     assert (case.case_id, case.benchmark_type, case.query, case.index, case.source_file) == (
-        "nq_q000003", "nq", "who created python", 3, str(path)
+        "nq_q000003",
+        "nq",
+        "who created python",
+        3,
+        str(path),
     )
     assert case.extra == {
         "long_answer": "Guido van Rossum made Python.",

@@ -23,8 +23,11 @@ def test_keeps_pair_even_without_word_overlap():
 
 
 def test_drops_gold_context_with_nothing_to_answer_from():
-    corpus = {**CORPUS, "functools.cached_property": "cached_property functools.cached_property cached_property(func)",
-              "uuid.uuid4": "uuid4 uuid.uuid4 uuid4() Generate a random UUID."}
+    corpus = {
+        **CORPUS,
+        "functools.cached_property": "cached_property functools.cached_property cached_property(func)",
+        "uuid.uuid4": "uuid4 uuid.uuid4 uuid4() Generate a random UUID.",
+    }
     judge = OfflineLexicalJudge(corpus, min_description_tokens=2)
     d = judge.decide("q2", "cache a computed attribute", ["functools.cached_property"])
     assert not d.keep and d.reason.startswith("dropped (insufficient)") and "has 1 distinct tokens beyond its name" in d.reason

@@ -43,8 +43,13 @@ def test_suite_cases_are_resolved_counted_and_their_warnings_returned():
     result = extract_pairs(CASES, DOCS, suite_config())
     frame = result.frame.set_index("query_id")
     assert list(result.frame["query_id"]) == [c.case_id for c in CASES]  # one pair per case, in input order
-    assert frame["status"].to_dict() == {"api:dumps": "resolved", "api:loads": "resolved", "api:frob": "unresolved",
-                                         "fix:writer": "resolved", "mc:1": "not_retrieval"}
+    assert frame["status"].to_dict() == {
+        "api:dumps": "resolved",
+        "api:loads": "resolved",
+        "api:frob": "unresolved",
+        "fix:writer": "resolved",
+        "mc:1": "not_retrieval",
+    }
     assert list(frame.loc["fix:writer", "gold_doc_ids"]) == ["csv.DictWriter"]
     summary = result.summary
     assert (summary["total"], summary["resolved"], summary["unresolved"], summary["not_retrieval"]) == (5, 3, 1, 1)
@@ -91,9 +96,12 @@ def test_an_llm_disagreeing_with_the_ast_is_listed_in_the_details():
     assert result.inferer == "llm:fake" and result.summary["target_inferer"] == "llm:fake"
     assert (result.summary["ast_llm_compared"], result.summary["ast_llm_disagreements"]) == (1, 1)
     assert result.details["ast_llm_disagreements_list"] == [
-        {"case": "fix:writer", "ast": "csv.DictWriter", "llm": "csv.writer", "kept": ["csv.writer"]}]
+        {"case": "fix:writer", "ast": "csv.DictWriter", "llm": "csv.writer", "kept": ["csv.writer"]}
+    ]
     keys = list(result.metadata({"llm_calls": 1}))
-    assert keys.index("target_inferer") < keys.index("llm_calls") < keys.index("ast_llm_disagreements_list") < keys.index("api_gold_by_method")
+    assert (
+        keys.index("target_inferer") < keys.index("llm_calls") < keys.index("ast_llm_disagreements_list") < keys.index("api_gold_by_method")
+    )
 
 
 def test_an_agreeing_llm_lists_no_disagreement():
@@ -110,8 +118,10 @@ def test_a_client_is_not_asked_when_the_inferer_is_ast():
 def test_another_kind_pairs_through_its_adapter_and_adds_its_counts():
     config = DatasetConfig(name="c", kind="context_qa", context_qa={"qa": "qa.json", "pydoc_topics": ["*"]})
     chunks = [Document("c1", "a for loop repeats a block of statements"), Document("c2", "the import statement loads a module")]
-    cases = [case("q1", "context_qa", "what does a for loop do", extra={"expected_context": "a for loop repeats a block of statements"}),
-             case("q2", "context_qa", "what is a decorator", extra={"expected_context": "decorators wrap functions in other functions"})]
+    cases = [
+        case("q1", "context_qa", "what does a for loop do", extra={"expected_context": "a for loop repeats a block of statements"}),
+        case("q2", "context_qa", "what is a decorator", extra={"expected_context": "decorators wrap functions in other functions"}),
+    ]
     result = extract_pairs(cases, chunks, config)
     summary = result.summary
     assert (summary["total"], summary["resolved"], summary["unresolved"]) == (2, 1, 1)

@@ -18,7 +18,11 @@ def test_project_registry_loads_with_issue_defaults():
     registry = load_registry(DEFAULT_REGISTRY_PATH)
     adk = registry.get("adk_v1_24_1")
     assert {m: (t.min, t.severity) for m, t in adk.thresholds.items()} == {
-        "hit_rate@5": (0.80, "ERROR"), "hit_rate@10": (0.88, "WARN"), "precision@5": (0.72, "WARN"), "mrr": (0.82, "WARN")}
+        "hit_rate@5": (0.80, "ERROR"),
+        "hit_rate@10": (0.88, "WARN"),
+        "precision@5": (0.72, "WARN"),
+        "mrr": (0.82, "WARN"),
+    }
     stdlib = registry.get("stdlib")  # the demo sample overrides one floor's severity only
     assert (stdlib.thresholds["hit_rate@5"].min, stdlib.thresholds["hit_rate@5"].severity) == (0.80, "WARN")
     assert stdlib.thresholds["mrr"] == adk.thresholds["mrr"]
@@ -29,7 +33,9 @@ def test_project_registry_loads_with_issue_defaults():
 
 
 def test_dataset_overrides_merge_key_by_key(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 defaults:
   thresholds: {hit_rate@5: {min: 0.8, severity: ERROR}, mrr: {min: 0.5}}
   retrieval: {depth: 50, latency_sample: 10}
@@ -41,7 +47,8 @@ datasets:
     retrieval: {depth: 20}
     retrievers: [bm25_code, hybrid_rrf_k60]
     baseline: hybrid_rrf_k60
-""")
+""",
+    )
     a = load_registry(path, root=tmp_path).get("a")
     assert a.thresholds["hit_rate@5"].min == 0.6 and a.thresholds["hit_rate@5"].severity == "WARN"
     assert a.thresholds["mrr"].min == 0.5  # inherited
@@ -52,8 +59,11 @@ datasets:
 
 
 def test_invalid_dataset_names_file_and_dataset_and_the_others_still_load(tmp_path):
-    path = write(tmp_path, "datasets:\n  broken:\n    suites: [s.yaml]\n    corpus: {}\n"
-                           "  fine:\n    suites: [s.yaml]\n    corpus: {introspect_modules: [json]}\n")
+    path = write(
+        tmp_path,
+        "datasets:\n  broken:\n    suites: [s.yaml]\n    corpus: {}\n"
+        "  fine:\n    suites: [s.yaml]\n    corpus: {introspect_modules: [json]}\n",
+    )
     registry = load_registry(path, root=tmp_path)
     assert registry.names == ["fine", "broken"] and registry.get("fine").name == "fine"
     with pytest.raises(InputError) as err:

@@ -60,7 +60,7 @@ def test_normalise_strips_markdown_and_folds_case_and_whitespace() -> None:
 
 
 def test_normalise_keeps_identifiers_and_maps_typographic_quotes() -> None:
-    assert normalise_text("The  Insurer’s “__debug__” — flag") == "the insurer's \"__debug__\" - flag"
+    assert normalise_text("The  Insurer’s “__debug__” — flag") == 'the insurer\'s "__debug__" - flag'
 
 
 def test_normalise_is_idempotent() -> None:

@@ -60,12 +60,15 @@ def test_alias_bomb_in_the_registry_fails_fast_and_short(tmp_path: Path) -> None
     assert str(path) in message and "alias" in message and len(message) < SHORT and "lol" not in message
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ("a: &a [*a]\n", "recursive alias"),
-    ("a: *nowhere\n", "undefined alias"),
-    ("[" * 200_000 + "]" * 200_000, "nesting deeper than"),  # the C parser would overflow the stack
-    ("a:\n" + "".join(" " * i + "- \n" for i in range(1, 300)), "nesting deeper than"),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("a: &a [*a]\n", "recursive alias"),
+        ("a: *nowhere\n", "undefined alias"),
+        ("[" * 200_000 + "]" * 200_000, "nesting deeper than"),  # the C parser would overflow the stack
+        ("a:\n" + "".join(" " * i + "- \n" for i in range(1, 300)), "nesting deeper than"),
+    ],
+)
 def test_hostile_structures_are_refused(tmp_path: Path, text: str, words: str) -> None:
     path = write(tmp_path, "suite.yaml", text)
     message = refusal(read_yaml, path, "suite file")
@@ -113,8 +116,10 @@ def test_the_project_registry_still_loads_with_its_anchor() -> None:
 
 def test_registry_validation_errors_are_short_and_never_echo_the_input(tmp_path: Path) -> None:
     junk = "J" * 50_000
-    text = (f"datasets:\n  d:\n    suites: [s.yaml]\n    corpus: {{introspect_modules: [json]}}\n    retrieval: {{depth: {junk}}}\n"
-            f"    negatives:\n      per_query_bm25: -1\n      ? {junk}\n      : 1\n")  # an unknown key 50,000 characters long
+    text = (
+        f"datasets:\n  d:\n    suites: [s.yaml]\n    corpus: {{introspect_modules: [json]}}\n    retrieval: {{depth: {junk}}}\n"
+        f"    negatives:\n      per_query_bm25: -1\n      ? {junk}\n      : 1\n"
+    )  # an unknown key 50,000 characters long
     path = write(tmp_path, "datasets.yaml", text)
     registry = load_registry(path, root=tmp_path)
     message = refusal(registry.get, "d")

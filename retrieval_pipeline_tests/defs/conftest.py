@@ -73,7 +73,8 @@ def write_dataset(root: Path, thresholds: str = "") -> Path:
     (root / "suites" / "fix_errors.yaml").write_text(FIX_SUITE)
     (root / "suites" / "cases" / "01" / "fixed.py").write_text(FIXED)
     registry = root / "datasets.yaml"
-    registry.write_text(textwrap.dedent(f"""
+    registry.write_text(
+        textwrap.dedent(f"""
         root: .
         defaults:
           filter: {{judge: auto, random_contexts: 2}}
@@ -83,7 +84,8 @@ def write_dataset(root: Path, thresholds: str = "") -> Path:
             suites: [suites/api_understanding.yaml, suites/fix_errors.yaml]
             corpus: {{introspect_modules: [json, csv]}}
             {thresholds}
-    """))
+    """)
+    )
     return registry
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 import dagster as dg
-import pytest
 
 from retrieval_pipeline.defs.ingest import corpus, raw_cases
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
@@ -14,15 +13,19 @@ from retrieval_pipeline.defs.resources import PipelineSettings
 
 def resources(tmp_path, suites: str, corpus_spec: str = "{introspect_modules: [json]}"):
     registry = tmp_path / "datasets.yaml"
-    registry.write_text(textwrap.dedent(f"""
+    registry.write_text(
+        textwrap.dedent(f"""
         root: .
         datasets:
           stdlib:
             suites: {suites}
             corpus: {corpus_spec}
-    """))
-    return {"io_manager": ParquetIOManagerFactory(base_path=str(tmp_path / "out")),
-            "settings": PipelineSettings(registry_path=str(registry), out_dir=str(tmp_path / "out"))}
+    """)
+    )
+    return {
+        "io_manager": ParquetIOManagerFactory(base_path=str(tmp_path / "out")),
+        "settings": PipelineSettings(registry_path=str(registry), out_dir=str(tmp_path / "out")),
+    }
 
 
 def failure_message(result) -> str:
@@ -38,12 +41,14 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path):
 
 
 def test_missing_question_and_duplicate_ids_are_rejected_with_reasons(tmp_path):
-    (tmp_path / "s.yaml").write_text(textwrap.dedent("""
+    (tmp_path / "s.yaml").write_text(
+        textwrap.dedent("""
         benchmarks:
         - {id: a, benchmark_type: api_understanding, question: ok?, answers: [{fully_qualified_class_name: [json.dumps]}]}
         - {id: b, benchmark_type: api_understanding, answers: [{fully_qualified_class_name: [json.dumps]}]}
         - {id: a, benchmark_type: api_understanding, question: again?, answers: [{fully_qualified_class_name: [json.loads]}]}
-    """))
+    """)
+    )
     result = dg.materialize([raw_cases], partition_key="stdlib", resources=resources(tmp_path, "[s.yaml]"))
     rejects = result.asset_value("case_rejects").set_index("case_id")
     assert len(result.asset_value("raw_cases")) == 1 and len(rejects) == 2

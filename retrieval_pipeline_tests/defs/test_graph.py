@@ -70,12 +70,16 @@ def test_graph_end_to_end_counts_add_up_and_rerun_embeds_nothing(tiny_resources,
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert evaluations["min_hit_rate_at_5"].passed and evaluations["drift_hit_rate_at_5"].passed
 
-    dense_meta = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])][0]
+    dense_meta = [
+        m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])
+    ][0]
     assert dense_meta.materialization.metadata["embedded_now"].value > 0
 
     again = materialize(resources, instance)
     assert again.success
-    dense_meta = [m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])][0]
+    dense_meta = [
+        m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])
+    ][0]
     assert dense_meta.materialization.metadata["embedded_now"].value == 0
 
 
@@ -118,8 +122,9 @@ def test_drift_against_previous_materialisation_raises_an_alert(tiny_resources):
 
 
 def test_weekly_schedule_requests_every_dataset_with_inputs_present():
-    context = dg.build_schedule_context(scheduled_execution_time=pd.Timestamp("2026-11-23T03:00:00Z").to_pydatetime(),
-                                        repository_def=defs().get_repository_def())
+    context = dg.build_schedule_context(
+        scheduled_execution_time=pd.Timestamp("2026-11-23T03:00:00Z").to_pydatetime(), repository_def=defs().get_repository_def()
+    )
     data = weekly_evaluation_schedule.evaluate_tick(context)
     from retrieval_pipeline.core.registry import load_registry
 
@@ -129,8 +134,13 @@ def test_weekly_schedule_requests_every_dataset_with_inputs_present():
 
 def test_sample_size_evaluates_only_the_first_queries(tiny_resources):
     resources = tiny_resources()
-    result = dg.materialize(all_assets(), partition_key=PARTITION, resources=resources, instance=dg.DagsterInstance.ephemeral(),
-                            run_config=dg.RunConfig(ops={"retrieval_runs": {"config": {"sample_size": 1}}}))
+    result = dg.materialize(
+        all_assets(),
+        partition_key=PARTITION,
+        resources=resources,
+        instance=dg.DagsterInstance.ephemeral(),
+        run_config=dg.RunConfig(ops={"retrieval_runs": {"config": {"sample_size": 1}}}),
+    )
     assert result.success
     results = result.asset_value("query_results")
     assert results["query_id"].nunique() == 1  # the unsampled queries are not scored as misses

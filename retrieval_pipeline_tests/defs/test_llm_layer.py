@@ -29,8 +29,9 @@ def scripted_answer(messages: list[dict]) -> str:
 
 def run(resources, instance, judge_retrieved=False):
     config = dg.RunConfig(ops={"query_results": {"config": {"judge_retrieved": judge_retrieved}}})
-    return dg.materialize(list(defs().assets), partition_key="stdlib", resources=resources, instance=instance,
-                          run_config=config, raise_on_error=False)
+    return dg.materialize(
+        list(defs().assets), partition_key="stdlib", resources=resources, instance=instance, run_config=config, raise_on_error=False
+    )
 
 
 def meta(result, key):
@@ -41,8 +42,15 @@ def meta(result, key):
 @pytest.fixture
 def llm_resources(tmp_path):
     def make(server: FakeOpenAIServer) -> dict:
-        llm = LLMResource(provider="openai_compatible", base_url=server.base_url, model=server.model, api_key=SECRET,
-                          cache_path=str(tmp_path / "cache" / "llm.sqlite"), timeout_s=0.5, max_concurrency=4)
+        llm = LLMResource(
+            provider="openai_compatible",
+            base_url=server.base_url,
+            model=server.model,
+            api_key=SECRET,
+            cache_path=str(tmp_path / "cache" / "llm.sqlite"),
+            timeout_s=0.5,
+            max_concurrency=4,
+        )
         return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in"), llm)
 
     return make
@@ -110,14 +118,14 @@ def test_local_llama_server_end_to_end_plumbing(tmp_path):
     reason = llama_server_unavailable_reason()
     if reason:
         pytest.skip(reason)
-    llm = LLMResource(provider="local", cache_path=str(tmp_path / "cache" / "llm.sqlite"), timeout_s=120, max_concurrency=1,
-                      max_tokens=96)
+    llm = LLMResource(provider="local", cache_path=str(tmp_path / "cache" / "llm.sqlite"), timeout_s=120, max_concurrency=1, max_tokens=96)
     resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in"), llm)
     # up to the filter only: the tiny model tends to call everything answerable, random contexts included,
     # which can leave no pair to evaluate downstream
     upto_filter = ["raw_cases", "case_rejects", "corpus", "corpus_rejects", "qa_pairs", "verified_pairs"]
-    result = dg.materialize(list(defs().assets), selection=upto_filter, partition_key="stdlib", resources=resources,
-                            instance=dg.DagsterInstance.ephemeral())
+    result = dg.materialize(
+        list(defs().assets), selection=upto_filter, partition_key="stdlib", resources=resources, instance=dg.DagsterInstance.ephemeral()
+    )
     assert result.success
     verified = result.asset_value("verified_pairs")
     resolved = verified[verified["judge"] != "none"]

@@ -10,11 +10,28 @@ import pytest
 from retrieval_pipeline.core.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.trec import read_trec_qrels, read_trec_run
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.defs.support import resources_in
 
-VOCAB = ["python", "release", "version", "function", "statement", "exception", "loop", "import", "module", "policy",
-         "coverage", "vehicle", "home", "damage", "what", "who", "when"]
+VOCAB = [
+    "python",
+    "release",
+    "version",
+    "function",
+    "statement",
+    "exception",
+    "loop",
+    "import",
+    "module",
+    "policy",
+    "coverage",
+    "vehicle",
+    "home",
+    "damage",
+    "what",
+    "who",
+    "when",
+]
 
 
 @pytest.fixture
@@ -23,8 +40,9 @@ def resources(tmp_path):
 
 
 def run(partition, resources):
-    result = dg.materialize(list(defs().assets), partition_key=partition, resources=resources,
-                            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    result = dg.materialize(
+        list(defs().assets), partition_key=partition, resources=resources, instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
+    )
     failures = [e.message for e in result.all_events if e.is_step_failure and "retrieval_metrics" not in (e.step_key or "")]
     assert not failures, failures  # only a blocking ERROR floor on the metrics may fail a run
     return result
@@ -46,8 +64,12 @@ def assert_trec_exports_reproduce_the_metrics(result, resources, partition):
         run_path = settings.export_path(partition, f"{retriever}.run")
         ours = aggregate(per_query_metrics(read_trec_run(run_path), qrels))
         assert ours["ndcg@10"] == pytest.approx(table.loc[retriever, "ndcg@10"], abs=1e-9)
-        theirs = ranx.evaluate(ranx.Qrels.from_file(str(qrels_path), kind="trec"), ranx.Run.from_file(str(run_path), kind="trec"),
-                               ["ndcg@10", "mrr"], make_comparable=True)
+        theirs = ranx.evaluate(
+            ranx.Qrels.from_file(str(qrels_path), kind="trec"),
+            ranx.Run.from_file(str(run_path), kind="trec"),
+            ["ndcg@10", "mrr"],
+            make_comparable=True,
+        )
         assert theirs["ndcg@10"] == pytest.approx(table.loc[retriever, "ndcg@10"], abs=1e-9)
         assert theirs["mrr"] == pytest.approx(table.loc[retriever, "mrr"], abs=1e-9)
 
@@ -63,8 +85,15 @@ def test_nq_sample_dedups_long_answers_and_exports_evaluation_results(resources)
     path = resources["settings"].export_path("python_nq", "evaluation_results.json")
     results = json.loads(path.read_text())
     assert set(results) == {"bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"}
-    assert set(results["bm25"]["metrics"]) == {"total_questions", "recall_at_1", "recall_at_5", "mrr", "not_found",
-                                               "not_found_pct", "avg_rank_when_found"}
+    assert set(results["bm25"]["metrics"]) == {
+        "total_questions",
+        "recall_at_1",
+        "recall_at_5",
+        "mrr",
+        "not_found",
+        "not_found_pct",
+        "avg_rank_when_found",
+    }
     assert results["bm25"]["metrics"]["total_questions"] == len(dataset)
     assert_trec_exports_reproduce_the_metrics(result, resources, "python_nq")
 

@@ -7,8 +7,8 @@ import pytest
 
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline.defs.resources import EncoderResource
+from retrieval_pipeline_tests.defs.support import resources_in
 
 pytestmark = pytest.mark.integration
 
@@ -19,8 +19,7 @@ def real_resources(tmp_path):
 
 
 def run(partition, resources, instance):
-    return dg.materialize(list(defs().assets), partition_key=partition, resources=resources, instance=instance,
-                          raise_on_error=False)
+    return dg.materialize(list(defs().assets), partition_key=partition, resources=resources, instance=instance, raise_on_error=False)
 
 
 def metadata(result, key):

@@ -20,7 +20,8 @@ def registry(root: Path, retrievers: list[str]) -> Path:
     (root / "suites").mkdir(parents=True, exist_ok=True)
     (root / "suites" / "api.yaml").write_text(API_SUITE)
     path = root / "datasets.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         root: .
         defaults:
           filter: {{judge: none}}
@@ -31,7 +32,8 @@ def registry(root: Path, retrievers: list[str]) -> Path:
             corpus: {{introspect_modules: [json, csv]}}
             retrievers: {retrievers}
             baseline: {retrievers[-1]}
-    """))
+    """)
+    )
     return path
 
 
@@ -63,8 +65,14 @@ def test_adding_a_retriever_builds_and_runs_only_that_retriever(tmp_path: Path) 
     selection = selection | dg.AssetSelection.assets("retrieval_runs").downstream()
     second = dg.materialize(assets, selection=selection, partition_key=PARTITION, resources=resources, instance=instance)
     assert second.success
-    assert materialized(second) == {"retrievers/bm25_code/index", "retrievers/bm25_code/runs", "retrieval_runs",
-                                    "query_results", "retrieval_metrics", "evaluation_exports"}
+    assert materialized(second) == {
+        "retrievers/bm25_code/index",
+        "retrievers/bm25_code/runs",
+        "retrieval_runs",
+        "query_results",
+        "retrieval_metrics",
+        "evaluation_exports",
+    }
     assert bm25_runs.stat().st_mtime_ns == before  # the unchanged retrievers were not recomputed
     table = second.asset_value("retrieval_metrics").set_index("retriever")
     assert list(table.index) == ["bm25", "tfidf_plugin", "bm25_code"]  # side by side, in the dataset's order
@@ -81,8 +89,9 @@ def test_a_listed_retriever_without_runs_names_the_asset_to_materialise(tmp_path
     assert dg.materialize(assets, partition_key=PARTITION, resources=resources, instance=instance).success
     registry(tmp_path / "in", ["bm25", "bm25_code"])
     only_metrics = dg.AssetSelection.assets("retrieval_runs")
-    result = dg.materialize(assets, selection=only_metrics, partition_key=PARTITION, resources=resources, instance=instance,
-                            raise_on_error=False)
+    result = dg.materialize(
+        assets, selection=only_metrics, partition_key=PARTITION, resources=resources, instance=instance, raise_on_error=False
+    )
     assert not result.success
     message = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_step_failure)
     assert "materialise `retrievers/bm25_code/runs` for this dataset first" in message

@@ -37,8 +37,10 @@ benchmarks:
 def verifier_resources(tmp_path):
     registry = write_dataset(tmp_path / "in")
     (tmp_path / "in" / "suites" / "multiple_choice.yaml").write_text(MC_SUITE)
-    text = registry.read_text().replace("suites: [suites/api_understanding.yaml, suites/fix_errors.yaml]",
-                                        "suites: [suites/api_understanding.yaml, suites/fix_errors.yaml, suites/multiple_choice.yaml]")
+    text = registry.read_text().replace(
+        "suites: [suites/api_understanding.yaml, suites/fix_errors.yaml]",
+        "suites: [suites/api_understanding.yaml, suites/fix_errors.yaml, suites/multiple_choice.yaml]",
+    )
     registry.write_text(text)
     return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), registry)
 
@@ -47,8 +49,13 @@ def test_verdicts_report_and_check_on_planted_questions(verifier_resources):
     instance = dg.DagsterInstance.ephemeral()
     suite = verifier_resources["settings"].dataset("stdlib").suites[-1]
     before = suite.read_bytes()
-    result = dg.materialize(list(defs().assets), selection=["raw_cases", "case_rejects", "question_verdicts", "quality_report"],
-                            partition_key="stdlib", resources=verifier_resources, instance=instance)
+    result = dg.materialize(
+        list(defs().assets),
+        selection=["raw_cases", "case_rejects", "question_verdicts", "quality_report"],
+        partition_key="stdlib",
+        resources=verifier_resources,
+        instance=instance,
+    )
     assert result.success  # a disproven answer flags the benchmark; it does not fail the pipeline
     verdicts = result.asset_value("question_verdicts").set_index("case_id")
     assert verdicts.loc["mc:json_import", "verdict"] == "Valid"

@@ -37,8 +37,9 @@ class FakeEmbeddingsServer(LoopbackJSONServer):
 
     route = "/v1/embeddings"
 
-    def __init__(self, vocabulary: Sequence[str], *, model: str = "fake-embed", script: Sequence[str | None] = (),
-                 timeout_sleep_s: float = 1.0) -> None:
+    def __init__(
+        self, vocabulary: Sequence[str], *, model: str = "fake-embed", script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0
+    ) -> None:
         super().__init__(script=script, timeout_sleep_s=timeout_sleep_s, known_faults=CONTENT_FAULTS)
         self.model = model
         self.keywords = KeywordEncoder(vocabulary)
@@ -71,8 +72,9 @@ class FakeEmbeddingsServer(LoopbackJSONServer):
         dimensions = body.get("dimensions")
         items = [{"object": "embedding", "index": i, "embedding": self.vector(t, dimensions)} for i, t in enumerate(texts)]
         items = _spoil(items, fault)
-        return Reply(200, {"object": "list", "data": items, "model": self.model,
-                           "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
+        return Reply(
+            200, {"object": "list", "data": items, "model": self.model, "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}}
+        )
 
 
 def _inputs(body: Any) -> list[str] | None:

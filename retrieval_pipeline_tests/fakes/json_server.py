@@ -147,8 +147,7 @@ class LoopbackServer(Generic[_R]):
         """The fault and reply of one request (``None`` reply: disconnect)."""
         raise NotImplementedError
 
-    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None,
-                     status: int) -> _R:
+    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None, status: int) -> _R:
         """The record of one request (``status`` 0: disconnected)."""
         raise NotImplementedError
 
@@ -275,8 +274,7 @@ class LoopbackJSONServer(LoopbackServer[SeenRequest]):
 
     route = "/"
 
-    def __init__(self, *, script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0,
-                 known_faults: Sequence[str] = ()) -> None:
+    def __init__(self, *, script: Sequence[str | None] = (), timeout_sleep_s: float = 1.0, known_faults: Sequence[str] = ()) -> None:
         known = set(TRANSPORT_FAULTS) | set(known_faults)
         unknown = sorted({f for f in script if f is not None} - known)
         if unknown:
@@ -325,6 +323,5 @@ class LoopbackJSONServer(LoopbackServer[SeenRequest]):
             reply = Reply(reply.status, reply.payload, reply.raw, reply.headers, self._timeout_sleep_s)
         return fault, reply
 
-    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None,
-                     status: int) -> SeenRequest:
+    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None, status: int) -> SeenRequest:
         return SeenRequest(index, method, path, body, {k.lower(): v for k, v in headers.items()}, fault, status)

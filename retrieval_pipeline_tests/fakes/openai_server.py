@@ -164,8 +164,9 @@ class FakeOpenAIServer(LoopbackServer[RecordedRequest]):
             return fault, None
         return fault, replace(reply, sleep_s=self._delay_s + reply.sleep_s)
 
-    def _make_record(self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None,
-                     status: int) -> RecordedRequest:
+    def _make_record(
+        self, index: int, method: str, path: str, body: Any, headers: Message, fault: str | None, status: int
+    ) -> RecordedRequest:
         authorized = bool(headers.get("Authorization", "").startswith("Bearer "))
         return RecordedRequest(index, method, path, body, fault, status, authorized)
 

@@ -30,9 +30,23 @@ from retrieval_pipeline.core.datasets.base import (
 )
 
 __all__ = [
-    "CASE_JSON_FIELDS", "DEFAULT_KIND", "Block", "CasesBuild", "CorpusBuild", "DatasetAdapter", "PairBuilder", "QueryColumns",
-    "SettingsBlock", "adapter_for", "adapter_of_kind", "adapters", "all_blocks", "block_owners", "register_adapter",
-    "unregister_adapter", "validate_kind_blocks",
+    "CASE_JSON_FIELDS",
+    "DEFAULT_KIND",
+    "Block",
+    "CasesBuild",
+    "CorpusBuild",
+    "DatasetAdapter",
+    "PairBuilder",
+    "QueryColumns",
+    "SettingsBlock",
+    "adapter_for",
+    "adapter_of_kind",
+    "adapters",
+    "all_blocks",
+    "block_owners",
+    "register_adapter",
+    "unregister_adapter",
+    "validate_kind_blocks",
 ]
 
 

@@ -270,5 +270,6 @@ def _check_blocks(kind: str, adapter: DatasetAdapter, entry: Mapping[str, Any], 
     wanted = sorted(b for b, block in adapter.blocks.items() if block.required)
     missing = [b for b in wanted if not entry.get(b)]
     if missing or foreign:
-        raise ValueError(f"kind {kind!r} needs {wanted}" + (f"; missing {missing}" if missing else "")
-                         + (f"; not allowed: {foreign}" if foreign else ""))
+        raise ValueError(
+            f"kind {kind!r} needs {wanted}" + (f"; missing {missing}" if missing else "") + (f"; not allowed: {foreign}" if foreign else "")
+        )

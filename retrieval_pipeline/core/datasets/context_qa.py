@@ -48,8 +48,10 @@ class ChunkingSettings(SettingsBlock):
     def _overlap_below_size(self) -> ChunkingSettings:
         """``overlap >= size`` would fail at ``corpus`` (:func:`~retrieval_pipeline.core.chunking.chunk_markdown`): refused here."""
         if self.overlap >= self.size:
-            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size}): "
-                             "each chunk carries at most overlap characters of the previous one")
+            raise ValueError(
+                f"overlap ({self.overlap}) must be smaller than size ({self.size}): "
+                "each chunk carries at most overlap characters of the previous one"
+            )
         return self
 
 
@@ -106,12 +108,24 @@ class ContextQAAdapter(DatasetAdapter):
             cut = chunk_markdown(document_id, text, size=spec.chunking.size, overlap=spec.chunking.overlap)
             if not cut:
                 where = files.get(document_id, f"pydoc_data topic {document_id}")
-                rejects.append(Rejected(where, document_id, None,
-                                        f"file {where}: document {document_id!r} has headings but no text: it contributes no chunk"))
+                rejects.append(
+                    Rejected(
+                        where,
+                        document_id,
+                        None,
+                        f"file {where}: document {document_id!r} has headings but no text: it contributes no chunk",
+                    )
+                )
             chunks.extend(cut)
         read = len(spec.documents) if spec.documents else len(sources)  # documents_read = documents + documents_rejected
-        report = {"documents_read": read, "documents": read - len(rejects), "documents_rejected": len(rejects), "chunks": len(chunks),
-                  "chunk_size": spec.chunking.size, "chunk_overlap": spec.chunking.overlap}
+        report = {
+            "documents_read": read,
+            "documents": read - len(rejects),
+            "documents_rejected": len(rejects),
+            "chunks": len(chunks),
+            "chunk_size": spec.chunking.size,
+            "chunk_overlap": spec.chunking.overlap,
+        }
         where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
         return CorpusBuild(chunks, rejects, report, where)
 
@@ -126,8 +140,12 @@ class ContextQAAdapter(DatasetAdapter):
         if not pairs:
             return {}
         matched = sum(1 for p in pairs if p.status == "resolved")
-        return {"context_pairs": len(pairs), "contexts_matched": matched, "relevance_ceiling": matched / len(pairs),
-                "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs)}
+        return {
+            "context_pairs": len(pairs),
+            "contexts_matched": matched,
+            "relevance_ceiling": matched / len(pairs),
+            "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs),
+        }
 
     def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:
         """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`)."""

@@ -69,6 +69,14 @@ class NQAdapter(DatasetAdapter):
 def nq_pair(case: Case) -> QAPair:
     """The question's own long answer (its de-duplicated chunk) is the one relevant document."""
     chunk = case.extra.get("gold_chunk_id")
-    return QAPair(case.case_id, case.suite, case.benchmark_type, case.source_file, case.query,
-                  [chunk] if chunk else [], "resolved" if chunk else "unresolved", "nq:long_answer",
-                  {"short_answers": case.extra.get("short_answers", [])})
+    return QAPair(
+        case.case_id,
+        case.suite,
+        case.benchmark_type,
+        case.source_file,
+        case.query,
+        [chunk] if chunk else [],
+        "resolved" if chunk else "unresolved",
+        "nq:long_answer",
+        {"short_answers": case.extra.get("short_answers", [])},
+    )

@@ -37,8 +37,10 @@ class RetrievalScores(BaseModel):
     rationale: str = ""
 
 
-SYSTEM = ("You are a careful annotator for a retrieval benchmark. Use ONLY the contexts given, never your own "
-          "knowledge. Reply with one JSON object and nothing else.")
+SYSTEM = (
+    "You are a careful annotator for a retrieval benchmark. Use ONLY the contexts given, never your own "
+    "knowledge. Reply with one JSON object and nothing else."
+)
 
 
 def _contexts(texts: Sequence[str]) -> str:
@@ -47,15 +49,19 @@ def _contexts(texts: Sequence[str]) -> str:
 
 def answer_messages(question: str, contexts: Sequence[str]) -> list[dict[str, str]]:
     """Ask whether ``contexts`` alone answer ``question`` (schema: :class:`AnswerFromContext`)."""
-    user = (f"{_contexts(contexts)}\n\nQuestion: {question}\n\nCan the question be answered from the contexts "
-            'above alone? Reply as {"answerable": true|false, "answer": "...", "rationale": "..."}.')
+    user = (
+        f"{_contexts(contexts)}\n\nQuestion: {question}\n\nCan the question be answered from the contexts "
+        'above alone? Reply as {"answerable": true|false, "answer": "...", "rationale": "..."}.'
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 def retrieval_messages(question: str, contexts: Sequence[str]) -> list[dict[str, str]]:
     """Ask for quality, completeness and relevance in [0, 1] (schema: :class:`RetrievalScores`)."""
-    user = (f"Question: {question}\n\nRetrieved, best first:\n{_contexts(contexts)}\n\nScore the retrieval from 0 to 1: "
-            '{"quality": q, "completeness": c, "relevance": r, "rationale": "..."}.')
+    user = (
+        f"Question: {question}\n\nRetrieved, best first:\n{_contexts(contexts)}\n\nScore the retrieval from 0 to 1: "
+        '{"quality": q, "completeness": c, "relevance": r, "rationale": "..."}.'
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -84,8 +90,9 @@ class LLMForwardRagJudge:
         details = {"sufficiency": _answer(gold), "necessity": _answer(rand)}
         if gold.value is None or rand.value is None:
             error = gold.error if gold.value is None else rand.error
-            return FilterDecision(query_id, False, self.name, f"undecided: {error}", random_doc_ids=random_ids,
-                                  undecided=True, details=details)
+            return FilterDecision(
+                query_id, False, self.name, f"undecided: {error}", random_doc_ids=random_ids, undecided=True, details=details
+            )
         sufficient, leaked = gold.value["answerable"], rand.value["answerable"]
         if not sufficient:
             reason = f"dropped (insufficient): the model could not answer from the gold context: {gold.value.get('rationale', '')}"
@@ -93,8 +100,16 @@ class LLMForwardRagJudge:
             reason = f"dropped (not necessary): random contexts also answered it: {rand.value.get('rationale', '')}"
         else:
             reason = f"kept: answered from the gold context ({gold.value.get('answer', '')!r}), not from random contexts"
-        return FilterDecision(query_id, sufficient and not leaked, self.name, reason,
-                              1.0 if sufficient else 0.0, 1.0 if leaked else 0.0, random_ids, details=details)
+        return FilterDecision(
+            query_id,
+            sufficient and not leaked,
+            self.name,
+            reason,
+            1.0 if sufficient else 0.0,
+            1.0 if leaked else 0.0,
+            random_ids,
+            details=details,
+        )
 
 
 def _answer(call: LLMCall) -> dict[str, object]:
@@ -116,8 +131,15 @@ class LLMRetrievalJudge:
         for call in calls:
             v = call.value or {}
             quality = v.get("quality")
-            out.append({"judge": self.name, "judge_quality": quality, "judge_completeness": v.get("completeness"),
-                        "judge_relevance": v.get("relevance"),
-                        "judge_pass": None if quality is None else bool(quality >= self.pass_at),
-                        "judge_error": call.error, "judge_rationale": v.get("rationale")})
+            out.append(
+                {
+                    "judge": self.name,
+                    "judge_quality": quality,
+                    "judge_completeness": v.get("completeness"),
+                    "judge_relevance": v.get("relevance"),
+                    "judge_pass": None if quality is None else bool(quality >= self.pass_at),
+                    "judge_error": call.error,
+                    "judge_rationale": v.get("rationale"),
+                }
+            )
         return out

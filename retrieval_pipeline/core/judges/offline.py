@@ -102,16 +102,22 @@ class OfflineLexicalJudge:
         best_random = max((self.coverage(query, d) for d in randoms), default=0.0)
         if described < self.min_description_tokens:
             keep = False
-            reason = (f"dropped (insufficient): the gold context has {described} distinct tokens beyond its name "
-                      f"(< {self.min_description_tokens}): nothing to answer from")
+            reason = (
+                f"dropped (insufficient): the gold context has {described} distinct tokens beyond its name "
+                f"(< {self.min_description_tokens}): nothing to answer from"
+            )
         elif best_random >= self.max_random_coverage and best_random >= suff:
             keep = False
-            reason = (f"dropped (not necessary): a random context covers {best_random:.2f} of the query "
-                      f"(>= {self.max_random_coverage:.2f}), as much as the gold ({suff:.2f})")
+            reason = (
+                f"dropped (not necessary): a random context covers {best_random:.2f} of the query "
+                f"(>= {self.max_random_coverage:.2f}), as much as the gold ({suff:.2f})"
+            )
         else:
             keep = True
-            reason = (f"kept: gold context has {described} distinct tokens beyond its name; gold covers {suff:.2f} of the query, "
-                      f"best of {len(randoms)} random contexts {best_random:.2f}")
+            reason = (
+                f"kept: gold context has {described} distinct tokens beyond its name; gold covers {suff:.2f} of the query, "
+                f"best of {len(randoms)} random contexts {best_random:.2f}"
+            )
         return FilterDecision(query_id, keep, self.name, reason, suff, best_random, randoms)
 
 

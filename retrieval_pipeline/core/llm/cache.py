@@ -139,9 +139,7 @@ class LLMCache(Closing):
             if self._conn is failed:  # not replaced by another thread meanwhile
                 with contextlib.suppress(sqlite3.Error):
                     failed.close()
-                self._conn, self._identity = replace_corrupt_sqlite(
-                    self.path, self._open, seen=self._identity, error=failure, what=_WHAT
-                )
+                self._conn, self._identity = replace_corrupt_sqlite(self.path, self._open, seen=self._identity, error=failure, what=_WHAT)
             return op(self._conn)
 
 

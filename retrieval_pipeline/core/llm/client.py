@@ -382,7 +382,6 @@ class LLMClient(Closing):
         if self._owns_client:
             self._client.close()
 
-
     def __repr__(self) -> str:
         return f"LLMClient(settings={self.settings!r}, cache={self.cache!r})"
 

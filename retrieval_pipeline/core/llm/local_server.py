@@ -68,9 +68,7 @@ def find_packaged_gguf(package: str = DEFAULT_GGUF_PACKAGE) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None:
-        raise LocalServerError(
-            f"package {package!r} is not installed, so no packaged GGUF model is available: pip install {pip_name}"
-        )
+        raise LocalServerError(f"package {package!r} is not installed, so no packaged GGUF model is available: pip install {pip_name}")
     if spec.submodule_search_locations:
         folders = [Path(p) for p in spec.submodule_search_locations]
     elif spec.origin:
@@ -84,8 +82,7 @@ def find_packaged_gguf(package: str = DEFAULT_GGUF_PACKAGE) -> Path:
     if not found:
         where = ", ".join(str(f) for f in folders) or "(no folder)"
         raise LocalServerError(
-            f"package {package!r} is installed at {where} but holds no .gguf file: "
-            f"reinstall it (pip install --force-reinstall {pip_name})"
+            f"package {package!r} is installed at {where} but holds no .gguf file: reinstall it (pip install --force-reinstall {pip_name})"
         )
     return found[0]
 
@@ -121,13 +118,10 @@ def check_loopback_host(host: str) -> str:
         address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         raise LocalServerError(
-            f"host {host!r} refused: the local LLM server listens only on a loopback IP literal "
-            "(127.0.0.0/8 or ::1), not on a name"
+            f"host {host!r} refused: the local LLM server listens only on a loopback IP literal (127.0.0.0/8 or ::1), not on a name"
         ) from None
     if not address.is_loopback:
-        raise LocalServerError(
-            f"host {host!r} refused: the local LLM server listens only on loopback (127.0.0.0/8 or ::1)"
-        )
+        raise LocalServerError(f"host {host!r} refused: the local LLM server listens only on loopback (127.0.0.0/8 or ::1)")
     return str(address)
 
 
@@ -251,9 +245,7 @@ class LocalLlamaServer:
         self.start()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     def start(self) -> LocalLlamaServer:
@@ -307,7 +299,7 @@ class LocalLlamaServer:
                 if models and isinstance(models[0], dict) and models[0].get("id"):
                     return str(models[0]["id"])
                 last_error = f"GET {url} answered without a model id: {str(body)[:200]}"
-            except (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout, ValueError) as err:
+            except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError) as err:
                 last_error = f"{type(err).__name__}: {err}"
             if time.monotonic() >= deadline:
                 raise LocalServerError(

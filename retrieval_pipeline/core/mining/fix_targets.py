@@ -145,9 +145,7 @@ def _missing_file_warnings(case: Case) -> list[str]:
 # --------------------------------------------------------------------------- from a file
 
 
-def _infer_from_file(
-    case_id: str, role: str, path: Path, lookup: CorpusLookup, warnings: list[str]
-) -> TargetInference | None:
+def _infer_from_file(case_id: str, role: str, path: Path, lookup: CorpusLookup, warnings: list[str]) -> TargetInference | None:
     """Infer from one solution file; None (with a warning) when it is unreadable or yields nothing."""
     try:
         tree = ast.parse(read_case_file(path, role), filename=str(path))
@@ -199,8 +197,10 @@ def read_case_file(path: str | Path, role: str) -> str:
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise PathRefused(f"{role} file is not {exc.encoding} text (byte 0x{data[exc.start]:02x} at offset {exc.start}: "
-                          f"{exc.reason}): refused", path=str(path)) from None
+        raise PathRefused(
+            f"{role} file is not {exc.encoding} text (byte 0x{data[exc.start]:02x} at offset {exc.start}: {exc.reason}): refused",
+            path=str(path),
+        ) from None
     if declaration is not None:
         raise PathRefused(f"{role} file has an unusable encoding declaration ({declaration}): refused", path=str(path))
     return text

@@ -36,10 +36,14 @@ def target_messages(case: Case, candidates: Sequence[str]) -> list[dict[str, str
     """The prompt: description, the solution code when present, and candidate names as hints."""
     code = _solution_code(case)
     hint = f"\nCandidates seen in the code or description: {', '.join(candidates)}." if candidates else ""
-    user = (f"Task: {case.query}{code}{hint}\n\nWhich library class or function is the primary subject of this task, "
-            'the one a developer must understand to fix it? Reply as {"primary_class": "...", "rationale": "..."}.')
-    return [{"role": "system", "content": "You label programming tasks. Reply with one JSON object and nothing else."},
-            {"role": "user", "content": user}]
+    user = (
+        f"Task: {case.query}{code}{hint}\n\nWhich library class or function is the primary subject of this task, "
+        'the one a developer must understand to fix it? Reply as {"primary_class": "...", "rationale": "..."}.'
+    )
+    return [
+        {"role": "system", "content": "You label programming tasks. Reply with one JSON object and nothing else."},
+        {"role": "user", "content": user},
+    ]
 
 
 def _solution_code(case: Case) -> str:
@@ -77,9 +81,15 @@ class LLMTargetInferer:
         answer = (call.value or {}).get("primary_class")
         match = resolve_symbol(answer.strip().strip("`"), lookup) if answer else None
         llm_target = match.doc_id if match else None
-        evidence = {**ast_result.evidence, "ast": ast_result.target, "llm": llm_target, "llm_answer": answer,
-                    "llm_rationale": (call.value or {}).get("rationale"), "llm_error": call.error,
-                    "agree": llm_target is not None and llm_target == ast_result.target}
+        evidence = {
+            **ast_result.evidence,
+            "ast": ast_result.target,
+            "llm": llm_target,
+            "llm_answer": answer,
+            "llm_rationale": (call.value or {}).get("rationale"),
+            "llm_error": call.error,
+            "agree": llm_target is not None and llm_target == ast_result.target,
+        }
         if call.value is None or llm_target is None or llm_target == ast_result.target:
             target, how = ast_result.target, ("agree" if evidence["agree"] else "ast (no usable LLM answer)")
         elif ast_result.evidence.get("source") == "file":

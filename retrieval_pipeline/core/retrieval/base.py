@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Union, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from retrieval_pipeline.core.types import Hit
 
@@ -21,7 +21,7 @@ class QueryError:
 
 
 #: What a retriever returns for one query: its hits, best first, or why there are none.
-QueryResult = Union[list[Hit], QueryError]
+QueryResult = list[Hit] | QueryError
 
 
 @runtime_checkable

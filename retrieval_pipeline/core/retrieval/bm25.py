@@ -375,16 +375,12 @@ def _first_occurrence_vocabulary(corpus_tokens: Sequence[Sequence[str]]) -> dict
     return {term: i for i, term in enumerate(dict.fromkeys(chain.from_iterable(corpus_tokens)))}
 
 
-def _term_frequencies(
-    corpus_tokens: Sequence[Sequence[str]], vocabulary: dict[str, int]
-) -> tuple[sp.csr_array, np.ndarray]:
+def _term_frequencies(corpus_tokens: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> tuple[sp.csr_array, np.ndarray]:
     """``terms x documents`` term-frequency CSR matrix (canonical) and token count per document."""
     doc_len = np.fromiter(map(len, corpus_tokens), dtype=np.int64, count=len(corpus_tokens))
     n_tokens = int(doc_len.sum())
     index_dtype = np.int32 if max(len(vocabulary), len(doc_len), n_tokens) < 2**31 else np.int64
-    term_ids = np.fromiter(
-        map(vocabulary.__getitem__, chain.from_iterable(corpus_tokens)), dtype=index_dtype, count=n_tokens
-    )
+    term_ids = np.fromiter(map(vocabulary.__getitem__, chain.from_iterable(corpus_tokens)), dtype=index_dtype, count=n_tokens)
     doc_positions = np.repeat(np.arange(len(doc_len), dtype=index_dtype), doc_len)
     counts = np.ones(n_tokens, dtype=np.int64)
     shape = (len(vocabulary), len(doc_len))
@@ -404,9 +400,7 @@ def _okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float) -> tuple[np.nd
     return np.array([floor if value < 0 else value for value in raw], dtype=np.float64), average_idf
 
 
-def _okapi_weights(
-    term_freqs: sp.csr_array, doc_len: np.ndarray, idf: np.ndarray, *, k1: float, b: float, avgdl: float
-) -> sp.csr_array:
+def _okapi_weights(term_freqs: sp.csr_array, doc_len: np.ndarray, idf: np.ndarray, *, k1: float, b: float, avgdl: float) -> sp.csr_array:
     """Per-(term, doc) summands, with rank_bm25's exact operation order.
 
     rank_bm25 computes ``idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``; the same

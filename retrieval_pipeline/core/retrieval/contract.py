@@ -91,12 +91,16 @@ def check_contract(
     checked = CheckedRetriever(plugin, report.factory, "contract sample", frozenset(corpus))
     for k in ks:
         _expect(report, f"search(k={k})", lambda k=k: checked.search(list(queries), k))
-        _expect(report, f"search is deterministic (k={k})",
-                lambda k=k: _same(plugin.search(list(queries), k), plugin.search(list(queries), k)))
+        _expect(
+            report, f"search is deterministic (k={k})", lambda k=k: _same(plugin.search(list(queries), k), plugin.search(list(queries), k))
+        )
     _expect(report, "k=0 gives empty lists", lambda: _all_empty(checked.search(list(queries), 0)))
     _expect(report, "no queries give no answers", lambda: _equal(checked.search([], 5), []))
-    _expect(report, "a query alone answers as in a batch",
-            lambda: _same([plugin.search([q], 5)[0] for q in queries], plugin.search(list(queries), 5)))
+    _expect(
+        report,
+        "a query alone answers as in a batch",
+        lambda: _same([plugin.search([q], 5)[0] for q in queries], plugin.search(list(queries), 5)),
+    )
     if callable(getattr(plugin, "save", None)) and callable(getattr(plugin, "load", None)):
         _expect(report, "save/load round trip", lambda: _round_trip(factory, params, plugin, queries))
     return report

@@ -329,8 +329,7 @@ def _default_encoder(params: dict[str, Any], directory: Path) -> Encoder:
     built_with = str(params.get("model_id"))
     if not built_with.startswith(f"{default.name}@") or built_with != default.model_id:
         raise EncoderMismatchError(
-            f"{directory}: index built with model {built_with!r}; pass an encoder for it "
-            f"(the default encoder is {default.name!r})"
+            f"{directory}: index built with model {built_with!r}; pass an encoder for it (the default encoder is {default.name!r})"
         )
     return default
 

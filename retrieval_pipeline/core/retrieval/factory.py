@@ -116,7 +116,9 @@ def corpus_hash(documents: Sequence[Document]) -> str:
     return digest.hexdigest()
 
 
-def library_versions(packages: Iterable[str] = ("numpy", "scipy", "faiss-cpu", "sentence-transformers", "torch", "transformers")) -> dict[str, str | None]:
+def library_versions(
+    packages: Iterable[str] = ("numpy", "scipy", "faiss-cpu", "sentence-transformers", "torch", "transformers"),
+) -> dict[str, str | None]:
     """Installed versions (read from package metadata, nothing imported)."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for package in packages:
@@ -145,11 +147,19 @@ def build_index(spec: RetrieverSpec, ctx: RetrieverContext) -> dict[str, Any]:
         except RetrieverError:
             raise
         except Exception as exc:  # a plug-in or model may raise anything: name who failed, keep the cause
-            raise RetrieverError(f"retriever {spec.name!r} ({spec.kind}) failed to build for dataset {ctx.dataset!r}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
-        params = {"retriever": spec.name, "kind": spec.kind, "spec": spec.settings(), "dataset": ctx.dataset,
-                  "n_docs": len(ctx.documents), "corpus_sha256": corpus_hash(ctx.documents),
-                  "versions": library_versions(), **reported}
+            raise RetrieverError(
+                f"retriever {spec.name!r} ({spec.kind}) failed to build for dataset {ctx.dataset!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        params = {
+            "retriever": spec.name,
+            "kind": spec.kind,
+            "spec": spec.settings(),
+            "dataset": ctx.dataset,
+            "n_docs": len(ctx.documents),
+            "corpus_sha256": corpus_hash(ctx.documents),
+            "versions": library_versions(),
+            **reported,
+        }
         (staging / PARAMS_FILE).write_text(json.dumps(params, indent=2, sort_keys=True, default=str), encoding="utf-8")
         _swap_in(staging, final)
     finally:
@@ -180,15 +190,21 @@ def read_params(index_dir: Path, spec: RetrieverSpec, dataset: str, documents: S
     """
     path = Path(index_dir) / PARAMS_FILE
     if not path.is_file():
-        raise RetrieverError(f"no index of retriever {spec.name!r} for dataset {dataset!r} at {index_dir}: "
-                             f"materialise `retrievers/{spec.name}/index` for this dataset first")
+        raise RetrieverError(
+            f"no index of retriever {spec.name!r} for dataset {dataset!r} at {index_dir}: "
+            f"materialise `retrievers/{spec.name}/index` for this dataset first"
+        )
     params = json.loads(path.read_text(encoding="utf-8"))
     if params.get("spec") != spec.settings():
-        raise RetrieverError(f"the index of retriever {spec.name!r} for dataset {dataset!r} was built with other settings "
-                             f"({params.get('spec')} != {spec.settings()}): materialise `retrievers/{spec.name}/index` again")
+        raise RetrieverError(
+            f"the index of retriever {spec.name!r} for dataset {dataset!r} was built with other settings "
+            f"({params.get('spec')} != {spec.settings()}): materialise `retrievers/{spec.name}/index` again"
+        )
     if documents is not None and params.get("corpus_sha256") != corpus_hash(documents):
-        raise RetrieverError(f"the index of retriever {spec.name!r} for dataset {dataset!r} was built for another corpus: "
-                             f"materialise `retrievers/{spec.name}/index` again")
+        raise RetrieverError(
+            f"the index of retriever {spec.name!r} for dataset {dataset!r} was built for another corpus: "
+            f"materialise `retrievers/{spec.name}/index` again"
+        )
     return params
 
 
@@ -229,8 +245,9 @@ def load_retriever(
         except RetrieverError:
             raise
         except Exception as exc:
-            raise RetrieverError(f"retriever {part!r} ({spec.kind}) failed to load for dataset {dataset!r}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise RetrieverError(
+                f"retriever {part!r} ({spec.kind}) failed to load for dataset {dataset!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         return CheckedRetriever(inner, part, dataset, known)
 
     registry.closure([name])  # refuses cycles before anything loads

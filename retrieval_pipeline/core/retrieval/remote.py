@@ -24,7 +24,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 from retrieval_pipeline.core.llm.client import backoff_delay
 
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 #: ``classify(exc) -> (retryable, retry_after_s)``.
-Classifier = Callable[[Exception], tuple[bool, Optional[float]]]
+Classifier = Callable[[Exception], tuple[bool, float | None]]
 
 REDACTED = "[REDACTED]"
 ERROR_LIMIT = 400
@@ -162,8 +162,9 @@ def post_json(url: str, payload: Any, headers: Mapping[str, str], timeout_s: flo
         BadResponse: A 2xx body that is not JSON.
     """
     data = json.dumps(payload).encode("utf-8")
-    request = urllib.request.Request(url, data=data, method="POST",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json", **headers})
+    request = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "application/json", "Accept": "application/json", **headers}
+    )
     with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - the URL is the operator's setting
         body = response.read()
     try:

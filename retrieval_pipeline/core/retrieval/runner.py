@@ -30,8 +30,13 @@ class RetrieverRun:
 
 
 def build_retriever(
-    registry: RetrieverRegistry, dataset: str, name: str, documents: Sequence[Document],
-    index_root: Path, cache_dir: Path, encoder_for: EncoderFor,
+    registry: RetrieverRegistry,
+    dataset: str,
+    name: str,
+    documents: Sequence[Document],
+    index_root: Path,
+    cache_dir: Path,
+    encoder_for: EncoderFor,
 ) -> dict[str, Any]:
     """Build retriever ``name`` for ``dataset`` into ``index_root/name``; returns its ``retriever.json``."""
     spec = registry.get(name)
@@ -43,8 +48,16 @@ def build_retriever(
 
 
 def run_retriever(
-    registry: RetrieverRegistry, dataset: str, name: str, documents: Sequence[Document], queries: Mapping[str, str],
-    index_root: Path, cache_dir: Path, encoder_for: EncoderFor, depth: int, latency_sample: int,
+    registry: RetrieverRegistry,
+    dataset: str,
+    name: str,
+    documents: Sequence[Document],
+    queries: Mapping[str, str],
+    index_root: Path,
+    cache_dir: Path,
+    encoder_for: EncoderFor,
+    depth: int,
+    latency_sample: int,
 ) -> RetrieverRun:
     """Rank every query with retriever ``name`` (built by :func:`build_retriever`), latency on a sample."""
     started = time.perf_counter()

@@ -17,7 +17,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.sources.yaml_file import read_yaml
 from retrieval_pipeline.core.types import Document, Rejected
@@ -26,7 +25,6 @@ from retrieval_pipeline.core.types import Document, Rejected
 MAX_MEMBER_LINES = 40
 #: Docstrings are cut to this many characters in a document's text.
 MAX_DOCSTRING_CHARS = 1500
-
 
 
 @dataclass
@@ -378,8 +376,7 @@ def _signature_of(obj: Any) -> str | None:
     except (ValueError, TypeError):
         return None
     params = [
-        p.replace(default=_OPAQUE) if p.default is not p.empty and _unstable_repr(p.default) else p
-        for p in signature.parameters.values()
+        p.replace(default=_OPAQUE) if p.default is not p.empty and _unstable_repr(p.default) else p for p in signature.parameters.values()
     ]
     return str(signature.replace(parameters=params))
 

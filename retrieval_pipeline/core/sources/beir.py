@@ -361,9 +361,7 @@ def _qrels_entry(fields: list[str], read: _QrelsRead) -> tuple[str, str, int]:
     return query_id, doc_id, int(grade)
 
 
-def _check_judgement(
-    query_id: str, doc_id: str, read: _QrelsRead, corpus: _IdRows[Document], queries: _IdRows[Case]
-) -> None:
+def _check_judgement(query_id: str, doc_id: str, read: _QrelsRead, corpus: _IdRows[Document], queries: _IdRows[Case]) -> None:
     """Raise _RowProblem when the query or document is not loaded, or the pair was already judged."""
     if query_id not in queries.items:
         raise _RowProblem(f"unknown query: {query_id!r} {_absence(query_id, queries)}")
@@ -402,14 +400,20 @@ def _without_valid_judgement(queries: _IdRows[Case], judged: _QrelsRead, qrels_p
         if query_id in judged.qrels:
             continue
         shown = ", ".join(map(str, lines[:5])) + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
-        problem = (f"query {query_id!r} has no valid judgement in {qrels_path}: "
-                   f"its {len(lines)} qrels line(s) there were rejected (line {shown})")
+        problem = (
+            f"query {query_id!r} has no valid judgement in {qrels_path}: its {len(lines)} qrels line(s) there were rejected (line {shown})"
+        )
         rejects.append(_reject(queries.path, queries.line_of[query_id], query_id, problem))
     return sorted(rejects, key=lambda r: r.index or 0)
 
 
 def _report(
-    root: Path, split: str, corpus: _IdRows[Document], queries: _IdRows[Case], judged: _QrelsRead, cases: list[Case],
+    root: Path,
+    split: str,
+    corpus: _IdRows[Document],
+    queries: _IdRows[Case],
+    judged: _QrelsRead,
+    cases: list[Case],
     unjudged: int,
 ) -> dict[str, Any]:
     """Counts that add up (see the module docstring)."""

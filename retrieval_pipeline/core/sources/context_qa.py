@@ -334,8 +334,12 @@ def load_context_qa(path: str | Path, *, suite: str | None = None) -> ContextQAL
             report[problem.kind] += 1
             rejects.append(Rejected(str(path), f"qa_{index:04d}", index, f"file {path}, {problem}"))
     repeats = Counter(_fold(case.query) for case in cases)
-    report |= {"total": len(rows), "accepted": len(cases), "rejected": len(rejects),
-               "repeated_question_strings": sum(1 for n in repeats.values() if n > 1)}
+    report |= {
+        "total": len(rows),
+        "accepted": len(cases),
+        "rejected": len(rejects),
+        "repeated_question_strings": sum(1 for n in repeats.values() if n > 1),
+    }
     return ContextQALoad(cases, rejects, len(rows), {key: int(report[key]) for key in REPORT_KEYS})
 
 
@@ -394,8 +398,9 @@ def _topic_markdown(topic: str, text: str) -> str:
     while index < len(lines):
         line, underline = lines[index], lines[index + 1] if index + 1 < len(lines) else ""
         marker = underline[:1]
-        is_title = (marker in _REST_UNDERLINE and set(underline) == {marker} and len(underline) >= 3
-                    and line.strip() and not line[:1].isspace())
+        is_title = (
+            marker in _REST_UNDERLINE and set(underline) == {marker} and len(underline) >= 3 and line.strip() and not line[:1].isspace()
+        )
         if is_title:
             out.append(f"{_REST_UNDERLINE[marker]} {line.strip()}")
             index += 2

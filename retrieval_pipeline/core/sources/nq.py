@@ -194,8 +194,7 @@ def _not_utf8(path: Path, data: bytes, start: int, exc: UnicodeDecodeError) -> I
     row = _row_of_line(data[start:].decode("utf-8", errors="replace"), line)
     bad = data[offset : start + exc.end].hex(" ")
     return InputError(
-        f"not valid UTF-8 in {_where(row, line)}, byte offset {offset} (0x{bad}: {exc.reason}); "
-        "re-save the file as UTF-8",
+        f"not valid UTF-8 in {_where(row, line)}, byte offset {offset} (0x{bad}: {exc.reason}); re-save the file as UTF-8",
         path=str(path),
     )
 
@@ -242,8 +241,11 @@ def _records(text: str, path: Path) -> Iterator[tuple[list[str], int, int]]:
             return
         except csv.Error as exc:
             where = _where(row_number + 1, next_line)
-            hint = (f" (a field over {CSV_FIELD_LIMIT:,} characters: an unclosed quote?)" if "field limit" in str(exc)
-                    else " (an unclosed quote?)")
+            hint = (
+                f" (a field over {CSV_FIELD_LIMIT:,} characters: an unclosed quote?)"
+                if "field limit" in str(exc)
+                else " (an unclosed quote?)"
+            )
             raise InputError(f"malformed CSV in {where}: {exc}{hint}", path=str(path)) from exc
         row_number, next_line = row_number + 1, last_line + 1
         yield record, row_number, first_line

@@ -75,15 +75,17 @@ def registry_of(*specs: RetrieverSpec, root: Path) -> RetrieverRegistry:
     return RetrieverRegistry(root / "retrievers.yaml", {s.name: s for s in specs})
 
 
-def build_one(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *,
-              docs: Sequence[Document] = DOCS) -> dict[str, Any]:
+def build_one(
+    registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS
+) -> dict[str, Any]:
     """Build ``name`` alone (its components must be built already); returns its ``retriever.json``."""
     ctx = build_context(registry, DATASET, docs, root / "indexes", root / "cache", encoder_for, name)
     return build_index(registry.get(name), ctx)
 
 
-def build_all(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *,
-              docs: Sequence[Document] = DOCS) -> dict[str, Any]:
+def build_all(
+    registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS
+) -> dict[str, Any]:
     """Build ``name`` and its components, components first; returns ``name``'s ``retriever.json``."""
     params: dict[str, Any] = {}
     for part in registry.closure([name]):
@@ -96,8 +98,9 @@ def build(spec: RetrieverSpec, root: Path, encoder_for: EncoderFor = no_encoder,
     return build_one(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs)
 
 
-def load_from(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *,
-              docs: Sequence[Document] = DOCS) -> CheckedRetriever:
+def load_from(
+    registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS
+) -> CheckedRetriever:
     """Load the built retriever ``name`` of ``registry``."""
     return load_retriever(registry, name, DATASET, docs, root / "indexes", root / "cache", encoder_for)
 
@@ -105,4 +108,3 @@ def load_from(registry: RetrieverRegistry, name: str, root: Path, encoder_for: E
 def load(spec: RetrieverSpec, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS) -> CheckedRetriever:
     """Load the built ``spec`` from a registry of its own."""
     return load_from(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs)
-

@@ -70,9 +70,7 @@ def random_corpus(seed: int) -> tuple[list[list[str]], list[list[str]]]:
     n_docs, vocab_size = int(rng.integers(1, 80)), int(rng.integers(2, 40))
     probabilities = 1.0 / np.arange(1, vocab_size + 1)
     probabilities /= probabilities.sum()
-    corpus = [
-        [f"t{i}" for i in rng.choice(vocab_size, size=int(rng.integers(0, 30)), p=probabilities)] for _ in range(n_docs)
-    ]
+    corpus = [[f"t{i}" for i in rng.choice(vocab_size, size=int(rng.integers(0, 30)), p=probabilities)] for _ in range(n_docs)]
     if not any(corpus):
         corpus[0] = ["t0"]
     queries = [

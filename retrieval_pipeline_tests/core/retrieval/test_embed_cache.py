@@ -47,9 +47,7 @@ def test_first_call_encodes_distinct_missing_texts_in_one_batch(cache: Embedding
     assert cache.count(encoder.model_id) == 3
 
 
-def test_second_call_makes_zero_encoder_calls_and_returns_identical_bits(
-    cache: EmbeddingCache, encoder: CountingEncoder
-) -> None:
+def test_second_call_makes_zero_encoder_calls_and_returns_identical_bits(cache: EmbeddingCache, encoder: CountingEncoder) -> None:
     texts = ["a cat", "a dog", "fish and bird"]
     first, _ = cache.get_or_encode(encoder, texts)
     second, stats = cache.get_or_encode(encoder, texts)

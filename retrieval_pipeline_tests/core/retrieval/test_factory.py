@@ -10,7 +10,7 @@ import pytest
 
 from retrieval_pipeline.core.retrieval.base import QueryError, RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
-from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, PARAMS_FILE, load_retriever_specs
+from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, CheckedRetriever, load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.types import Document
 
@@ -67,12 +67,17 @@ def test_a_bad_entry_is_reported_by_name_and_the_others_still_load(tmp_path: Pat
 
 
 def test_cycles_are_refused_with_the_path(tmp_path: Path) -> None:
-    registry = load_retriever_specs(write(tmp_path, """
+    registry = load_retriever_specs(
+        write(
+            tmp_path,
+            """
         retrievers:
           a: {kind: hybrid, retrievers: [b, c]}
           b: {kind: hybrid, retrievers: [a, c]}
           c: {kind: bm25}
-    """))
+    """,
+        )
+    )
     with pytest.raises(RetrieverError, match="a -> b -> a"):
         registry.closure(["a"])
 

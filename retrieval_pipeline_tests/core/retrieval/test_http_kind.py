@@ -145,8 +145,9 @@ def test_a_probe_answered_from_another_corpus_fails_the_build(service: FakeSearc
         build(make_spec(service.url, probe_query="stranger cat"), tmp_path)
 
 
-def test_headers_come_from_the_environment_and_are_never_written(service: FakeSearchService, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_headers_come_from_the_environment_and_are_never_written(
+    service: FakeSearchService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SEARCH_AUTH", SECRET)
     spec = make_spec(service.url, headers_env={"Authorization": "SEARCH_AUTH"})
     build_and_load(spec, tmp_path).search(["cat"], 1)
@@ -186,8 +187,16 @@ def test_entries_are_sorted_and_cut_at_k() -> None:
     assert isinstance(parse_entry({"hits": []}, 2), QueryError)
 
 
-@pytest.mark.parametrize("bad", [{"url": "ftp://x"}, {"batch_size": 0}, {"headers_env": {"Authorization": "not a name"}},
-                                 {"headers_env": {"Bad Header": "X"}}, {"token": "x"}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"url": "ftp://x"},
+        {"batch_size": 0},
+        {"headers_env": {"Authorization": "not a name"}},
+        {"headers_env": {"Bad Header": "X"}},
+        {"token": "x"},
+    ],
+)
 def test_invalid_settings_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         make_spec("http://127.0.0.1:1/search", **bad)

@@ -44,8 +44,15 @@ def server() -> Iterator[FakeEmbeddingsServer]:
 
 def make_spec(server: FakeEmbeddingsServer, **settings: Any) -> OpenAIEmbeddingsSpec:
     """A ``kind: openai_embeddings`` spec of ``server`` with short timeouts and two retries."""
-    raw = {"kind": "openai_embeddings", "base_url": server.base_url, "model": server.model, "timeout_s": 0.2,
-           "max_retries": 2, "backoff_base_s": 0.0, **settings}
+    raw = {
+        "kind": "openai_embeddings",
+        "base_url": server.base_url,
+        "model": server.model,
+        "timeout_s": 0.2,
+        "max_retries": 2,
+        "backoff_base_s": 0.0,
+        **settings,
+    }
     return parse_as(OpenAIEmbeddingsSpec, NAME, raw)
 
 
@@ -183,8 +190,9 @@ def test_prefixes_and_dimensions_reach_the_server(server: FakeEmbeddingsServer, 
     assert hits == [("d4", pytest.approx(1 / math.sqrt(2), abs=1e-6))]  # (0,1,0,1)/sqrt2 against (0,1,0,0)
 
 
-def test_the_key_comes_from_the_environment_and_is_never_written(server: FakeEmbeddingsServer, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_comes_from_the_environment_and_is_never_written(
+    server: FakeEmbeddingsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_EMBED_KEY", SECRET)
     spec = make_spec(server, api_key_env="FAKE_EMBED_KEY")
     build(spec, tmp_path)

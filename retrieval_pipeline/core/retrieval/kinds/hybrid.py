@@ -50,5 +50,11 @@ class HybridSpec(RetrieverSpec):
 
     def load(self, ctx: RetrieverContext) -> HybridRetriever:
         parts = [ctx.component(p) for p in self.retrievers]
-        return HybridRetriever(self.name, parts, self.method, rrf_k=self.k, depth=self.depth,
-                               weights=self.fusion_weights() if self.method == "minmax" else None)
+        return HybridRetriever(
+            self.name,
+            parts,
+            self.method,
+            rrf_k=self.k,
+            depth=self.depth,
+            weights=self.fusion_weights() if self.method == "minmax" else None,
+        )

@@ -189,9 +189,16 @@ class OpenAIEmbeddingEncoder(Closing):
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         """One batch: request (with retries), validate, return a ``(len(batch), dim)`` float64 array."""
         try:
-            response = call_with_retries(lambda: self._request(batch), self.policy, classify_error, self._describe,
-                                         sleep=self._sleep, rng=self._rng, on_retry=self._count_retry,
-                                         what=f"embedding request to {self.base_url}")
+            response = call_with_retries(
+                lambda: self._request(batch),
+                self.policy,
+                classify_error,
+                self._describe,
+                sleep=self._sleep,
+                rng=self._rng,
+                on_retry=self._count_retry,
+                what=f"embedding request to {self.base_url}",
+            )
         except GaveUp as exc:
             raise self._error(f"request of {len(batch)} text(s) failed: {exc}") from exc
         return self._vectors_from(response, len(batch))
@@ -279,8 +286,9 @@ class OpenAIEmbeddingsRetriever(Closing):
         query_prefix: Prepended to every query.
     """
 
-    def __init__(self, name: str, dense: DenseRetriever, encoder: OpenAIEmbeddingEncoder, cache: EmbeddingCache | None,
-                 query_prefix: str = "") -> None:
+    def __init__(
+        self, name: str, dense: DenseRetriever, encoder: OpenAIEmbeddingEncoder, cache: EmbeddingCache | None, query_prefix: str = ""
+    ) -> None:
         self.name = name
         self.dense = dense
         self.encoder = encoder
@@ -331,8 +339,17 @@ class OpenAIEmbeddingsSpec(RetrieverSpec):
         """
         key = secret_from_env(self.api_key_env, "api_key_env", environ) if self.api_key_env else None
         policy = RetryPolicy(self.max_retries, self.backoff_base_s, self.backoff_max_s)
-        return OpenAIEmbeddingEncoder(self.base_url, self.model, api_key=key, batch_size=self.batch_size, timeout_s=self.timeout_s,
-                                      policy=policy, dimensions=self.dimensions, dim=dim, **kwargs)
+        return OpenAIEmbeddingEncoder(
+            self.base_url,
+            self.model,
+            api_key=key,
+            batch_size=self.batch_size,
+            timeout_s=self.timeout_s,
+            policy=policy,
+            dimensions=self.dimensions,
+            dim=dim,
+            **kwargs,
+        )
 
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
         """Embed the corpus (through the cache) and save a dense index into ``ctx.index_dir/dense``."""
@@ -344,8 +361,14 @@ class OpenAIEmbeddingsSpec(RetrieverSpec):
             requests, retries = encoder.requests, encoder.retries
         dim = int(_saved_params(ctx)["dim"])
         logger.info("%s: %d texts embedded now, %d from the cache, %d request(s)", self.model_id, embedded_now, from_cache, requests)
-        return {"model_id": self.model_id, "dim": dim, "embedded_now": embedded_now, "from_cache": from_cache,
-                "requests": requests, "retries": retries}
+        return {
+            "model_id": self.model_id,
+            "dim": dim,
+            "embedded_now": embedded_now,
+            "from_cache": from_cache,
+            "requests": requests,
+            "retries": retries,
+        }
 
     def _fill_cache(self, cache: EmbeddingCache, encoder: OpenAIEmbeddingEncoder, texts: list[str]) -> tuple[int, int]:
         """Embed the distinct texts the cache lacks, saving every ``SAVE_EVERY_BATCHES`` batches.

@@ -84,8 +84,10 @@ class RerankSpec(RetrieverSpec):
         scorer = _scorer(ctx, self)
         recorded = _recorded_model_id(ctx.index_dir)
         if recorded is not None and recorded != scorer.model_id:
-            raise RetrieverError(f"retriever {self.name!r} was built with cross-encoder {recorded!r} but the model is now "
-                                 f"{scorer.model_id!r}: materialise `retrievers/{self.name}/index` again")
+            raise RetrieverError(
+                f"retriever {self.name!r} was built with cross-encoder {recorded!r} but the model is now "
+                f"{scorer.model_id!r}: materialise `retrievers/{self.name}/index` again"
+            )
         if callable(getattr(scorer, "attach_cache", None)):
             from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 
@@ -97,8 +99,10 @@ class RerankSpec(RetrieverSpec):
 def _scorer(ctx: RetrieverContext, spec: RerankSpec) -> Any:
     scorer = ctx.encoder_for(spec)
     if not callable(getattr(scorer, "score", None)) or not isinstance(getattr(scorer, "model_id", None), str):
-        raise TypeError(f"retriever {spec.name!r}: encoder_for returned {type(scorer).__name__}, not a scorer "
-                        "(an object with model_id and score(pairs))")
+        raise TypeError(
+            f"retriever {spec.name!r}: encoder_for returned {type(scorer).__name__}, not a scorer "
+            "(an object with model_id and score(pairs))"
+        )
     return scorer
 
 
