@@ -9,7 +9,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test dev bench adk-env add-retriever lint
+.PHONY: install run test test-local-llm dev bench adk-env add-retriever lint
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,8 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 /usr/bin/bwrap:
 	apt-get update -qq && apt-get install -y -qq bubblewrap
 
-# the tests also exercise the local LLM provider (llama.cpp compiles once, ~9 min; later from pip's cache)
-$(VENV)/.installed-test: $(VENV)/.installed
+# opt-in: the local LLM provider's end-to-end tests (llama.cpp compiles once, ~9 min; later from pip's cache)
+$(VENV)/.installed-local-llm: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[dev,local-llm]'
 	touch $@
 
@@ -63,8 +63,14 @@ lint: install
 .venvs/adk/bin/python:
 	bash benchmarks/make_adk_env.sh
 
-test: install $(VENV)/.installed-test .venvs/adk/bin/python
-	$(BIN)/python -m pytest
+# lint first (ruff check + format --check), then every test but the opt-in llama.cpp ones
+test: install .venvs/adk/bin/python
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -m "not local_llm"
+
+test-local-llm: install $(VENV)/.installed-local-llm
+	$(BIN)/python -m pytest -m local_llm
 
 dev: install
 	$(BIN)/dagster dev -w workspace.yaml

@@ -173,6 +173,7 @@ def test_startup_timeout_stops_the_group_and_surfaces_log_tail(fake):
 
 
 @pytest.mark.integration
+@pytest.mark.local_llm
 @pytest.mark.skipif(not llama_server_available(), reason=f"local LLM server unavailable: {llama_server_unavailable_reason()}")
 def test_real_smollm2_server_answers_json():
     openai = pytest.importorskip("openai")

@@ -107,6 +107,7 @@ def test_thirty_percent_faults_lose_nothing_and_a_rerun_repeats_no_decided_call(
 
 
 @pytest.mark.integration
+@pytest.mark.local_llm
 def test_local_llama_server_end_to_end_plumbing(tmp_path):
     """The `local` provider: a real llama.cpp server with the packaged SmolLM2 GGUF, started and stopped.
 
