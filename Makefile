@@ -72,8 +72,8 @@ test: install .venvs/adk/bin/python
 test-local-llm: install $(VENV)/.installed-local-llm
 	$(BIN)/python -m pytest -m local_llm
 
-dev: install
-	$(BIN)/dagster dev -w workspace.yaml
+dev: install  # the UI on http://127.0.0.1:3000, with the daemon (schedule, sensor, run monitoring)
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/dg dev
 
 bench: install
 	$(BIN)/python benchmarks/bm25_vs_rank_bm25.py --docs 50000 --queries 200

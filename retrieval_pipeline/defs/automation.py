@@ -23,7 +23,12 @@ weekly_evaluation_job = dg.define_asset_job(
 
 
 @dg.schedule(
-    job=weekly_evaluation_job, cron_schedule="0 3 * * 1", execution_timezone="UTC", default_status=dg.DefaultScheduleStatus.RUNNING
+    job=weekly_evaluation_job,
+    cron_schedule="0 3 * * 1",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Every Monday 03:00 UTC: re-evaluate every dataset of data/config/datasets.yaml whose input files are present "
+    "(one run per dataset; a dataset with missing inputs is skipped and named in the tick's log).",
 )
 def weekly_evaluation_schedule(context: dg.ScheduleEvaluationContext):
     """Every Monday 03:00 UTC: one run per dataset in the registry whose input files are all present."""
@@ -51,7 +56,12 @@ def failed_checks_of_run(instance: dg.DagsterInstance, run_id: str, partition: s
     return failed
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Once per new retrieval_metrics or quality_report materialisation with a failed check (floors, drift, "
+    "disproven benchmark answers; WARN included): one alert to data/out/alerts.jsonl and the optional webhook.",
+)
 def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSinkResource):
     """Alert once per failing evaluation: any failed check on a new ``retrieval_metrics`` or
     ``quality_report`` materialisation.

@@ -8,14 +8,14 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.frames import to_frame
 from retrieval_pipeline.core.reports import md_preview
 from retrieval_pipeline.core.types import Case, Document, Rejected
-from retrieval_pipeline.defs.partitions import dataset_partitions
+from retrieval_pipeline.defs.partitions import dataset_partitions, datasets_note
 from retrieval_pipeline.defs.resources import PipelineSettings
 
 
 @dg.multi_asset(
     outs={
         "raw_cases": dg.AssetOut(
-            description="Every validated query of the dataset (suite case, NQ question, QA pair, BEIR query).",
+            description="Every validated query of the dataset (suite case, NQ question, QA pair, BEIR query)." + datasets_note(),
             group_name="ingest",
             kinds={"pandas"},
         ),
@@ -61,7 +61,7 @@ def raw_cases(context: dg.AssetExecutionContext, settings: PipelineSettings):
 @dg.multi_asset(
     outs={
         "corpus": dg.AssetOut(
-            description="The corpus retrievers index: API objects, passages or chunks (id, text, kind, module).",
+            description="The corpus retrievers index: API objects, passages or chunks (id, text, kind, module)." + datasets_note(),
             group_name="ingest",
             kinds={"pandas"},
         ),
