@@ -35,9 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ClaimKind = Literal[
-    "import", "exists", "signature_param", "constructor_kwarg", "expression", "none_of_the_above", "unknown"
-]
+ClaimKind = Literal["import", "exists", "signature_param", "constructor_kwarg", "expression", "none_of_the_above", "unknown"]
 CLAIM_KINDS: tuple[str, ...] = (
     "import",
     "exists",
@@ -89,9 +87,7 @@ _RAISES_OPTION = re.compile(r"^\s*(?:it\s+)?raises?\s+(?:an?\s+)?`?([A-Za-z_][\w
 _MATCH_OPTION = re.compile(r"^\s*an?\s+match object for\s+(.+?)\s*\.?\s*$", re.I)
 _SPAN = re.compile(r"`([^`]+)`")
 _PARAM_WORDS = r"(?:keyword arguments?|keywords?|arguments?|parameters?|kwargs?|params?)"
-_PARAM_QUESTION = re.compile(
-    rf"\bwhich\b[^?]*?\b{_PARAM_WORDS}\b|\b(?:which|what)\s+`[^`]+`\s+{_PARAM_WORDS}\b", re.I
-)
+_PARAM_QUESTION = re.compile(rf"\bwhich\b[^?]*?\b{_PARAM_WORDS}\b|\b(?:which|what)\s+`[^`]+`\s+{_PARAM_WORDS}\b", re.I)
 _NAME_QUESTION = re.compile(
     r"\bwhich\b[^?]*?\b(methods?|attributes?|functions?|calls?|class(?:es)?|decorators?|types?|plugins?|tools?|"
     r"exceptions?|objects?|services?|base class|configuration object)\b",
@@ -170,9 +166,11 @@ def _question_expression(question: str) -> dict[str, str] | None:
         if setup and _parses(setup, "exec") is None:
             continue
         if mode == "len":
-            return {"expr": f"len({expr})", "setup": "", "mode": "equals"}
-        if mode == "attr":
-            return {"expr": f"({expr}).{match.group('attr')}", "setup": "", "mode": "equals"}
+            expr, setup, mode = f"len({expr})", "", "equals"
+        elif mode == "attr":
+            expr, setup, mode = f"({expr}).{match.group('attr')}", "", "equals"
+        if _parses(expr) is None:  # ``len(x  # note)``: the wrapped text is no expression
+            continue
         return {"expr": expr, "setup": setup, "mode": mode}
     return None
 
@@ -229,9 +227,7 @@ def free_names(expr: str) -> list[str]:
     tree = _parses(expr) or _parses(expr, "exec")
     if tree is None:
         return []
-    assigned = {
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
-    }
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
     lambda_args = {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for a in n.args.args}
     names: list[str] = []
     for node in ast.walk(tree):
@@ -261,6 +257,13 @@ def _literal(text: str) -> tuple[bool, Any]:
         return True, ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False, None
+
+
+def _literal_source(text: str, value: Any) -> str:
+    """Source that ``ast.literal_eval`` turns back into ``value``: its repr, or the option's own text when the
+    repr is no literal (``1e999`` is ``inf``)."""
+    ok, again = _literal(repr(value))
+    return repr(value) if ok and again == value else text.strip()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -367,7 +370,7 @@ def _value_claim(case_id: str, letter: str, text: str, option: str, frame: _Fram
         return None
     return _make(
         case_id, letter, text, "expression", f"`{expr}` == {value!r}", expr,
-        mode="equals", expected=repr(value), **common,
+        mode="equals", expected=_literal_source(option, value), **common,
     )  # fmt: skip
 
 

@@ -103,17 +103,29 @@ def check_questions(
     questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
     python = settings.python or sys.executable
     if settings.python and not settings.python.exists():
-        raise InputError(f"the verifier environment {settings.python} does not exist: create it with `make adk-env`",
-                         path=registry_path, case_id=f"dataset {dataset}")
+        raise InputError(
+            f"the verifier environment {settings.python} does not exist: create it with `make adk-env`",
+            path=registry_path,
+            case_id=f"dataset {dataset}",
+        )
     sandbox = SandboxSettings(python=python, timeout_s=settings.timeout_s, memory_mb=settings.memory_mb) if questions else None
-    run = run_verification(questions, sandbox_settings=sandbox, library=settings.library) if questions else None
+    run = (
+        run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+        if questions
+        else None
+    )
     verdicts = run.verdicts if run else []
     proposals = remediate(verdicts, questions, OfflineProver(run.index), sandbox) if run and sandbox else []
-    meta = {"dataset": dataset, "python": str(python), "library": settings.library,
-            "library_version": run.index.version if run else None,
-            "python_version": run.index.python_version if run else platform.python_version(), "prover": run.prover if run else None,
-            "seconds": run.total_seconds if run else 0.0}
-    report = quality_report(verdicts, meta, proposals)
+    meta = {
+        "dataset": dataset,
+        "python": str(python),
+        "library": settings.library,
+        "library_version": run.index.version if run else None,
+        "python_version": run.index.python_version if run else platform.python_version(),
+        "prover": run.prover if run else None,
+        "seconds": run.total_seconds if run else 0.0,
+    }
+    report = quality_report(verdicts, meta, proposals, index=run.index if run else None)
     md = write_report(report, report_path)
     written = write_proposals(proposals, questions, proposals_path, inputs=[str(p) for p in inputs]) if proposals else None
     frame = verdict_frame(verdicts, report)
@@ -122,11 +134,21 @@ def check_questions(
     return QuestionCheck(
         verdicts=frame,
         flagged=flagged_frame(proposals),
-        verdicts_metadata={"questions": len(verdicts), **counts, "seconds_per_question": round(per_question, 3),
-                           "library": str(meta["library"]), "library_version": str(meta["library_version"]),
-                           "preview": Markdown(md_preview(frame[["case_id", "verdict", "marked", "proven_true"]], n=40))},
-        report_metadata={**counts, "proposals": len(proposals), "report_json": report_path,
-                         "report": Markdown(md[:REPORT_PREVIEW_CHARS]), **({"proposed_fixes": written} if written else {})},
+        verdicts_metadata={
+            "questions": len(verdicts),
+            **counts,
+            "seconds_per_question": round(per_question, 3),
+            "library": str(meta["library"]),
+            "library_version": str(meta["library_version"]),
+            "preview": Markdown(md_preview(frame[["case_id", "verdict", "marked", "proven_true"]], n=40)),
+        },
+        report_metadata={
+            **counts,
+            "proposals": len(proposals),
+            "report_json": report_path,
+            "report": Markdown(md[:REPORT_PREVIEW_CHARS]),
+            **({"proposed_fixes": written} if written else {}),
+        },
         incorrect=frame[frame["verdict"] == "Incorrect"]["case_id"].tolist(),
         report_path=report_path,
         proposals_path=written,
@@ -144,16 +166,36 @@ def write_report(report: Mapping[str, Any], path: Path) -> str:
 
 def verdict_frame(verdicts: Sequence[Verdict], report: Mapping[str, Any]) -> pd.DataFrame:
     """One row per verdict; ``evidence`` is the report's entry for the case, as JSON text."""
-    rows = [{"case_id": v.case_id, "verdict": v.verdict, "marked": v.marked, "proven_true": list(v.proven_true),
-             "proven_false": list(v.proven_false), "undecided": list(v.undecided), "reasons": list(v.reasons), "seconds": v.duration_s,
-             "evidence": json.dumps(report_case(report, v.case_id), default=str)} for v in verdicts]
+    rows = [
+        {
+            "case_id": v.case_id,
+            "verdict": v.verdict,
+            "marked": v.marked,
+            "proven_true": list(v.proven_true),
+            "proven_false": list(v.proven_false),
+            "undecided": list(v.undecided),
+            "reasons": list(v.reasons),
+            "seconds": v.duration_s,
+            "evidence": json.dumps(report_case(report, v.case_id), default=str),
+        }
+        for v in verdicts
+    ]
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
 def flagged_frame(proposals: Sequence[Proposal]) -> pd.DataFrame:
     """One row per proposal: the original verdict, whether the fix re-verified, and the fix as JSON text."""
-    rows = [{"case_id": p.case_id, "verdict": p.original_verdict, "status": p.status, "note": p.note,
-             "proposed": json.dumps(p.proposed, default=str), "tries": len(p.attempts)} for p in proposals]
+    rows = [
+        {
+            "case_id": p.case_id,
+            "verdict": p.original_verdict,
+            "status": p.status,
+            "note": p.note,
+            "proposed": json.dumps(p.proposed, default=str),
+            "tries": len(p.attempts),
+        }
+        for p in proposals
+    ]
     return pd.DataFrame(rows, columns=FLAGGED_COLUMNS)
 
 

@@ -105,9 +105,7 @@ def propose_fix(
     attempts: list[Attempt] = []
     candidates = list(_candidates(verdict, case))
     for number, (description, question, options, answer, explanation) in enumerate(candidates[:max_tries], 1):
-        checked = verify_question(
-            f"{case.case_id}#fix{number}", question, options, answer, prover, settings, workers=workers
-        )
+        checked = verify_question(f"{case.case_id}#fix{number}", question, options, answer, prover, settings, workers=workers)
         attempts.append(Attempt(description, question, dict(options), answer, checked.verdict, checked.reasons))
         if checked.verdict == "Valid":
             proposed = {"question": question, "options": dict(options), "correct_answer": answer,
@@ -236,10 +234,7 @@ def proposals_as_suite(proposals: Sequence[Proposal], cases: Sequence[Case]) -> 
                 "original_verdict": proposal.original_verdict,
                 "change": proposal.note,
                 "original_correct_answer": proposal.original["correct_answer"],
-                "attempts": [
-                    {"description": a.description, "verdict": a.verdict, "reasons": a.reasons}
-                    for a in proposal.attempts
-                ],
+                "attempts": [{"description": a.description, "verdict": a.verdict, "reasons": a.reasons} for a in proposal.attempts],
             },
         }
         rows.append(row)
@@ -266,4 +261,3 @@ def write_proposals(
     text = yaml.safe_dump(proposals_as_suite(proposals, cases), sort_keys=False, allow_unicode=True, width=120)
     target.write_text(text, encoding="utf-8")
     return target
-

@@ -3,6 +3,10 @@
 Every text that came out of a sandbox (notes, reasons, stdout/stderr, proposal notes) is redacted and
 capped again here (:func:`~retrieval_pipeline.core.verifier.sandbox.safe_text`; idempotent), whatever
 built the verdicts: a secret a proof printed never reaches the report, nor what is made from it.
+
+The report also says how much of the library the verdicts rest on (``meta.probe``, :func:`probe_meta`):
+the module probed and where its name came from, the distribution and version, and the probe's coverage
+(modules found, imported, failed with their reasons, not reached, whether the time budget ran out).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.atomic import atomic_write_text
+from retrieval_pipeline.core.verifier.provers import LibraryIndex
 from retrieval_pipeline.core.verifier.remediation import Proposal
 from retrieval_pipeline.core.verifier.sandbox import safe_text
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, VERDICTS, OptionEvidence, Verdict
@@ -23,12 +29,33 @@ from retrieval_pipeline.core.verifier.verify import VerificationRun
 REASON_CHARS = EVIDENCE_CHARS + 200
 
 
+def probe_meta(index: LibraryIndex) -> dict[str, Any]:
+    """What the probe saw: the module probed (and where its name came from), the distribution, and the coverage.
+
+    Args:
+        index: The probed library index of the run.
+
+    Returns:
+        ``import_name``, ``import_name_source``, ``distribution``, ``version``, then the coverage
+        (:meth:`~retrieval_pipeline.core.verifier.provers.ProbeCoverage.to_report`): ``complete``, ``summary``,
+        ``modules_found``/``_imported``/``_failed``/``_not_reached``, ``budget_hit``, ``budget``, ``seconds``,
+        ``cpu_seconds``, ``failure_causes``, ``failed`` (module -> reason) and ``not_reached``.
+    """
+    return {
+        "import_name": index.import_name,
+        "import_name_source": index.import_name_source,
+        "distribution": index.distribution,
+        "version": index.version,
+        **index.coverage.to_report(),
+    }
+
+
 def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[str, Any]:
-    """What a report needs to know about a run: library, versions, prover, timings."""
+    """What a report needs to know about a run: library, versions, prover, timings, probe coverage."""
     index = run.index
     meta: dict[str, Any] = {
         "suite": suite,
-        "library": index.library or "python stdlib",
+        "library": index.import_name or "python stdlib",
         "distribution": index.distribution,
         "library_version": index.version or index.python_version,
         "python_version": index.python_version,
@@ -37,6 +64,7 @@ def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[
         "total_seconds": run.total_seconds,
         "probe_seconds": index.probe_seconds,
         "skipped_cases": run.skipped,
+        "probe": probe_meta(index),
     }
     if settings is not None:
         meta["sandbox"] = {k: str(v) for k, v in vars(settings).items()}
@@ -75,12 +103,25 @@ def quality_report(
     verdicts: Sequence[Verdict],
     meta: Mapping[str, Any],
     proposals: Sequence[Proposal] = (),
+    *,
+    index: LibraryIndex | None = None,
 ) -> dict[str, Any]:
-    """Counts per verdict, every case with reasons and evidence, proposals, versions and timings."""
+    """Counts per verdict, every case with reasons and evidence, proposals, versions, timings and probe coverage.
+
+    Args:
+        verdicts: The run's verdicts.
+        meta: What the run was (see :func:`run_meta`); kept as given.
+        proposals: Proposed fixes, re-verified.
+        index: The run's library index: its coverage goes to ``meta.probe`` (:func:`probe_meta`) when
+            ``meta`` has none.
+    """
     counts = {label: sum(1 for v in verdicts if v.verdict == label) for label in VERDICTS}
     durations = [v.duration_s for v in verdicts]
+    meta = dict(meta)
+    if index is not None and "probe" not in meta:
+        meta["probe"] = probe_meta(index)
     return {
-        "meta": dict(meta),
+        "meta": meta,
         "counts": counts,
         "total_cases": len(verdicts),
         "seconds_per_question": {
@@ -118,10 +159,16 @@ def _proposal(p: Proposal) -> dict[str, Any]:
 
 
 def write_quality_report(report: Mapping[str, Any], path: str | Path) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    return target
+    """Write the report as indented UTF-8 JSON, atomically (a uniquely named temp file, then a rename).
+
+    Args:
+        report: Output of the report builder.
+        path: Target file; its folder is created.
+
+    Returns:
+        The path written.
+    """
+    return atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False, default=str))
 
 
 def markdown_report(report: Mapping[str, Any]) -> str:
@@ -139,6 +186,7 @@ def markdown_report(report: Mapping[str, Any]) -> str:
         "| --- | ---: |",
         *[f"| {label} | {n} |" for label, n in report["counts"].items()],
         "",
+        *_probe_lines(meta.get("probe")),
     ]
     for label in ("Incorrect", "Ambiguous", "Unverifiable"):
         cases = [c for c in report["cases"] if c["verdict"] == label]
@@ -156,6 +204,23 @@ def markdown_report(report: Mapping[str, Any]) -> str:
             lines.append(f"- `{p['case_id']}` ({p['original_verdict']}): **{p['status']}**: {_one_line(p['note'])}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _probe_lines(probe: Mapping[str, Any] | None, causes: int = 8) -> list[str]:
+    """The report's "Library probe" section: what was probed, its coverage, the commonest import failures."""
+    if not probe or not probe.get("import_name"):
+        return []
+    lines = [
+        "## Library probe",
+        "",
+        f"- module probed: `{probe['import_name']}` (from {probe.get('import_name_source')}); "
+        f"distribution {probe.get('distribution')} {probe.get('version') or ''}",
+        f"- coverage: {probe.get('summary')} ({probe.get('cpu_seconds')} CPU s, {probe.get('seconds')} s)",
+    ]
+    if not probe.get("complete"):
+        lines.append("- a name defined or mentioned only in a module the probe did not import is undecided, never false")
+    lines += [f"  - {n} × {_one_line(cause, 200)}" for cause, n in list((probe.get("failure_causes") or {}).items())[:causes]]
+    return [*lines, ""]
 
 
 def _one_line(text: str, limit: int = 300) -> str:

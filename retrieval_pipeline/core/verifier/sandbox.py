@@ -165,9 +165,7 @@ def require_bwrap() -> str:
     """The bubblewrap binary; raises :class:`SandboxError` with the install command when absent."""
     path = bwrap_path()
     if path is None:
-        raise SandboxError(
-            f"bubblewrap (bwrap) is not installed; proofs never run unsandboxed. Install it: {_INSTALL_HINT}"
-        )
+        raise SandboxError(f"bubblewrap (bwrap) is not installed; proofs never run unsandboxed. Install it: {_INSTALL_HINT}")
     return path
 
 
@@ -195,9 +193,7 @@ def run_python(
     settings = settings or SandboxSettings()
     _check_filename(filename)
     argv = [str(settings.python), filename]
-    return run_in_sandbox(
-        {filename: source}, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes
-    )
+    return run_in_sandbox({filename: source}, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes)
 
 
 def run_in_sandbox(
@@ -740,8 +736,10 @@ _KEY_NAME_LOWER = (
 )
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # PEM / OpenSSH / PGP private key blocks, to their END line or, when the text was cut, to its end
-    (re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)", re.S),
-     "[redacted: private key]"),
+    (
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)", re.S),
+        "[redacted: private key]",
+    ),
     # crypt(3) password hashes as in /etc/shadow: $1$ $2b$ $5$ $6$ $7$ $y$ (yescrypt) $gy$ ...
     (re.compile(r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5)\$[./A-Za-z0-9$=]{4,}"), "[redacted: password hash]"),
     # a shadow line with an old DES hash: user:<13 chars>:<last change>:

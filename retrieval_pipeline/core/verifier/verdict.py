@@ -165,9 +165,7 @@ def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Ver
 
     if mark.state == "false":
         instead = ", ".join(proven_true) or "not established"
-        return verdict(
-            "Incorrect", f"marked {marked} is proven false: {mark.note}", f"proven true instead: {instead}"
-        )
+        return verdict("Incorrect", f"marked {marked} is proven false: {mark.note}", f"proven true instead: {instead}")
     if mark.state == "true":
         also_true = [e.letter for e in others if e.state == "true"]
         same = _same_result(mark, others)

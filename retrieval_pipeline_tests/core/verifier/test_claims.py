@@ -22,8 +22,12 @@ def test_import_statements():
     claims = decompose(
         "c",
         "Which is the correct import statement for `ThreadPoolExecutor`?",
-        {"A": "from threading import ThreadPoolExecutor", "B": "from concurrent.futures import ThreadPoolExecutor",
-         "C": "import concurrent.futures", **OPTIONS_E},
+        {
+            "A": "from threading import ThreadPoolExecutor",
+            "B": "from concurrent.futures import ThreadPoolExecutor",
+            "C": "import concurrent.futures",
+            **OPTIONS_E,
+        },
     )
     assert kinds(claims) == {"A": "import", "B": "import", "C": "import", "E": "none_of_the_above"}
     assert claims[1].details["module"] == "concurrent.futures" and claims[1].details["names"] == ["ThreadPoolExecutor"]
@@ -101,9 +105,7 @@ def test_library_symbols_methods_and_signatures():
     classes = decompose("c", "Which class should you inherit from?", {"A": "BaseArtifactService", "B": "storage"})
     assert classes[0].kind == "exists" and classes[0].details["library_symbol"] is True
     assert classes[1].kind == "unknown"  # a bare lower-case word with no subject is not guessed at
-    methods = decompose(
-        "c", "You are inheriting from `BaseTool`. Which method must you override?", {"A": "run_async()", "B": "__call__()"}
-    )
+    methods = decompose("c", "You are inheriting from `BaseTool`. Which method must you override?", {"A": "run_async()", "B": "__call__()"})
     assert methods[0].details["path"] == "BaseTool.run_async"
     sig = decompose(
         "c",
@@ -112,8 +114,11 @@ def test_library_symbols_methods_and_signatures():
     )
     assert sig[0].kind == "signature_param" and sig[0].details["exact"] is True
     assert sig[0].subject == "PluginManager.run_on_event_callback" and sig[0].details["is_async"] is True
-    assert sig[0].details["params"] == [["self", "POSITIONAL_OR_KEYWORD"], ["invocation_context", "KEYWORD_ONLY"],
-                                        ["event", "KEYWORD_ONLY"]]
+    assert sig[0].details["params"] == [
+        ["self", "POSITIONAL_OR_KEYWORD"],
+        ["invocation_context", "KEYWORD_ONLY"],
+        ["event", "KEYWORD_ONLY"],
+    ]
 
 
 def test_prose_is_unknown():

@@ -37,13 +37,23 @@ def test_no_multiple_choice_case_writes_an_empty_report_and_passes(tmp_path):
     assert checked.check_description() == "no marked answer was disproven"
     assert checked.check_metadata() == {"incorrect": [], "questions": 0}
     counts = {"verdict/Valid": 0, "verdict/Ambiguous": 0, "verdict/Incorrect": 0, "verdict/Unverifiable": 0}
-    assert checked.verdicts_metadata == {"questions": 0, **counts, "seconds_per_question": 0.0, "library": "None",
-                                         "library_version": "None", "preview": "_none_"}
+    assert checked.verdicts_metadata == {
+        "questions": 0,
+        **counts,
+        "seconds_per_question": 0.0,
+        "library": "None",
+        "library_version": "None",
+        "preview": "_none_",
+    }
     report = json.loads(where["report_path"].read_text())
     assert report["total_cases"] == 0 and report["meta"]["dataset"] == "ds" and report["meta"]["prover"] is None
     assert where["report_path"].with_suffix(".md").exists() and not where["proposals_path"].exists()
-    assert checked.report_metadata == {**counts, "proposals": 0, "report_json": where["report_path"],
-                                       "report": where["report_path"].with_suffix(".md").read_text()}
+    assert checked.report_metadata == {
+        **counts,
+        "proposals": 0,
+        "report_json": where["report_path"],
+        "report": where["report_path"].with_suffix(".md").read_text(),
+    }
 
 
 def test_a_missing_verifier_interpreter_names_the_registry_and_dataset(tmp_path):
@@ -62,11 +72,21 @@ def test_planted_wrong_answer_is_incorrect_flagged_and_a_fix_proposed(tmp_path):
     where = paths(tmp_path)
     suite = tmp_path / "mc.yaml"
     suite.write_text("benchmarks: []\n")
-    cases = [API,
-             mc("mc:right", "Which is the correct import statement for the `dumps` function?",
-                {"A": "from json import dumps", "B": "from jsonlib import dumps"}, "A"),
-             mc("mc:wrong", "Which is the correct import statement for the `OrderedDict` class?",
-                {"A": "from collections import OrderedDict", "B": "from itertools import OrderedDict"}, "B")]
+    cases = [
+        API,
+        mc(
+            "mc:right",
+            "Which is the correct import statement for the `dumps` function?",
+            {"A": "from json import dumps", "B": "from jsonlib import dumps"},
+            "A",
+        ),
+        mc(
+            "mc:wrong",
+            "Which is the correct import statement for the `OrderedDict` class?",
+            {"A": "from collections import OrderedDict", "B": "from itertools import OrderedDict"},
+            "B",
+        ),
+    ]
     checked = check_questions(cases, VerifierSettings(timeout_s=60), dataset="ds", inputs=[suite], **where)
     verdicts = checked.verdicts.set_index("case_id")
     assert verdicts["verdict"].to_dict() == {"mc:right": "Valid", "mc:wrong": "Incorrect"}  # the api case is not a question
@@ -74,8 +94,11 @@ def test_planted_wrong_answer_is_incorrect_flagged_and_a_fix_proposed(tmp_path):
     assert not checked.passed and checked.incorrect == ["mc:wrong"]
     assert checked.check_description() == "1 question(s) whose marked answer was disproven"
     assert checked.check_metadata() == {"incorrect": ["mc:wrong"], "questions": 2}
-    assert (checked.verdicts_metadata["questions"], checked.verdicts_metadata["verdict/Valid"],
-            checked.verdicts_metadata["verdict/Incorrect"]) == (2, 1, 1)
+    assert (
+        checked.verdicts_metadata["questions"],
+        checked.verdicts_metadata["verdict/Valid"],
+        checked.verdicts_metadata["verdict/Incorrect"],
+    ) == (2, 1, 1)
     assert list(checked.flagged["case_id"]) == ["mc:wrong"] and checked.report_metadata["proposals"] == 1
     assert checked.proposals_path == where["proposals_path"].resolve() and "mc:wrong" in checked.proposals_path.read_text()
     assert checked.report_metadata["proposed_fixes"] == checked.proposals_path

@@ -23,15 +23,28 @@ OPTIONS = {
 def make_case(tmp_path, marked="A") -> Case:
     source = tmp_path / "suite.yaml"
     source.write_text("benchmarks: []\n")
-    return Case("c1", "s", "multiple_choice", str(source), 0, QUESTION, options=dict(OPTIONS), correct_answer=marked,
-                explanation="`OrderedDict` is defined in `collections`.")
+    return Case(
+        "c1",
+        "s",
+        "multiple_choice",
+        str(source),
+        0,
+        QUESTION,
+        options=dict(OPTIONS),
+        correct_answer=marked,
+        explanation="`OrderedDict` is defined in `collections`.",
+    )
 
 
 def ambiguous_verdict() -> Verdict:
     claims = decompose("c1", QUESTION, OPTIONS)
     states = {"A": "true", "B": "true", "C": "false", "E": "false"}
-    evidence = [OptionEvidence(c.letter, c, "proof", {"true": True, "false": False}[states[c.letter]],
-                               states[c.letter], note=f"{c.letter} {states[c.letter]}") for c in claims]  # type: ignore[arg-type]
+    evidence = [
+        OptionEvidence(
+            c.letter, c, "proof", {"true": True, "false": False}[states[c.letter]], states[c.letter], note=f"{c.letter} {states[c.letter]}"
+        )
+        for c in claims
+    ]  # type: ignore[arg-type]
     return Verdict("c1", "Ambiguous", "A", ["A", "B"], ["B is proven true too"], evidence)
 
 
@@ -62,8 +75,7 @@ def test_first_valid_attempt_is_the_proposal(tmp_path, monkeypatch):
 
 
 def test_proposals_never_overwrite_the_input(tmp_path, monkeypatch):
-    monkeypatch.setattr(remediation, "verify_question",
-                        lambda case_id, q, o, m, p, s, workers=2: Verdict(case_id, "Valid", m, [m], [], []))
+    monkeypatch.setattr(remediation, "verify_question", lambda case_id, q, o, m, p, s, workers=2: Verdict(case_id, "Valid", m, [m], [], []))
     case = make_case(tmp_path)
     before = (tmp_path / "suite.yaml").read_bytes()
     proposal = propose_fix(ambiguous_verdict(), case, OfflineProver(), None)  # type: ignore[arg-type]

@@ -15,8 +15,15 @@ def ev(letter: str, state: str, kind: str = "import", fingerprint: str | None = 
         kind = "none_of_the_above"
     claim = Claim("c", letter, f"option {letter}", kind, "h", None, {})  # type: ignore[arg-type]
     option_true = {"true": True, "false": False}.get(state)
-    return OptionEvidence(letter, claim, "proof", option_true, state, note=f"{letter} {state}",  # type: ignore[arg-type]
-                          fingerprint=fingerprint)
+    return OptionEvidence(
+        letter,
+        claim,
+        "proof",
+        option_true,
+        state,
+        note=f"{letter} {state}",  # type: ignore[arg-type]
+        fingerprint=fingerprint,
+    )
 
 
 def case(states: dict[str, str], **fingerprints: str) -> list[OptionEvidence]:
