@@ -195,10 +195,10 @@ def read_params(index_dir: Path, spec: RetrieverSpec, dataset: str, documents: S
             f"materialise `retrievers/{spec.name}/index` for this dataset first"
         )
     params = json.loads(path.read_text(encoding="utf-8"))
-    if params.get("spec") != spec.settings():
+    if _identity(params.get("spec")) != _identity(spec.settings()):
         raise RetrieverError(
             f"the index of retriever {spec.name!r} for dataset {dataset!r} was built with other settings "
-            f"({params.get('spec')} != {spec.settings()}): materialise `retrievers/{spec.name}/index` again"
+            f"({_identity(params.get('spec'))} != {_identity(spec.settings())}): materialise `retrievers/{spec.name}/index` again"
         )
     if documents is not None and params.get("corpus_sha256") != corpus_hash(documents):
         raise RetrieverError(
@@ -206,6 +206,11 @@ def read_params(index_dir: Path, spec: RetrieverSpec, dataset: str, documents: S
             f"materialise `retrievers/{spec.name}/index` again"
         )
     return params
+
+
+def _identity(settings: Any) -> Any:
+    """The settings that define an index: all of them but the free-text description."""
+    return {k: v for k, v in settings.items() if k != "description"} if isinstance(settings, dict) else settings
 
 
 # -- loading -------------------------------------------------------------------------------------

@@ -106,6 +106,8 @@ def test_an_index_is_checked_against_its_spec_and_corpus(tmp_path: Path) -> None
     build_retriever(registry, "toy", "bm25", DOCS, root, tmp_path, keyword)
     with pytest.raises(RetrieverError, match="built for another corpus"):
         run_retriever(registry, "toy", "bm25", DOCS[:2], QUERIES, root, tmp_path, keyword, 3, 0)
+    reworded = load_retriever_specs(write(tmp_path, "retrievers:\n  bm25: {kind: bm25, description: reworded}\n"))
+    assert run_retriever(reworded, "toy", "bm25", DOCS, QUERIES, root, tmp_path, keyword, 3, 0).timed.run  # a description is no setting
     changed = load_retriever_specs(write(tmp_path, "retrievers:\n  bm25: {kind: bm25, k1: 0.9}\n"))
     with pytest.raises(RetrieverError, match="built with other settings"):
         run_retriever(changed, "toy", "bm25", DOCS, QUERIES, root, tmp_path, keyword, 3, 0)
