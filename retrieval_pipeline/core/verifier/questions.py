@@ -1,10 +1,12 @@
 """The question check of one dataset: verify its multiple-choice cases, propose fixes, write the reports.
 
-Every multiple-choice case is verified (:func:`~retrieval_pipeline.core.verifier.verify.run_verification`);
-Ambiguous and Incorrect ones get a proposed fix, re-verified
-(:func:`~retrieval_pipeline.core.verifier.remediation.remediate`). The quality report is written as
-JSON and Markdown, the proposals to a separate file (never over an input). A dataset without
-multiple-choice cases gets an empty report: nothing is probed or run.
+Every multiple-choice case is verified (:func:`~retrieval_pipeline.core.verifier.verify.run_verification`:
+the library probed once, questions in parallel, the proofs of a question in one sandbox); Ambiguous and
+Incorrect ones get a proposed fix, re-verified (:func:`~retrieval_pipeline.core.verifier.remediation.remediate`,
+several flagged questions at once: :func:`propose_fixes`). The quality report is written as JSON and
+Markdown (titled with the dataset and the library under test, with the seconds each step took), the
+proposals to a separate file (never over an input). A dataset without multiple-choice cases gets an
+empty report: nothing is probed or run.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import json
 import platform
 import sys
+import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +31,10 @@ from retrieval_pipeline.core.reports import md_preview
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.remediation import Proposal, remediate, write_proposals
-from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
+from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
-from retrieval_pipeline.core.verifier.verify import run_verification
+from retrieval_pipeline.core.verifier.verify import default_parallel, run_verification
 
 VERDICT_COLUMNS = ["case_id", "verdict", "marked", "proven_true", "proven_false", "undecided", "reasons", "seconds", "evidence"]
 FLAGGED_COLUMNS = ["case_id", "verdict", "status", "note", "proposed", "tries"]
@@ -115,16 +119,10 @@ def check_questions(
         else None
     )
     verdicts = run.verdicts if run else []
-    proposals = remediate(verdicts, questions, OfflineProver(run.index), sandbox) if run and sandbox else []
-    meta = {
-        "dataset": dataset,
-        "python": str(python),
-        "library": settings.library,
-        "library_version": run.index.version if run else None,
-        "python_version": run.index.python_version if run else platform.python_version(),
-        "prover": run.prover if run else None,
-        "seconds": run.total_seconds if run else 0.0,
-    }
+    started = time.monotonic()
+    proposals = propose_fixes(verdicts, questions, OfflineProver(run.index), sandbox) if run and sandbox else []
+    meta = run_meta(run, suite=dataset, settings=sandbox) if run else unprobed_meta(dataset, settings, python)
+    meta.update({"dataset": dataset, "python": str(python), "remediation_seconds": round(time.monotonic() - started, 3) if run else 0.0})
     report = quality_report(verdicts, meta, proposals, index=run.index if run else None)
     md = write_report(report, report_path)
     written = write_proposals(proposals, questions, proposals_path, inputs=[str(p) for p in inputs]) if proposals else None
@@ -139,7 +137,7 @@ def check_questions(
             **counts,
             "seconds_per_question": round(per_question, 3),
             "library": str(meta["library"]),
-            "library_version": str(meta["library_version"]),
+            "library_version": str(meta["library_version"] or "unknown"),
             "preview": Markdown(md_preview(frame[["case_id", "verdict", "marked", "proven_true"]], n=40)),
         },
         report_metadata={
@@ -153,6 +151,44 @@ def check_questions(
         report_path=report_path,
         proposals_path=written,
     )
+
+
+def propose_fixes(
+    verdicts: Sequence[Verdict],
+    questions: Sequence[Case],
+    prover: OfflineProver,
+    sandbox: SandboxSettings,
+    *,
+    parallel: int | None = None,
+) -> list[Proposal]:
+    """:func:`~retrieval_pipeline.core.verifier.remediation.remediate`, several flagged questions at once.
+
+    Each flagged question's candidate fixes are tried in turn, as ``remediate`` does; the questions run
+    in parallel (up to the number of cores, each proof batch in its own sandbox). Proposals come back in
+    the order of the verdicts.
+    """
+    flagged = [v for v in verdicts if v.verdict in ("Ambiguous", "Incorrect")]
+    if not flagged:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(flagged)))) as pool:
+        batches = list(pool.map(lambda verdict: remediate([verdict], questions, prover, sandbox), flagged))
+    return [proposal for batch in batches for proposal in batch]
+
+
+def unprobed_meta(dataset: str, settings: VerifierSettings, python: str | Path) -> dict[str, Any]:
+    """The report's ``meta`` when nothing was verified (no multiple-choice case): what would have been checked."""
+    return {
+        "suite": dataset,
+        "library": settings.library or settings.import_name or STANDARD_LIBRARY,
+        "import_name": settings.import_name,
+        "distribution": settings.library,
+        "library_version": None if (settings.library or settings.import_name) else platform.python_version(),
+        "python_version": platform.python_version() if not settings.python else None,
+        "python": str(python),
+        "prover": None,
+        "total_seconds": 0.0,
+        "skipped_cases": [],
+    }
 
 
 def write_report(report: Mapping[str, Any], path: Path) -> str:

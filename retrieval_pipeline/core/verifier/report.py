@@ -12,6 +12,7 @@ the module probed and where its name came from, the distribution and version, an
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -27,6 +28,8 @@ from retrieval_pipeline.core.verifier.verify import VerificationRun
 
 #: Longest reason (or proposal note) kept; a reason quotes a note and names the option.
 REASON_CHARS = EVIDENCE_CHARS + 200
+#: How a report names the library when only Python's own is under test.
+STANDARD_LIBRARY = "standard library"
 
 
 def probe_meta(index: LibraryIndex) -> dict[str, Any]:
@@ -51,13 +54,27 @@ def probe_meta(index: LibraryIndex) -> dict[str, Any]:
 
 
 def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[str, Any]:
-    """What a report needs to know about a run: library, versions, prover, timings, probe coverage."""
+    """What a report needs to know about a run: library, versions, prover, timings, probe coverage.
+
+    Args:
+        run: The verification run.
+        suite: The suite or dataset the questions come from (the report's title).
+        settings: The sandbox settings, recorded as text when given.
+
+    Returns:
+        ``suite``; ``library`` (the distribution, else the module probed, else :data:`STANDARD_LIBRARY`),
+        ``import_name``, ``distribution``, ``library_version`` (the Python version for the standard
+        library), ``python_version``, ``python``, ``prover``, ``total_seconds``, ``probe_seconds``,
+        ``skipped_cases``, ``probe`` and, with ``settings``, ``sandbox``.
+    """
     index = run.index
+    named = index.distribution or index.import_name
     meta: dict[str, Any] = {
         "suite": suite,
-        "library": index.import_name or "python stdlib",
+        "library": named or STANDARD_LIBRARY,
+        "import_name": index.import_name,
         "distribution": index.distribution,
-        "library_version": index.version or index.python_version,
+        "library_version": index.version if named else index.python_version,
         "python_version": index.python_version,
         "python": index.python,
         "prover": run.prover,
@@ -69,6 +86,25 @@ def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[
     if settings is not None:
         meta["sandbox"] = {k: str(v) for k, v in vars(settings).items()}
     return meta
+
+
+def library_label(meta: Mapping[str, Any]) -> str:
+    """The library a report is about, in words: ``google-adk 1.24.1 (Python 3.11.7)``, ``standard library (Python 3.11.7)``.
+
+    Args:
+        meta: The report's ``meta`` (:func:`run_meta`, or any mapping with some of its keys).
+
+    Returns:
+        The distribution (else the module) and its version, or the standard library, with the Python
+        version when known; never the text ``None``.
+    """
+    python = meta.get("python_version")
+    library = meta.get("library")
+    if not library or library in (STANDARD_LIBRARY, "python stdlib"):
+        return f"{STANDARD_LIBRARY} (Python {python})" if python else STANDARD_LIBRARY
+    version = meta.get("library_version")
+    label = f"{library} {version}" if version else f"{library} (version unknown)"
+    return f"{label} (Python {python})" if python else label
 
 
 def _evidence(e: OptionEvidence) -> dict[str, Any]:
@@ -172,29 +208,30 @@ def write_quality_report(report: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def markdown_report(report: Mapping[str, Any]) -> str:
-    """A one-page summary: versions, counts, flagged cases with reasons, proposals."""
+    """A one-page summary: what was checked (dataset, library and versions), counts, flagged cases with reasons, proposals.
+
+    Free text (reasons, notes, import failures) is made safe for Markdown (:func:`markdown_text`): file
+    names and paths such as ``__init__.py`` go in backticks, and nothing renders as ``None``.
+    """
     meta = report["meta"]
-    per_q = report["seconds_per_question"]
-    lines = [
-        f"# Question verifier: {meta.get('suite', '')}",
-        "",
-        f"- library: {meta.get('library')} {meta.get('library_version') or ''} (Python {meta.get('python_version')})",
-        f"- prover: {meta.get('prover')}; {report['total_cases']} cases in {meta.get('total_seconds')} s "
-        f"(mean {per_q['mean']} s, median {per_q['median']} s per question)",
-        "",
-        "| verdict | cases |",
-        "| --- | ---: |",
-        *[f"| {label} | {n} |" for label, n in report["counts"].items()],
-        "",
-        *_probe_lines(meta.get("probe")),
-    ]
-    for label in ("Incorrect", "Ambiguous", "Unverifiable"):
-        cases = [c for c in report["cases"] if c["verdict"] == label]
+    name = meta.get("dataset") or meta.get("suite")
+    label = library_label(meta)
+    title = f"# Question verifier: {markdown_text(name)} — {label}" if name else f"# Question verifier: {label}"
+    library = f"- library: {label}"
+    if meta.get("import_name") and meta.get("import_name") != meta.get("library"):
+        library += f"; module probed: `{meta['import_name']}`"
+    if meta.get("python"):
+        library += f"; interpreter `{meta['python']}`"
+    lines = [title, "", library, _timing_line(report), "", "| verdict | cases |", "| --- | ---: |"]
+    lines += [f"| {label} | {n} |" for label, n in report["counts"].items()]
+    lines += ["", *_probe_lines(meta.get("probe"))]
+    for verdict in ("Incorrect", "Ambiguous", "Unverifiable"):
+        cases = [c for c in report["cases"] if c["verdict"] == verdict]
         if not cases:
             continue
-        lines += [f"## {label} ({len(cases)})", ""]
+        lines += [f"## {verdict} ({len(cases)})", ""]
         for case in cases:
-            lines.append(f"- `{case['case_id']}` (marked {case['marked']}; proven true: "
+            lines.append(f"- `{case['case_id']}` (marked {markdown_text(case['marked'])}; proven true: "
                          f"{', '.join(case['proven_true']) or 'none'})")  # fmt: skip
             lines += [f"  - {_one_line(r)}" for r in case["reasons"][:4]]
         lines.append("")
@@ -206,16 +243,38 @@ def markdown_report(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _timing_line(report: Mapping[str, Any]) -> str:
+    """``- prover: offline; 32 cases in 12.4 s (mean 0.7 s, median 0.6 s per question)``, with no unknown value shown."""
+    meta, per_q = report["meta"], report["seconds_per_question"]
+    total = report["total_cases"]
+    if not total:
+        return "- no multiple-choice case: nothing was proven"
+    seconds = meta.get("total_seconds", meta.get("seconds"))
+    line = f"- prover: {meta.get('prover') or 'offline'}; {total} cases"
+    if seconds is not None:
+        line += f" in {seconds} s"
+    if per_q.get("mean") is not None:
+        line += f" (mean {per_q['mean']} s, median {per_q['median']} s per question)"
+    if report.get("proposals") and meta.get("remediation_seconds"):
+        line += f"; {len(report['proposals'])} fixes proposed and re-verified in {meta['remediation_seconds']} s"
+    return line
+
+
 def _probe_lines(probe: Mapping[str, Any] | None, causes: int = 8) -> list[str]:
     """The report's "Library probe" section: what was probed, its coverage, the commonest import failures."""
     if not probe or not probe.get("import_name"):
         return []
+    source = f" (from {markdown_text(probe['import_name_source'])})" if probe.get("import_name_source") else ""
+    if probe.get("distribution"):
+        distribution = f"distribution {probe['distribution']} {probe.get('version') or '(version unknown)'}"
+    else:
+        distribution = "no installed distribution found for it"
     lines = [
         "## Library probe",
         "",
-        f"- module probed: `{probe['import_name']}` (from {probe.get('import_name_source')}); "
-        f"distribution {probe.get('distribution')} {probe.get('version') or ''}",
-        f"- coverage: {probe.get('summary')} ({probe.get('cpu_seconds')} CPU s, {probe.get('seconds')} s)",
+        f"- module probed: `{probe['import_name']}`{source}; {distribution}",
+        f"- coverage: {markdown_text(probe.get('summary') or 'unknown')} "
+        f"({probe.get('cpu_seconds', 0)} CPU s, {probe.get('seconds', 0)} s)",
     ]
     if not probe.get("complete"):
         lines.append("- a name defined or mentioned only in a module the probe did not import is undecided, never false")
@@ -223,6 +282,39 @@ def _probe_lines(probe: Mapping[str, Any] | None, causes: int = 8) -> list[str]:
     return [*lines, ""]
 
 
+#: Existing code spans, kept as they are.
+_CODE_SPAN = re.compile(r"(`+).*?\1")
+#: A word that Markdown would mangle: a file name or path (``__init__.py``, ``/usr/lib/x.py``), a dunder
+#: name (``__init__``), ``*args``/``**kwargs``; with the punctuation around it left outside.
+_FILE_LIKE = re.compile(
+    r"(?<![\w`])("
+    r"(?:[\w.~+-]*/)*[\w.+-]*\.(?:py|pyi|pyc|pyd|so|json|jsonl|ya?ml|toml|txt|cfg|ini|md|csv)\b"
+    r"|/[\w.~+-]+(?:/[\w.~+-]+)*/?"
+    r"|\w*__\w+__\w*"
+    r"|\*{1,2}[A-Za-z_]\w*"
+    r")"
+)
+
+
+def markdown_text(text: object) -> str:
+    """``text`` safe to put in Markdown: file names, paths, dunder names and ``*args`` in backticks, ``<`` escaped.
+
+    Code spans already in the text are kept; ``__init__.py`` would otherwise render as a bold "init".
+    """
+    out, last = [], 0
+    raw = str(text)
+    for span in _CODE_SPAN.finditer(raw):
+        out.append(_escape_plain(raw[last : span.start()]))
+        out.append(span.group(0))
+        last = span.end()
+    out.append(_escape_plain(raw[last:]))
+    return "".join(out)
+
+
+def _escape_plain(text: str) -> str:
+    return _FILE_LIKE.sub(lambda m: f"`{m.group(1)}`", text).replace("<", "\\<")
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     flat = " ".join(str(text).split()).replace("|", "\\|")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return markdown_text(flat if len(flat) <= limit else flat[: limit - 1] + "…")

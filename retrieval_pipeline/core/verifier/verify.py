@@ -3,16 +3,25 @@
 The marked answer is used only by :func:`~retrieval_pipeline.core.verifier.verdict.decide`; the
 claims and the proofs are made from the question and the options alone.
 
-The library under test is probed first (:func:`~retrieval_pipeline.core.verifier.provers.probe_environment`):
+The library under test is probed first, once per run (:func:`~retrieval_pipeline.core.verifier.provers.probe_environment`):
 a library setting that names nothing importable stops the run with a
 :class:`~retrieval_pipeline.core.verifier.provers.LibrarySettingError` before any verdict. A proof that
 ran out of wall-clock time (not CPU time) is run once more with :data:`TIMEOUT_RETRY_FACTOR` times the
 limit: a busy machine must not turn a decidable option into an undecided one.
+
+**How the proofs run.** The proofs of one question run in one sandbox
+(:func:`~retrieval_pipeline.core.verifier.sandbox.run_pytest_batch`): pytest starts once, and each
+proof runs in a process of its own forked from it, so each option's outcome is read exactly as from a
+sandbox of its own. A proof the batch did not report (its runner was killed, the process limit bound)
+runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.verifier.sandbox.run_pytest`), as
+does a question with a single proof; a crash or a timeout of one proof leaves only that option
+undecided. Questions run in parallel, up to the number of cores, each in its own sandbox.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +30,7 @@ from dataclasses import dataclass
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Prover, probe_environment
-from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_pytest
+from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 
 #: A proof stopped by the wall clock is retried once with this many times the limit.
@@ -48,28 +57,59 @@ def verify_question(
     settings: SandboxSettings,
     *,
     workers: int = 2,
+    batch: bool = True,
 ) -> Verdict:
-    """Verify one question; ``marked`` reaches only the verdict step."""
+    """Verify one question; ``marked`` reaches only the verdict step.
+
+    Args:
+        case_id: The case's id (named in the proofs and the verdict).
+        question: The question text.
+        options: Letter -> option text.
+        marked: The marked answer; only :func:`~retrieval_pipeline.core.verifier.verdict.decide` sees it.
+        prover: Writes a proof per claim.
+        settings: The sandbox of the environment under test.
+        workers: Proofs run at once when they run one sandbox each (a single proof, or those the batch
+            did not report).
+        batch: Run the question's proofs in one sandbox (:func:`run_pytest_batch`); False: one sandbox each.
+    """
     started = time.monotonic()
     claims = decompose(case_id, question, options)
     proofs = [prover.prove(claim) for claim in claims]
+    runnable = [i for i, p in enumerate(proofs) if p.status == "proof" and p.test_source is not None and p.filename is not None]
+    first: dict[int, Execution | None] = {}
+    if batch and len(runnable) > 1 and len({proofs[i].filename for i in runnable}) == len(runnable):
+        tests = [(str(proofs[i].test_source), str(proofs[i].filename)) for i in runnable]
+        first = dict(zip(runnable, run_pytest_batch(tests, settings)))
 
     def run(index: int) -> Execution | None:
         proof = proofs[index]
-        if proof.status != "proof" or proof.test_source is None or proof.filename is None:
+        if index not in runnable or proof.test_source is None or proof.filename is None:
             return None
-        execution = run_pytest(proof.test_source, proof.filename, settings)
+        execution = first.get(index) or run_pytest(proof.test_source, proof.filename, settings)
         if execution.outcome == "timeout" and execution.limit == "wall_clock":  # the machine was busy, or it hangs
             slower = dataclasses.replace(settings, timeout_s=settings.timeout_s * TIMEOUT_RETRY_FACTOR)
             execution = run_pytest(proof.test_source, proof.filename, slower)
         return execution
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        executions = list(pool.map(run, range(len(proofs))))
-    evidence: list[OptionEvidence] = [option_evidence(p, e) for p, e in zip(proofs, executions)]
+    pending = [i for i in range(len(proofs)) if i in runnable and not _settled(first.get(i))]
+    executions: dict[int, Execution | None] = {i: first.get(i) for i in range(len(proofs)) if i not in pending}
+    if pending:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending)))) as pool:
+            executions.update(zip(pending, pool.map(run, pending)))
+    evidence: list[OptionEvidence] = [option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)]
     verdict = decide(case_id, marked, evidence)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
+
+
+def _settled(execution: Execution | None) -> bool:
+    """A batch result that stands as it is: reported, and not stopped by the wall clock (that one is retried)."""
+    return execution is not None and not (execution.outcome == "timeout" and execution.limit == "wall_clock")
+
+
+def default_parallel() -> int:
+    """Questions verified at once by default: the number of cores."""
+    return max(1, os.cpu_count() or 1)
 
 
 def run_verification(
@@ -80,10 +120,11 @@ def run_verification(
     *,
     import_name: str | None = None,
     workers: int = 2,
+    parallel: int | None = None,
     index: LibraryIndex | None = None,
     progress: Callable[[Verdict], None] | None = None,
 ) -> VerificationRun:
-    """Probe the environment once, then verify every multiple-choice case.
+    """Probe the environment once, then verify every multiple-choice case, several questions at once.
 
     Args:
         cases: The suite; cases that are not multiple choice are skipped (listed in the run).
@@ -92,9 +133,13 @@ def run_verification(
         library: The distribution under test (``google-adk``; ``verifier.library``): its version is reported,
             and without ``import_name`` the module to probe is derived from its files.
         import_name: The module to probe (``google.adk``; ``verifier.import_name``).
-        workers: Proofs of one question run at once.
+        workers: Proofs of one question run at once when they run one sandbox each.
+        parallel: Questions verified at once, each in its own sandbox; default: the number of cores.
         index: A probed index to reuse (nothing is probed then).
-        progress: Called with each verdict as it is made.
+        progress: Called with each verdict, in the order of the cases.
+
+    Returns:
+        The verdicts in the order of the cases, the index, the prover's name, the seconds and the skipped ids.
 
     Raises:
         LibrarySettingError: The library setting names nothing importable in the target environment.
@@ -103,16 +148,23 @@ def run_verification(
     settings = sandbox_settings or SandboxSettings()
     index = index or probe_environment(settings, library, import_name=import_name)
     prover = prover or OfflineProver(index)
-    verdicts: list[Verdict] = []
+    questions: list[Case] = []
     skipped: list[str] = []
     for case in cases:
         if case.benchmark_type != "multiple_choice" or not case.options or case.correct_answer is None:
             skipped.append(case.case_id)
-            continue
-        verdict = verify_question(case.case_id, case.query, case.options, case.correct_answer, prover, settings, workers=workers)
-        verdicts.append(verdict)
-        if progress is not None:
-            progress(verdict)
+        else:
+            questions.append(case)
+
+    def verify(case: Case) -> Verdict:
+        return verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings, workers=workers)
+
+    verdicts: list[Verdict] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool:
+        for verdict in pool.map(verify, questions):
+            verdicts.append(verdict)
+            if progress is not None:
+                progress(verdict)
     return VerificationRun(verdicts, index, getattr(prover, "name", type(prover).__name__),
                            round(time.monotonic() - started, 3), skipped)  # fmt: skip
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 
 import pytest
@@ -41,8 +42,8 @@ def test_no_multiple_choice_case_writes_an_empty_report_and_passes(tmp_path):
         "questions": 0,
         **counts,
         "seconds_per_question": 0.0,
-        "library": "None",
-        "library_version": "None",
+        "library": "standard library",
+        "library_version": platform.python_version(),
         "preview": "_none_",
     }
     report = json.loads(where["report_path"].read_text())
