@@ -1,0 +1,157 @@
+"""The runner behind ``make run``, in-process on the tiny dataset (keyword encoder, temporary folders and DAGSTER_HOME)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from retrieval_pipeline.cli.run import main, metrics_table
+from retrieval_pipeline.defs.automation import failed_checks_of_run
+from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
+from retrieval_pipeline_tests.defs.support import resources_in
+
+DATASET = "stdlib"  # the tiny dataset is registered under the project's partition key
+RETRIEVERS = ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"]
+ERROR_FLOOR = "thresholds: {hit_rate@5: {min: 1.01, severity: ERROR}}"
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A persistent instance in a temporary folder, as ``make run`` has in ``.dagster_home``."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+def tiny_resources(tmp_path: Path, thresholds: str = "") -> dict[str, object]:
+    return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in", thresholds))
+
+
+def run(
+    resources: dict[str, object],
+    log: Path,
+    capfd: pytest.CaptureFixture[str],
+    instance: dg.DagsterInstance | None = None,
+    args: tuple[str, ...] = (),
+) -> tuple[int, str, str]:
+    """The runner on the tiny dataset; returns the exit code, stdout and stderr (file-descriptor level)."""
+    code = main(["--datasets", DATASET, "--log", str(log), *args], resources=resources, instance=instance)
+    captured = capfd.readouterr()
+    return code, captured.out, captured.err
+
+
+def table_rows(stdout: str) -> dict[str, list[str]]:
+    """The comparison table: ``{retriever: [hit@1, hit@5, MRR, nDCG@10 cells]}``, after checking its header."""
+    lines = stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["retriever"])
+    assert lines[header].split() == ["retriever", "hit@1", "hit@5", "MRR", "nDCG@10"]
+    rows = {}
+    for line in lines[header + 2 :]:  # after the dashes
+        cells = line.split()
+        if not cells or cells[0] not in RETRIEVERS:
+            break
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    resources = tiny_resources(tmp_path, ERROR_FLOOR)
+    log = tmp_path / "logs" / "run.log"
+    instance = dg.DagsterInstance.ephemeral()  # an in-memory instance: this machine's sqlite writes are slow
+    code, stdout, stderr = run(resources, log, capfd, instance)
+
+    assert code == 1
+    # progress: one line per finished step, the failing one says why
+    assert "== stdlib (1/1): 26 steps" in stdout
+    step_lines = [line for line in stdout.splitlines() if line.strip().startswith("[")]
+    assert len(step_lines) == 26 and any("corpus, corpus_rejects" in line and line.rstrip().endswith(" s") for line in step_lines)
+    assert "retrieval_metrics" in step_lines[-1] and "FAILED: a blocking ERROR check failed" in step_lines[-1]
+
+    # the table: the run's retrieval_metrics values, 3 decimals, the best hit@5 marked
+    rows = table_rows(stdout)
+    assert list(rows) == RETRIEVERS
+    metrics = pd.read_parquet(tmp_path / "out" / "retrieval_metrics" / f"{DATASET}.parquet").set_index("retriever")
+    for name, cells in rows.items():
+        assert [c.rstrip("*") for c in cells] == [f"{metrics.loc[name, m]:.3f}" for m in ("hit_rate@1", "hit_rate@5", "mrr", "ndcg@10")]
+    best = metrics["hit_rate@5"].max()
+    assert {n for n, cells in rows.items() if cells[1].endswith("*")} == set(metrics.index[metrics["hit_rate@5"] == best])
+
+    # the failed ERROR floor with its numbers, where the outputs are, the log file, the verdict
+    check_line = next(line for line in stdout.splitlines() if "min_hit_rate_at_5" in line and "below" in line)
+    assert check_line.split()[0] == "ERROR" and "hit_rate@5 below 1.01 for bm25 (" in check_line
+    assert "threshold 1.01" in stdout
+    exports = tmp_path / "out" / "exports" / DATASET
+    assert f"exports: {exports}/: evaluation_results.json" in stdout and (exports / "evaluation_results.json").is_file()
+    assert f"quality report: {exports / 'quality_report.md'}" in stdout
+    assert f"Log (the full Dagster event stream): {log}" in stdout
+    assert stdout.rstrip().splitlines()[-1].startswith("FAILED: 1 of 1 run(s): stdlib (ERROR check min_hit_rate_at_5)")
+
+    # the terminal stays free of Dagster's event lines; the log file has all of them
+    assert "DEBUG" not in stdout + stderr and "STEP_START" not in stdout + stderr
+    text = log.read_text(encoding="utf-8")
+    assert " - DEBUG - " in text and text.count("STEP_START") == 26
+    assert "ASSET_CHECK_EVALUATION" in text and "STEP_FAILURE" in text and "DagsterAssetCheckFailedError" in text
+
+    # recorded as `dagster asset materialize` records it (job, partition tag, check results): what the alert sensor reads
+    (record,) = instance.get_runs()
+    assert record.job_name == "__ASSET_JOB" and record.tags["dagster/partition"] == DATASET
+    assert record.status == dg.DagsterRunStatus.FAILURE and len(record.asset_selection or ()) == 29
+    failed = failed_checks_of_run(instance, record.run_id, DATASET, dg.AssetKey("retrieval_metrics"))
+    assert [f["check"] for f in failed] == ["min_hit_rate_at_5"] and failed[0]["severity"] == "ERROR"
+
+
+def test_passing_run_exits_0_and_is_kept_in_dagster_home(tmp_path: Path, dagster_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    resources = tiny_resources(tmp_path)  # the registry's floors: hit_rate@5 >= 0 (ERROR), mrr >= 0 (WARN)
+    sample = '{"ops": {"retrieval_runs": {"config": {"sample_size": 2}}}}'  # run config passed through, as with the CLI
+    code, stdout, stderr = run(resources, tmp_path / "run.log", capfd, args=("--config-json", sample))
+    assert code == 0, stdout + stderr
+    assert "failed checks: none" in stdout and stdout.rstrip().endswith("OK: 1 dataset(s) materialised")
+    assert "(* best per column; 2 queries;" in stdout
+    assert list(table_rows(stdout)) == RETRIEVERS
+    assert "DEBUG" not in stdout + stderr and "note: DAGSTER_HOME" not in stdout
+
+    with dg.DagsterInstance.get() as instance:  # a new instance object: the run outlived the command, for drift and the sensor
+        (record,) = instance.get_runs()
+        assert record.status == dg.DagsterRunStatus.SUCCESS and record.tags["dagster/partition"] == DATASET
+        metrics = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("retrieval_metrics"), asset_partitions=[DATASET]), limit=1
+        ).records
+    assert metrics and metrics[0].run_id == record.run_id  # the drift check's previous value on the next run
+
+
+def test_unknown_dataset_and_bad_selection_exit_2(tmp_path: Path, dagster_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["--datasets", "no_such_dataset", "--log", str(tmp_path / "a.log")]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("error: unknown dataset(s) no_such_dataset; the registry has: ") and "stdlib" in err
+    assert main(["--datasets", DATASET, "--select", "no_such_asset", "--log", str(tmp_path / "b.log")]) == 2
+    assert capfd.readouterr().err.startswith("error: invalid --select 'no_such_asset'")
+    assert main(["--datasets", DATASET, "--select", "corpus", "--log", str(tmp_path / "c.log")]) == 2  # without corpus_rejects
+    assert "does not support subsetting" in capfd.readouterr().err
+    with dg.DagsterInstance.get() as instance:
+        assert not instance.get_runs()  # nothing was started
+
+
+def test_metrics_table_marks_the_best_value_per_column() -> None:
+    frame = pd.DataFrame(
+        {
+            "retriever": ["a", "b", "c"],
+            "hit_rate@1": [0.1, 0.3, 0.3],
+            "hit_rate@5": [0.5, 0.5, 0.5],
+            "mrr": [0.2, math.nan, 0.1],
+            "ndcg@10": [0.25, 0.2, 0.1],
+        }
+    )
+    lines = metrics_table(frame).splitlines()
+    assert lines[0].split() == ["retriever", "hit@1", "hit@5", "MRR", "nDCG@10"]
+    assert [line.split() for line in lines[2:]] == [
+        ["a", "0.100", "0.500", "0.200*", "0.250*"],
+        ["b", "0.300*", "0.500", "-", "0.200"],  # ties are all marked; a column where all are equal has no mark
+        ["c", "0.300*", "0.500", "0.100", "0.100"],
+    ]
