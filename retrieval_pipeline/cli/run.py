@@ -37,6 +37,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -316,11 +317,11 @@ def run_datasets(
     Args:
         datasets: Partition keys (dataset names of the registry), run in this order.
         select: An asset selection in ``dagster asset materialize --select`` syntax.
-        run_config: Run config of every run (``ops``, ``resources``); the console logger's level is set here.
         log_path: The file the full Dagster event stream goes to (appended to).
         out: Where the progress lines go.
         resources: Resources replacing the project's (tests: temporary folders, the keyword encoder, another registry).
         instance: The Dagster instance; ``None`` means ``DAGSTER_HOME``'s (an ephemeral one when it is unset).
+        run_config: Run config of every run (``ops``, ``resources``); the console logger's level is set here.
 
     Returns:
         One :class:`DatasetRun` per dataset, in order (a run that could not start has ``run_id`` ``""``).
@@ -366,7 +367,7 @@ def _run_one(
     run_config: Mapping[str, Any],
     dataset: str,
     position: tuple[int, int],
-    keys: Any,
+    keys: AbstractSet[dg.AssetKey],
     plan: _Plan,
     blocking: set[tuple[dg.AssetKey, str]],
     stream: _EventStream,
@@ -558,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m retrieval_pipeline.cli.run",
         description="Materialise the asset graph on each dataset (one Dagster run per partition, recorded in DAGSTER_HOME's "
         "instance), one line per finished step; the full event stream goes to a log file; then per dataset the retriever "
-        "comparison, the failed checks and where the exports are. Exit 1 when a run failed (e.g. a failing ERROR check).",
+        "comparison, the failed checks and where the exports are. Exit 1 when a run failed (a failing ERROR metric floor fails its run).",
     )
     parser.add_argument(
         "--datasets", nargs="+", required=True, metavar="NAME", help="dataset partitions (names in data/config/datasets.yaml)"
