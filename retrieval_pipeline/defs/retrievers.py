@@ -12,6 +12,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.evaluate import RUN_COLUMNS, runs_to_frame
 from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.registry import Registry
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
@@ -26,10 +27,10 @@ def runs_key(name: str) -> dg.AssetKey:
     return dg.AssetKey(["retrievers", name, "runs"])
 
 
-def _not_listed(settings: PipelineSettings, dataset: str, name: str) -> str | None:
-    """Why ``name`` is not evaluated on ``dataset``, or None when it is."""
-    listed = settings.dataset(dataset).retrievers
-    return None if name in settings.registry().retrievers.closure(listed) else f"{name} is not in dataset {dataset}'s retrievers {listed}"
+def _not_built(registry: Registry, dataset: str, name: str) -> str | None:
+    """Why ``name`` needs no index on ``dataset`` (neither listed nor a listed one's component), or None."""
+    listed = registry.get(dataset).retrievers
+    return None if name in registry.retrievers.closure(listed) else f"{name} is not in dataset {dataset}'s retrievers {listed}"
 
 
 def _description(name: str, what: str) -> str:
@@ -54,11 +55,12 @@ def _index_asset(name: str) -> dg.AssetsDefinition:
     def index(
         context: dg.AssetExecutionContext, settings: PipelineSettings, encoder: EncoderResource, corpus: pd.DataFrame
     ) -> dg.MaterializeResult:
-        skipped = _not_listed(settings, context.partition_key, name)
+        registry = settings.registry()
+        skipped = _not_built(registry, context.partition_key, name)
         if skipped:
             return dg.MaterializeResult(metadata={"evaluated": False, "note": skipped})
         params = build_retriever(
-            settings.registry().retrievers,
+            registry.retrievers,
             context.partition_key,
             name,
             from_frame(corpus, Document),
@@ -95,14 +97,15 @@ def _runs_asset(name: str) -> dg.AssetsDefinition:
         retrieval_dataset: pd.DataFrame,
         corpus: pd.DataFrame,
     ) -> dg.MaterializeResult[pd.DataFrame]:
-        skipped = _not_listed(settings, context.partition_key, name)
-        if skipped or name not in settings.dataset(context.partition_key).retrievers:
+        registry = settings.registry()
+        skipped = _not_built(registry, context.partition_key, name)
+        if skipped or name not in registry.get(context.partition_key).retrievers:
             note = skipped or f"{name} is only a component here, not evaluated on its own"
             return dg.MaterializeResult(value=pd.DataFrame(columns=RUN_COLUMNS), metadata={"evaluated": False, "note": note})
-        cfg = settings.dataset(context.partition_key).retrieval
+        cfg = registry.get(context.partition_key).retrieval
         queries = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
         done = run_retriever(
-            settings.registry().retrievers,
+            registry.retrievers,
             context.partition_key,
             name,
             from_frame(corpus, Document),
