@@ -236,7 +236,8 @@ def open_sqlite(
     """
     seen = file_identity(path)
     try:
-        return connect(path), file_identity(path)
+        with file_lock(lock_path):  # one opener at a time: setting WAL mode on a new file is not busy-waited
+            return connect(path), file_identity(path)
     except sqlite3.DatabaseError as error:
         if not is_corrupt_sqlite_error(error):
             raise
