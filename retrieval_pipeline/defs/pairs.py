@@ -24,8 +24,11 @@ def qa_pairs(
 ) -> dg.MaterializeResult[pd.DataFrame]:
     """Extracted (query, gold target) pairs, one per case: the qrels.
 
-    api_understanding golds are resolved by exact, alias and suffix matching; fix_error targets are the
-    primary subject found by static analysis (AST) of the solution file, else from the description.
+    api_understanding golds are resolved by exact, alias and suffix matching, then (when the dataset names a
+    library environment, ``verifier.python``) by importing the rest there, in one sandboxed run; each
+    method's share is in the metadata. fix_error targets are the primary subject found by static analysis
+    (AST) of the solution file, else from the description; the metadata counts both sources and lists
+    every disagreement between the code's target and the description's (``fix_error_targets`` table).
     NQ: the question's own de-duplicated long answer. Context QA: every chunk whose similarity to the
     expected context reaches the threshold (settings and ratios kept as evidence). BEIR: the qrels.
     Unresolved cases stay in the table with the reason; multiple-choice cases are routed to the verifier.

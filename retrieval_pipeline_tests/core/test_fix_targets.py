@@ -10,6 +10,7 @@ import pytest
 from retrieval_pipeline.core.mining.fix_targets import (
     AstTargetInferer,
     TargetInferer,
+    TargetRecord,
     description_names,
 )
 from retrieval_pipeline.core.mining.gold import CorpusLookup
@@ -190,6 +191,57 @@ def test_syntax_error_everywhere_falls_back_to_description(tmp_path: Path, looku
     result = infer(case, lookup)
     assert (result.target, result.method) == (SEQ, "description")
     assert len(result.warnings) == 1 and "syntax error" in result.warnings[0]
+    record = TargetRecord.from_evidence(result.evidence)
+    assert record is not None and (record.source, record.target, record.description_target, record.agrees) == (
+        "description",
+        SEQ,
+        SEQ,
+        None,
+    )
+    (problem,) = record.file_problems
+    assert (problem["role"], problem["file"], problem["line"]) == ("fixed", case.files["fixed"], 1)
+    assert problem["problem"].startswith("syntax error at line 1")
+
+
+def record_of(case: Case, lookup: CorpusLookup) -> TargetRecord:
+    record = TargetRecord.from_evidence(infer(case, lookup).evidence)
+    assert record is not None
+    return record
+
+
+def test_record_of_a_code_target_agreeing_with_the_description(tmp_path: Path, lookup: CorpusLookup) -> None:
+    case = fix_case(
+        tmp_path, "Build a `SequentialAgent` pipeline.", fixed="from google.adk.agents import SequentialAgent\nroot = SequentialAgent()\n"
+    )
+    record = record_of(case, lookup)
+    assert (record.case_id, record.target, record.source, record.description_target, record.agrees) == (
+        "fix:1",
+        SEQ,
+        "code:fixed",
+        SEQ,
+        True,
+    )
+    assert record.from_code and record.file_problems == [] and record.missing_files == []
+
+
+def test_record_of_a_code_target_disagreeing_keeps_both_answers(tmp_path: Path, lookup: CorpusLookup) -> None:
+    case = fix_case(
+        tmp_path,
+        "The `SequentialAgent` fails.",
+        fixed="def broken(:\n",
+        test="import os\nx = os.getcwd()\n",
+        unfixed="from google.adk.apps.app import App\napp = App()\n",
+    )
+    record = record_of(case, lookup)
+    assert (record.target, record.source, record.description_target, record.agrees) == (APP, "code:unfixed", SEQ, False)
+    assert [(p["role"], p["line"]) for p in record.file_problems] == [("fixed", 1), ("test", None)]
+    assert record.file_problems[1]["problem"] == "no corpus object is called"
+
+
+def test_record_without_a_description_target_is_not_compared(tmp_path: Path, lookup: CorpusLookup) -> None:
+    case = fix_case(tmp_path, "Fix the ValueError.", fixed="from google.adk.apps.app import App\napp = App()\n")
+    record = record_of(case, lookup)
+    assert (record.source, record.description_target, record.agrees) == ("code:fixed", None, None)
 
 
 def test_description_backticks_first_and_class_preferred(lookup: CorpusLookup) -> None:
@@ -213,6 +265,9 @@ def test_no_target_says_why_and_missing_files_warn(lookup: CorpusLookup) -> None
     assert (result.target, result.method) == (None, "none") and result.evidence["reason"]
     assert len(result.warnings) == 2
     assert all("fix:4" in w for w in result.warnings) and "/nowhere/fixed.py" in result.warnings[0]
+    record = TargetRecord.from_evidence(result.evidence)
+    assert record is not None and (record.source, record.target, record.agrees) == ("none", None, None)
+    assert record.missing_files == missing
 
 
 def test_description_names() -> None:
@@ -221,16 +276,34 @@ def test_description_names() -> None:
 
 
 @pytest.mark.integration
-def test_real_fix_errors_get_description_targets(shared_data: Path) -> None:
+def test_real_fix_errors_without_their_files_root_fall_back_to_descriptions(shared_data: Path) -> None:
     from retrieval_pipeline.core.sources.api_index import load_ranked_targets
     from retrieval_pipeline.core.sources.suites import load_suite
 
     corpus = load_ranked_targets(shared_data / "adk" / "ranked_targets" / "v1.24.1" / "ranked_targets.yaml")
     lookup = CorpusLookup.from_documents(corpus.documents)
-    suite = load_suite(shared_data / "adk" / "benchmark_definitions" / "fix_errors" / "benchmark.yaml")
+    suite = load_suite(shared_data / "adk" / "benchmark_definitions" / "fix_errors" / "benchmark.yaml")  # paths resolve wrongly
     results = [AstTargetInferer().infer(case, lookup) for case in suite.cases]
     targeted = [r for r in results if r.target]
     assert len(targeted) >= 0.8 * len(results)
     assert all(r.method == "description" and lookup.kind(r.target) == "class" for r in targeted)
-    assert all(r.warnings for r in results)  # the solution files are not shipped: each case says so
+    assert all(r.warnings and all(r.case_id in w for w in r.warnings) for r in results)  # each missing file names its case
     assert all(r.method == "none" and r.evidence["reason"] for r in results if not r.target)
+
+
+@pytest.mark.integration
+def test_real_fix_errors_read_their_code_files(shared_data: Path) -> None:
+    from retrieval_pipeline.core.sources.api_index import load_ranked_targets
+    from retrieval_pipeline.core.sources.suites import load_suite
+
+    adk = shared_data / "adk"
+    lookup = CorpusLookup.from_documents(load_ranked_targets(adk / "ranked_targets" / "v1.24.1" / "ranked_targets.yaml").documents)
+    suite = load_suite(adk / "benchmark_definitions" / "fix_errors" / "benchmark.yaml", files_root=adk)  # as the README says
+    assert len(suite.cases) == 23 and all(set(c.files) == {"fixed", "test", "unfixed"} for c in suite.cases)  # 69 files
+    records = [TargetRecord.from_evidence(AstTargetInferer().infer(case, lookup).evidence) for case in suite.cases]
+    assert all(r is not None and r.source == "code:fixed" and r.file_problems == [] for r in records)  # every fixed.py parses
+    assert all(r is not None and r.target is not None and lookup.kind(r.target) == "class" for r in records)
+    by_case = {r.case_id.split(":")[-1]: r.target for r in records if r is not None}
+    # read by hand in the fixed files: the returned root object
+    assert by_case["04_sequential_agent"] == SEQ and by_case["12_app_with_plugin"] == APP
+    assert by_case["08_custom_agent"] == BASE and by_case["01_minimal_llm_agent"] == LLM

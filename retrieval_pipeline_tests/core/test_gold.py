@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.mining.gold import (
+    RESOLUTION_METHODS,
     CorpusLookup,
+    GoldResolution,
     resolution_counts,
+    resolution_shares,
     resolve_case_golds,
     resolve_gold,
+    resolve_golds,
 )
 from retrieval_pipeline.core.types import Case, Document
 
@@ -100,7 +106,59 @@ def test_resolve_case_golds_keeps_order(lookup: CorpusLookup) -> None:
     case = Case("c", "s", "api_understanding", "f.yaml", 0, "q?", gold_fqns=["google.adk.Runner", "x.Y"])
     results = resolve_case_golds(case, lookup)
     assert [r.gold for r in results] == ["google.adk.Runner", "x.Y"]
-    assert resolution_counts(results) == {"exact": 0, "alias": 0, "suffix": 1, "unresolved": 1}
+    assert resolution_counts(results) == {"exact": 0, "alias": 0, "suffix": 1, "import": 0, "unresolved": 1}
+
+
+class FakeImporter:
+    """Answers from a table, recording every call (what the library's environment would say)."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.calls: list[list[str]] = []
+
+    def resolve(self, golds, lookup):  # noqa: ANN001, ANN201 - the GoldImporter protocol
+        self.calls.append(list(golds))
+        return {g: GoldResolution(g, self.answers[g], "import", note=f"resolved by import: {g} is X") for g in golds if g in self.answers}
+
+
+def test_resolve_golds_asks_the_importer_once_about_the_unresolved_only(lookup: CorpusLookup) -> None:
+    importer = FakeImporter({"google.adk.Agent": "google.adk.agents.llm_agent.LlmAgent"})
+    golds = ["google.adk.runners.Runner", " google.adk.Agent", "google.adk.Agent", "google.adk.tools.Tool", "google.adk.Runner"]
+    resolved = resolve_golds(golds, lookup, importer)
+    assert importer.calls == [["google.adk.Agent", "google.adk.tools.Tool"]]  # deduplicated, stripped, one call
+    assert {g: r.method for g, r in resolved.items()} == {
+        "google.adk.runners.Runner": "exact",
+        "google.adk.Agent": "import",
+        "google.adk.tools.Tool": "unresolved",  # not answered: keeps the index's resolution and its candidates
+        "google.adk.Runner": "suffix",
+    }
+    assert resolved["google.adk.tools.Tool"].candidates == ["google.adk.tools.a.Tool", "google.adk.tools.b.Tool"]
+
+
+def test_resolve_golds_without_importer_or_anything_pending_makes_no_call(lookup: CorpusLookup) -> None:
+    importer = FakeImporter({})
+    assert resolve_golds(["google.adk.runners.Runner"], lookup, importer)["google.adk.runners.Runner"].method == "exact"
+    assert importer.calls == []
+    assert resolve_golds(["google.adk.Agent"], lookup)["google.adk.Agent"].method == "unresolved"
+
+
+def test_resolve_case_golds_uses_the_dataset_resolutions_first(lookup: CorpusLookup) -> None:
+    case = Case("c", "s", "api_understanding", "f.yaml", 0, "q?", gold_fqns=["google.adk.Agent ", "google.adk.Runner"])
+    resolved = resolve_golds(case.gold_fqns, lookup, FakeImporter({"google.adk.Agent": "google.adk.agents.llm_agent.LlmAgent"}))
+    results = resolve_case_golds(case, lookup, resolved)
+    assert [(r.gold, r.doc_id, r.method) for r in results] == [
+        ("google.adk.Agent", "google.adk.agents.llm_agent.LlmAgent", "import"),
+        ("google.adk.Runner", "google.adk.runners.Runner", "suffix"),
+    ]
+
+
+def test_resolution_shares_match_pandas_value_counts() -> None:
+    methods = ["exact"] * 5 + ["alias"] + ["import"] * 3 + ["unresolved"]
+    counts = resolution_counts(GoldResolution("g", None, m) for m in methods)  # type: ignore[arg-type]
+    expected = pd.Series(methods).value_counts(normalize=True).reindex(list(RESOLUTION_METHODS), fill_value=0.0)
+    assert resolution_shares(counts) == pytest.approx(expected.to_dict())
+    assert sum(resolution_shares(counts).values()) == pytest.approx(1.0)
+    assert all(math.isnan(v) for v in resolution_shares(dict.fromkeys(RESOLUTION_METHODS, 0)).values())
 
 
 @pytest.mark.integration

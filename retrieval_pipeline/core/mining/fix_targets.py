@@ -11,6 +11,11 @@ to a name (or returned) and never passed into another call is a *root* object
 (``root_agent = SequentialAgent(sub_agents=[a, b])``) and gets :data:`ROOT_BONUS`.
 Candidates are resolved through the corpus (exact / alias / suffix, then by short name); the highest
 score wins, ties going to root objects, then to the more frequent, then to the first seen.
+
+Every inference carries a :class:`TargetRecord` (``evidence["target_record"]``): the target, its source
+(``code:<file role>`` or ``description``), what the description alone names, whether the two agree, and
+every solution file that was tried but not used (a syntax error with its line, a refused or unreadable
+file, a file that calls no corpus object), so a report can say how many targets came from code.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import builtins
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -54,6 +59,42 @@ class TargetInference:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class TargetRecord:
+    """Where one case's target came from, and what the description alone would have named.
+
+    Attributes:
+        case_id: The case.
+        target: The inferred document id (None when nothing was found).
+        source: ``code:<role>`` (the file of that role in ``Case.files``), ``description`` or ``none``.
+        description_target: The document the description alone resolves to (None when it names none).
+        agrees: For a target from code, whether it equals ``description_target``; None when either is
+            missing or the target came from the description itself (nothing to compare).
+        file_problems: Solution files tried and not used, in the order tried: ``role``, ``file``,
+            ``line`` (of a syntax error, else None) and ``problem``.
+        missing_files: Files the suite named that do not exist (``role``, ``path``).
+    """
+
+    case_id: str
+    target: str | None
+    source: str
+    description_target: str | None
+    agrees: bool | None
+    file_problems: list[dict[str, Any]] = field(default_factory=list)
+    missing_files: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def from_code(self) -> bool:
+        """True when the target was read from a solution file."""
+        return self.source.startswith("code:")
+
+    @classmethod
+    def from_evidence(cls, evidence: dict[str, Any]) -> TargetRecord | None:
+        """The record an inference stored in its evidence (None when there is none, e.g. another inferer's)."""
+        raw = evidence.get("target_record")
+        return cls(**raw) if isinstance(raw, dict) else None
+
+
 @runtime_checkable
 class TargetInferer(Protocol):
     """Anything that names the primary subject of a fix_error case."""
@@ -76,17 +117,29 @@ class AstTargetInferer:
             lookup: The corpus indexes.
 
         Returns:
-            The inference; ``warnings`` name missing or unparsable files together with the case.
+            The inference; ``warnings`` name missing or unparsable files together with the case, and
+            ``evidence["target_record"]`` holds its :class:`TargetRecord` (as a dict).
         """
         warnings = _missing_file_warnings(case)
-        for role in FILE_ORDER:
-            path = case.files.get(role)
-            if path is None:
-                continue
-            inference = _infer_from_file(case.case_id, role, Path(path), lookup, warnings)
-            if inference is not None:
-                return inference
-        return _infer_from_description(case, lookup, warnings)
+        problems: list[dict[str, Any]] = []
+        from_code = None
+        for role in (r for r in FILE_ORDER if case.files.get(r) is not None):
+            from_code = _infer_from_file(case.case_id, role, Path(case.files[role]), lookup, warnings, problems)
+            if from_code is not None:
+                break
+        from_description = _infer_from_description(case, lookup, warnings)
+        inference = from_code or from_description
+        inference.evidence["target_record"] = asdict(target_record(case, inference, from_description.target, problems))
+        return inference
+
+
+def target_record(case: Case, inference: TargetInference, description_target: str | None, problems: list[dict[str, Any]]) -> TargetRecord:
+    """The :class:`TargetRecord` of an inference: its source, the description's target and their agreement."""
+    source = f"code:{inference.evidence['role']}" if inference.method == "ast" else inference.method
+    compared = source.startswith("code:") and inference.target is not None and description_target is not None
+    missing = [m for m in case.extra.get("missing_files", []) if isinstance(m, dict)]
+    agrees = inference.target == description_target if compared else None
+    return TargetRecord(case.case_id, inference.target, source, description_target, agrees, problems, missing)
 
 
 # --------------------------------------------------------------------------- symbol resolution
@@ -145,32 +198,43 @@ def _missing_file_warnings(case: Case) -> list[str]:
 # --------------------------------------------------------------------------- from a file
 
 
-def _infer_from_file(case_id: str, role: str, path: Path, lookup: CorpusLookup, warnings: list[str]) -> TargetInference | None:
-    """Infer from one solution file; None (with a warning) when it is unreadable or yields nothing."""
-    try:
-        tree = ast.parse(read_case_file(path, role), filename=str(path))
-    except PathRefused as exc:
-        warnings.append(f"case {case_id!r}: {role} file {path} not read: {exc.reason}")
-        return None
-    except SyntaxError as exc:
-        warnings.append(f"case {case_id!r}: syntax error in {role} file {path} at line {exc.lineno}: {exc.msg}")
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        warnings.append(f"case {case_id!r}: cannot read {role} file {path}: {exc}")
-        return None
-    except (ValueError, RecursionError) as exc:  # NUL bytes; nesting too deep for the parser
-        warnings.append(f"case {case_id!r}: cannot parse {role} file {path}: {type(exc).__name__}")
+def _infer_from_file(
+    case_id: str, role: str, path: Path, lookup: CorpusLookup, warnings: list[str], problems: list[dict[str, Any]]
+) -> TargetInference | None:
+    """Infer from one solution file; None (with a warning and a problem record) when it is unusable or yields nothing."""
+    tree = _parse_file(case_id, role, path, warnings, problems)
+    if tree is None:
         return None
     uses = _SymbolUses.collect(tree)
     scored, unresolved = _score(uses, lookup)
     evidence: dict[str, Any] = {"source": "file", "role": role, "file": str(path), "unresolved": unresolved}
     if not scored:
         warnings.append(f"case {case_id!r}: no corpus object is called in {role} file {path}")
+        problems.append({"role": role, "file": str(path), "line": None, "problem": "no corpus object is called"})
         return None
     winner = scored[0]
     evidence["candidates"] = scored
     evidence["reason"] = _why_won(winner, scored[1:])
     return TargetInference(case_id, winner["doc_id"], "ast", evidence, warnings)
+
+
+def _parse_file(case_id: str, role: str, path: Path, warnings: list[str], problems: list[dict[str, Any]]) -> ast.Module | None:
+    """The parsed solution file; None when it is refused, unreadable or does not parse (warned and recorded)."""
+    line: int | None = None
+    try:
+        return ast.parse(read_case_file(path, role), filename=str(path))
+    except PathRefused as exc:
+        problem, warning = f"not read: {exc.reason}", f"{role} file {path} not read: {exc.reason}"
+    except SyntaxError as exc:
+        line, problem = exc.lineno, f"syntax error at line {exc.lineno}: {exc.msg}"
+        warning = f"syntax error in {role} file {path} at line {exc.lineno}: {exc.msg}"
+    except (OSError, UnicodeDecodeError) as exc:
+        problem, warning = f"cannot read: {exc}", f"cannot read {role} file {path}: {exc}"
+    except (ValueError, RecursionError) as exc:  # NUL bytes; nesting too deep for the parser
+        problem, warning = f"cannot parse: {type(exc).__name__}", f"cannot parse {role} file {path}: {type(exc).__name__}"
+    warnings.append(f"case {case_id!r}: {warning}")
+    problems.append({"role": role, "file": str(path), "line": line, "problem": problem})
+    return None
 
 
 def read_case_file(path: str | Path, role: str) -> str:

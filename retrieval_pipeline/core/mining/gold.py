@@ -4,17 +4,24 @@ Benchmarks name API objects the way users import them (``google.adk.agents.BaseA
 index lists where they are defined (``google.adk.agents.base_agent.BaseAgent``). Resolution tries, in
 order: an exact id match, an alias match, then suffix matching (same final name under the gold's
 package); whatever stays ambiguous or unmatched is ``unresolved``, with candidates listed.
+
+A re-export under another name (``google.adk.Agent`` is ``LlmAgent``) defeats all three; only the library
+knows it. :func:`resolve_golds` hands the golds still unresolved to a :class:`GoldImporter`, in one call
+per dataset: :class:`~retrieval_pipeline.core.mining.import_resolver.ImportResolver` imports them in the
+library's own environment and maps each object's canonical path to a document (method ``import``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, get_args
 
 from retrieval_pipeline.core.types import Case, Document
 
-ResolutionMethod = Literal["exact", "alias", "suffix", "unresolved"]
+ResolutionMethod = Literal["exact", "alias", "suffix", "import", "unresolved"]
+#: Every resolution method, in the order they are tried (``unresolved`` last).
+RESOLUTION_METHODS: tuple[str, ...] = get_args(ResolutionMethod)
 
 
 @dataclass
@@ -110,17 +117,50 @@ def resolve_gold(gold: str, lookup: CorpusLookup) -> GoldResolution:
     return _resolve_by_suffix(gold, lookup)
 
 
-def resolve_case_golds(case: Case, lookup: CorpusLookup) -> list[GoldResolution]:
-    """Resolve every gold FQN of a case, in the case's order."""
-    return [resolve_gold(gold, lookup) for gold in case.gold_fqns]
+class GoldImporter(Protocol):
+    """Resolves, in one call, golds the corpus indexes could not (e.g. by importing them in the library)."""
+
+    def resolve(self, golds: Sequence[str], lookup: CorpusLookup) -> dict[str, GoldResolution]: ...
+
+
+def resolve_golds(golds: Iterable[str], lookup: CorpusLookup, importer: GoldImporter | None = None) -> dict[str, GoldResolution]:
+    """Resolve distinct gold strings: exact, alias, suffix; then the rest through ``importer`` in ONE call.
+
+    Args:
+        golds: Gold strings (duplicates are resolved once; keys are stripped).
+        lookup: The corpus indexes.
+        importer: Asked about every gold left unresolved; None leaves them unresolved.
+
+    Returns:
+        Gold (stripped) -> its resolution. An importer's answer replaces an ``unresolved`` one only; a gold
+        the importer does not answer keeps its index resolution.
+    """
+    resolved = {gold: resolve_gold(gold, lookup) for gold in dict.fromkeys(g.strip() for g in golds)}
+    pending = [gold for gold, resolution in resolved.items() if resolution.doc_id is None]
+    if importer is not None and pending:
+        answers = importer.resolve(pending, lookup)
+        resolved |= {gold: answers[gold] for gold in pending if gold in answers}
+    return resolved
+
+
+def resolve_case_golds(case: Case, lookup: CorpusLookup, resolved: Mapping[str, GoldResolution] | None = None) -> list[GoldResolution]:
+    """Resolve every gold FQN of a case, in the case's order; ``resolved`` (from :func:`resolve_golds`) is used first."""
+    known = resolved or {}
+    return [known.get(gold.strip()) or resolve_gold(gold, lookup) for gold in case.gold_fqns]
 
 
 def resolution_counts(resolutions: Iterable[GoldResolution]) -> dict[str, int]:
-    """Count resolutions per method (all four methods present, zeros included)."""
-    counts = {method: 0 for method in ("exact", "alias", "suffix", "unresolved")}
+    """Count resolutions per method (every method of :data:`RESOLUTION_METHODS` present, zeros included)."""
+    counts = dict.fromkeys(RESOLUTION_METHODS, 0)
     for resolution in resolutions:
         counts[resolution.method] += 1
     return counts
+
+
+def resolution_shares(counts: Mapping[str, int]) -> dict[str, float]:
+    """Each method's share of all resolutions (NaN for every method when there are none)."""
+    total = sum(counts.values())
+    return {method: (counts.get(method, 0) / total if total else float("nan")) for method in RESOLUTION_METHODS}
 
 
 def _resolve_by_suffix(gold: str, lookup: CorpusLookup) -> GoldResolution:
