@@ -12,6 +12,7 @@ from retrieval_pipeline.defs.resources import KeywordEncoderResource, LLMResourc
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
+from retrieval_pipeline_tests.fakes.persistent_faults import PersistentFaultServer
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
@@ -41,17 +42,19 @@ def meta(result, key):
 
 @pytest.fixture
 def llm_resources(tmp_path):
-    def make(server: FakeOpenAIServer) -> dict:
+    def make(server: FakeOpenAIServer, root=None) -> dict:
+        """Resources on ``server``, everything under ``root`` (default: the test's tmp_path)."""
+        root = root or tmp_path
         llm = LLMResource(
             provider="openai_compatible",
             base_url=server.base_url,
             model=server.model,
             api_key=SECRET,
-            cache_path=str(tmp_path / "cache" / "llm.sqlite"),
+            cache_path=str(root / "cache" / "llm.sqlite"),
             timeout_s=0.5,
             max_concurrency=4,
         )
-        return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in"), llm)
+        return resources_in(root, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(root / "in"), llm)
 
     return make
 
@@ -84,26 +87,77 @@ def test_without_the_judge_the_scores_are_null_never_zero(tiny_resources):
     assert "bm25/judge_quality" not in meta(result, "retrieval_metrics")
 
 
-def test_thirty_percent_faults_lose_nothing_and_a_rerun_repeats_no_decided_call(llm_resources):
+#: The tiny dataset's retrieval pairs, counted by hand in ``conftest.py``: five API rows, one without an id (a
+#: case reject), and one fix_error case; the multiple-choice suite is not part of it.
+RETRIEVAL_PAIRS = {
+    "api_understanding:serialise",
+    "api_understanding:parse",
+    "api_understanding:read_rows",
+    "api_understanding:missing_gold",
+    "fix_errors:01_writer",
+}
+UP_TO_FILTER = ["raw_cases", "case_rejects", "corpus", "corpus_rejects", "qa_pairs", "verified_pairs"]
+SERIALISE = "Question: How do I turn a Python dict into a JSON string?"
+
+
+def random_prompt_of_serialise(prompt: str) -> bool:
+    """The necessity prompt (two random contexts: ``random_contexts: 2``) of the serialise pair."""
+    return SERIALISE in prompt and prompt.count("[context ") == 2
+
+
+def run_filter(resources, instance):
+    """Materialise up to ``verified_pairs`` (the LLM's part of the dataset); the run must succeed."""
+    result = dg.materialize(list(defs().assets), selection=UP_TO_FILTER, partition_key="stdlib", resources=resources, instance=instance)
+    assert result.success
+    return result, result.asset_value("verified_pairs").set_index("query_id")
+
+
+def failed_calls(verified) -> list[tuple[str, str]]:
+    """``(query_id, call)`` of every judge call that failed for good, from ``judge_details``."""
+    return [(q, call) for q, row in verified.iterrows() for call, d in json.loads(row["judge_details"]).items() if d.get("error")]
+
+
+def test_faults_that_exhaust_retries_change_only_their_pairs_and_a_rerun_decides_exactly_those(llm_resources, tmp_path):
+    with FakeOpenAIServer(scripted_answer) as server:  # the fault-free reference, with its own cache and outputs
+        _, reference = run_filter(llm_resources(server, tmp_path / "reference"), dg.DagsterInstance.ephemeral())
+    assert set(reference.index) == RETRIEVAL_PAIRS and not reference["undecided"].any()
+    reference_keep = set(reference.index[reference["keep"]])
+    assert reference_keep == RETRIEVAL_PAIRS - {"api_understanding:missing_gold"}  # gold unresolved: dropped unasked
+
     instance = dg.DagsterInstance.ephemeral()
-    with FakeOpenAIServer(scripted_answer, fault_rate=0.3, seed=3, timeout_sleep_s=1.0) as server:
+    server = PersistentFaultServer(scripted_answer, fails=random_prompt_of_serialise, fault_rate=0.3, seed=3, timeout_sleep_s=1.0)
+    with server:
         resources = llm_resources(server)
-        first = run(resources, instance)
-        assert first.success
-        verified = first.asset_value("verified_pairs")
-        resolved = verified[verified["judge"] != "none"]
-        assert (resolved["keep"] | resolved["undecided"] | resolved["reason"].str.startswith("dropped")).all()
-        undecided_first = int(verified["undecided"].sum())
-        calls_first = server.chat_count
+        first, verified = run_filter(resources, instance)
         faults = sum(server.fault_counts.values())
-        second = run(resources, instance)
-        calls_second = server.chat_count - calls_first
-    assert faults > 0
-    # decided answers come from the cache: only undecided items may be asked again (two calls per pair at most)
-    assert calls_second <= 2 * undecided_first * 3  # each re-asked pair: 2 prompts, each with bounded re-asks
-    if undecided_first == 0:
-        assert calls_second == 0
-    assert meta(second, "verified_pairs")["llm_cache_hits"] > 0
+        failed = failed_calls(verified)
+        server.stop_faults()
+        start = server.request_count
+        second, again = run_filter(resources, instance)
+        reasked = [p for p in server.prompts(start) if "primary subject" not in p]  # the judge's prompts
+
+    # 30% random faults, retried away, plus the serialise pair's necessity call failing on all 5 attempts
+    assert faults > 5 and ("api_understanding:serialise", "necessity") in failed
+    lost = {q for q, _ in failed}
+    assert set(verified.index) == RETRIEVAL_PAIRS and set(verified.index[verified["undecided"]]) == lost
+    assert set(verified.index[verified["keep"]]) == reference_keep - lost  # a failed call never keeps a pair
+    decided = sorted(RETRIEVAL_PAIRS - lost)
+    assert verified.loc[decided, "keep"].to_dict() == reference.loc[decided, "keep"].to_dict()
+    row = verified.loc["api_understanding:serialise"]
+    error = json.loads(row["judge_details"])["necessity"]["error"]
+    assert row["reason"] == f"undecided: {error}" and "HTTP 429" in error and "after 5 attempt(s)" in error
+    first_meta = meta(first, "verified_pairs")
+    assert (first_meta["undecided"], first_meta["llm_failures"]) == (len(lost), len(failed))
+
+    # the re-run asks the failed judge calls again, nothing else, and decides exactly the undecided pairs
+    asked = {f"Question: {query}\n": q for q, query in verified["query"].items()}
+    reasked_calls = [
+        (next(q for text, q in asked.items() if text in p), "necessity" if p.count("[context ") == 2 else "sufficiency") for p in reasked
+    ]
+    assert sorted(reasked_calls) == sorted(failed)
+    assert not again["undecided"].any() and set(again.index[again["keep"]]) == reference_keep
+    judged_calls = 2 * len(RETRIEVAL_PAIRS - {"api_understanding:missing_gold"})  # sufficiency + necessity per resolved pair
+    assert meta(second, "verified_pairs")["llm_cache_hits"] == judged_calls - len(failed)
 
 
 @pytest.mark.integration
@@ -129,7 +183,14 @@ def test_local_llama_server_end_to_end_plumbing(tmp_path):
     )
     assert result.success
     verified = result.asset_value("verified_pairs")
+    assert set(verified["query_id"]) == RETRIEVAL_PAIRS
     resolved = verified[verified["judge"] != "none"]
-    assert len(resolved) > 0 and resolved["judge"].str.startswith("llm:").all()
-    assert (resolved["keep"] | resolved["undecided"] | resolved["reason"].str.startswith("dropped")).all()
+    assert set(resolved["query_id"]) == RETRIEVAL_PAIRS - {"api_understanding:missing_gold"}
+    assert resolved["judge"].str.startswith("llm:").all()
+    # each row's reason says what its flags say; an undecided row names the failed call's error
+    assert (resolved["reason"].str.startswith("kept:") == resolved["keep"]).all()
+    assert (resolved["reason"].str.startswith("undecided: ") == resolved["undecided"]).all()
+    for row in resolved[resolved["undecided"]].itertuples():
+        errors = [d["error"] for d in json.loads(row.judge_details).values() if d["error"]]
+        assert errors and row.reason == f"undecided: {errors[0]}"
     assert meta(result, "qa_pairs")["target_inferer"].startswith("llm:")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import dagster as dg
+import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.trec import read_trec_qrels, read_trec_run
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.defs.independent import fold, read_beir_qrels
 from retrieval_pipeline_tests.defs.support import resources_in
 
 VOCAB = [
@@ -53,6 +56,17 @@ def meta(result, key):
     return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
+def csv_counts(dataset):
+    """``(rows, distinct long answers after whitespace folding)`` of an NQ dataset's CSV, counted here with pandas."""
+    rows = pd.read_csv(load_registry().get(dataset).nq.csv, dtype=str, keep_default_na=False)
+    return len(rows), rows["long_answer"].map(fold).nunique()
+
+
+def qa_rows(dataset):
+    """The rows of a context-QA dataset's QA file, read here."""
+    return json.loads(load_registry().get(dataset).context_qa.qa.read_text(encoding="utf-8"))
+
+
 def assert_trec_exports_reproduce_the_metrics(result, resources, partition):
     """The exported TREC files, read back (and by ranx, unchanged), give the metric table's numbers."""
     ranx = pytest.importorskip("ranx")
@@ -77,8 +91,9 @@ def assert_trec_exports_reproduce_the_metrics(result, resources, partition):
 def test_nq_sample_dedups_long_answers_and_exports_evaluation_results(resources):
     result = run("python_nq", resources)
     corpus, pairs = meta(result, "corpus"), meta(result, "qa_pairs")
-    assert corpus["chunks"] + corpus["merged_duplicates"] == corpus["long_answers"]
-    assert corpus["merged_duplicates"] > 0 and pairs["resolved"] == pairs["total"]
+    rows, distinct = csv_counts("python_nq")  # 60 and 52 today
+    assert (corpus["long_answers"], corpus["chunks"], corpus["merged_duplicates"]) == (rows, distinct, rows - distinct)
+    assert distinct < rows and pairs["resolved"] == pairs["total"] == rows
     dataset = result.asset_value("retrieval_dataset")
     golds = [tuple(p["fqn"] for p in ctxs) for ctxs in dataset["positive_ctxs"]]
     assert len(set(golds)) == corpus["chunks"] < len(golds)  # a shared long answer is gold for each of its questions
@@ -101,9 +116,10 @@ def test_nq_sample_dedups_long_answers_and_exports_evaluation_results(resources)
 def test_context_qa_sample_relevance_by_similarity_with_settings_recorded(resources):
     result = run("python_reference_qa", resources)
     pairs = meta(result, "qa_pairs")
-    assert pairs["contexts_matched"] + pairs["unresolved"] == pairs["context_pairs"] == pairs["total"]
-    assert pairs["relevance_ceiling"] == pytest.approx(pairs["contexts_matched"] / pairs["context_pairs"])
     frame = result.asset_value("qa_pairs")
+    rows, matched = len(qa_rows("python_reference_qa")), int(frame["gold_doc_ids"].map(len).gt(0).sum())  # counted here
+    assert (pairs["total"], pairs["context_pairs"], pairs["contexts_matched"], pairs["unresolved"]) == (rows, rows, matched, rows - matched)
+    assert 0 < matched < rows and pairs["relevance_ceiling"] == pytest.approx(matched / rows)
     for row in frame[frame["status"] == "unresolved"].itertuples():
         assert "qa_pairs.json row" in row.warnings and "matches no chunk at threshold 0.5" in row.warnings
     evidence = json.loads(frame[frame["status"] == "resolved"].iloc[0]["evidence"])
@@ -119,7 +135,9 @@ def test_context_qa_sample_relevance_by_similarity_with_settings_recorded(resour
 def test_real_beir_graded_qrels_through_the_assets(shared_data, resources):
     result = run("beir_msmarco", resources)
     cases = meta(result, "raw_cases")
-    assert cases["accepted"] + cases["rejected"] == cases["rows_read"]
+    qrels = read_beir_qrels(load_registry().get("beir_msmarco").beir.path / "qrels" / "test.tsv")
+    judged = qrels["query_id"].nunique()  # the split's queries, counted here: 43 of the 50 in queries.jsonl
+    assert (cases["rows_read"], cases["accepted"], cases["rejected"]) == (judged, judged, 0)
     grades = {p["rank_relevance"] for ctxs in result.asset_value("retrieval_dataset")["positive_ctxs"] for p in ctxs}
     assert grades <= {1, 2, 3} and len(grades) > 1  # graded relevance reaches nDCG
     assert_trec_exports_reproduce_the_metrics(result, resources, "beir_msmarco")
@@ -129,8 +147,12 @@ def test_real_beir_graded_qrels_through_the_assets(shared_data, resources):
 def test_real_nq_and_insurance_counts_add_up(shared_data, resources):
     nq = run("nq", resources)
     corpus = meta(nq, "corpus")
-    assert corpus["chunks"] + corpus["merged_duplicates"] == corpus["long_answers"] == meta(nq, "raw_cases")["accepted"]
+    rows, distinct = csv_counts("nq")  # 1,656 rows, 1,617 distinct long answers
+    assert (corpus["long_answers"], corpus["chunks"], corpus["merged_duplicates"]) == (rows, distinct, rows - distinct)
+    assert meta(nq, "raw_cases")["accepted"] == rows
     insurance = run("insurance", resources)
     pairs = meta(insurance, "qa_pairs")
-    assert pairs["contexts_matched"] + pairs["unresolved"] == pairs["context_pairs"]
-    assert 0 < pairs["relevance_ceiling"] <= 1
+    rows = len(qa_rows("insurance"))
+    # the three parser-junk rows match no chunk (checked by hand in test_independent_qrels.py); all others match
+    assert (pairs["context_pairs"], pairs["contexts_matched"], pairs["unresolved"]) == (rows, rows - 3, 3)
+    assert pairs["relevance_ceiling"] == pytest.approx((rows - 3) / rows)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import dagster as dg
 import pytest
@@ -11,10 +10,16 @@ import pytest
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import retrieval_alert_sensor
 from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+
+@pytest.fixture(autouse=True)
+def _sandbox() -> None:
+    """Skip when the verifier's sandbox cannot run here; fail under CI=true (no silent security skips)."""
+    require_sandbox()
+
 
 MC_SUITE = """
 benchmarks:

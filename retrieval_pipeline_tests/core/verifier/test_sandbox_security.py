@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -311,6 +313,24 @@ def test_read_root_files():
         shutil.rmtree(top)
 
 
+#: Host files a hostile proof goes after; each is compared before and after it ran.
+HOST_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/passwd")
+
+
+def _host_files(paths) -> dict[str, tuple[int, int, int, str] | None]:
+    """Mode, owner, size and sha256 of each host file (None when absent or unreadable here)."""
+    found = {}
+    for name in paths:
+        path = Path(name)
+        try:
+            info, data = path.stat(), path.read_bytes()
+        except OSError:
+            found[name] = None
+            continue
+        found[name] = (info.st_mode, info.st_uid, info.st_size, hashlib.sha256(data).hexdigest())
+    return found
+
+
 def test_etc_shows_no_secret_of_the_host(sandbox):
     """/etc/shadow, gshadow, sudoers, ssh: absent; /etc holds only what Python needs."""
     hostile = """
@@ -326,7 +346,9 @@ def test_read_etc():
     print("RESULTS", results)
     assert isinstance(results["/etc/shadow"], str) and results["/etc/shadow"] != "FileNotFoundError"
 """
+    host_before = _host_files(HOST_SECRETS)
     execution = run_pytest(hostile, "test_etc.py", sandbox)
+    assert _host_files(HOST_SECRETS) == host_before  # the host's files are unchanged (mode, owner, content)
     assert execution.outcome == "failed", f"the proof read /etc/shadow ({execution.outcome})"
     results = _results(execution.stdout)
     assert results["etc"] == ["group", "hosts", "ld.so.cache", "localtime", "nsswitch.conf", "passwd"]
@@ -440,6 +462,58 @@ def test_in_ci_a_sandbox_test_fails_instead_of_skipping(monkeypatch):
     finally:
         sandbox_problem.cache_clear()
     require_sandbox("", ci=True)  # no problem: nothing happens
+
+
+def test_in_ci_a_security_or_sandbox_skip_is_a_failure_and_other_skips_stand():
+    """The conftest hook's rule: in CI, a skip in a security module, or one whose reason names the sandbox, fails."""
+    from retrieval_pipeline_tests.core.verifier.conftest import ci_failure  # noqa: PLC0415
+
+    security = "retrieval_pipeline_tests/core/verifier/test_sandbox_security.py::test_x[a]"
+    other = "retrieval_pipeline_tests/core/verifier/test_batch.py::test_y"
+    assert "needs root" in ci_failure(security, "needs root: checks files the sandbox user does not own", ci=True)
+    assert "bubblewrap" in ci_failure(other, "bubblewrap is not installed (apt-get install bubblewrap)", ci=True)
+    assert ci_failure(other, "the sandbox cannot start here: ...", ci=True) is not None
+    assert ci_failure(other, "no writable pids cgroup here", ci=True) is None  # not a sandbox failure: it may skip
+    assert ci_failure(security, "needs root", ci=False) is None and ci_failure(other, "bwrap missing", ci=False) is None
+
+
+HOOKED_TESTS = """
+import pytest
+
+needs_bwrap = pytest.mark.skipif(True, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+
+
+@needs_bwrap
+def test_marked():
+    pass
+
+
+def test_skips_itself():
+    pytest.skip("needs root: checks files the sandbox user does not own")
+
+
+def test_runs():
+    assert True
+"""
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", "1 failed, 1 passed, 1 error"), ("", "1 passed, 2 skipped")])
+def test_the_hook_turns_sandbox_skips_into_failures_only_in_ci(tmp_path, project_root, ci, outcome):
+    """End to end: a pytest run of a folder with this folder's hook; in CI the two skips fail the run."""
+    (tmp_path / "conftest.py").write_text(
+        "from retrieval_pipeline_tests.core.verifier.conftest import pytest_runtest_makereport  # noqa: F401\n"
+    )
+    (tmp_path / "test_sandbox_security.py").write_text(HOOKED_TESTS)
+    env = {**os.environ, "CI": ci, "PYTHONPATH": str(project_root)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert outcome in done.stdout, done.stdout[-2000:]  # in CI: the skipif (setup) errors, the skip (call) fails
+    assert done.returncode == (1 if ci else 0), done.stdout[-2000:]
+    if ci:
+        assert "CI=true, and a sandbox security test was skipped instead of run: bubblewrap is not installed" in done.stdout
+        assert "skipped instead of run: needs root" in done.stdout
 
 
 # --------------------------------------------------------------------------------------------------
