@@ -23,6 +23,10 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 /usr/bin/bwrap:
 	apt-get update -qq && apt-get install -y -qq bubblewrap
 
+# the HTML report's test opens it in a real browser (Debian's chromium, headless)
+/usr/bin/chromium:
+	apt-get update -qq && apt-get install -y -qq chromium
+
 # opt-in: the local LLM provider's end-to-end tests (llama.cpp compiles once, ~9 min; later from pip's cache)
 $(VENV)/.installed-local-llm: $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[dev,local-llm]'
@@ -64,7 +68,7 @@ lint: install
 	bash benchmarks/make_adk_env.sh
 
 # lint first (ruff check + format --check), then every test but the opt-in llama.cpp ones
-test: install .venvs/adk/bin/python
+test: install .venvs/adk/bin/python /usr/bin/chromium
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -m "not local_llm"

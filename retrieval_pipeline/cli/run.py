@@ -50,11 +50,17 @@ from tabulate import tabulate
 
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
+from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (("hit@1", "hit_rate@1"), ("hit@5", "hit_rate@5"), ("MRR", "mrr"), ("nDCG@10", "ndcg@10"))
 METRICS_KEY = dg.AssetKey("retrieval_metrics")
+SIGNIFICANCE_KEY = dg.AssetKey("metric_significance")
+#: The console's marks: significantly better / worse than the baseline retriever.
+MARKS = {"better": "▲", "worse": "▼"}
+#: The one metric whose confidence interval the console table shows.
+CI_METRIC = "hit_rate@5"
 LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
 #: Run config of every run: Dagster's console logger (stderr) prints only CRITICAL; the log file gets every event.
 QUIET_CONSOLE: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -112,6 +118,7 @@ class DatasetRun:
     metrics: pd.DataFrame | None
     exports_dir: Path
     error: str = ""
+    significance: pd.DataFrame | None = None  # metric_significance: CIs and tests against the baseline
 
     @property
     def failed_steps(self) -> list[StepResult]:
@@ -278,6 +285,7 @@ def resources_under(out_dir: Path, cache_dir: Path) -> dict[str, object]:
             api_key=dg.EnvVar("RETRIEVAL_LLM_API_KEY") if env.get("RETRIEVAL_LLM_API_KEY") else None,
             cache_path=str(cache_dir / "llm.sqlite"),
         ),
+        "mlflow": mlflow_from_environment(),
     }
 
 
@@ -410,16 +418,19 @@ def _run_one(
         for e in result.get_asset_check_evaluations()
         if not e.passed
     ]
-    metrics = _metrics_value(result) if METRICS_KEY in keys else None
+    metrics = _asset_frame(result, METRICS_KEY) if METRICS_KEY in keys else None
+    significance = _asset_frame(result, SIGNIFICANCE_KEY) if SIGNIFICANCE_KEY in keys else None
     out.write(f"== {dataset}: {'succeeded' if result.success else 'FAILED'} in {seconds:.1f} s (run {result.run_id[:8]})\n\n")
     out.flush()
-    return DatasetRun(dataset, result.run_id, result.success, seconds, list(stream.steps), failed, metrics, exports)
+    return DatasetRun(
+        dataset, result.run_id, result.success, seconds, list(stream.steps), failed, metrics, exports, significance=significance
+    )
 
 
-def _metrics_value(result: dg.ExecuteInProcessResult) -> pd.DataFrame | None:
-    """The ``retrieval_metrics`` frame the run produced (also when a blocking check failed after it was stored)."""
+def _asset_frame(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> pd.DataFrame | None:
+    """The frame asset ``key`` produced in the run (also when a blocking check failed after it was stored)."""
     try:
-        value = result.asset_value(METRICS_KEY)
+        value = result.asset_value(key)
     except Exception:  # not produced: the step failed before its output
         return None
     return value if isinstance(value, pd.DataFrame) else None
@@ -430,28 +441,34 @@ def _metrics_value(result: dg.ExecuteInProcessResult) -> pd.DataFrame | None:
 # --------------------------------------------------------------------------------------------------
 
 
-def metrics_table(metrics: pd.DataFrame) -> str:
-    """Retrievers x hit@1, hit@5, MRR, nDCG@10 with 3 decimals; the best value of each column marked ``*``.
+def metrics_table(metrics: pd.DataFrame, significance: pd.DataFrame | None = None) -> str:
+    """Retrievers x hit@1, hit@5 (with its 95% CI), MRR, nDCG@10 with 3 decimals; the best value of each column marked ``*``.
 
     Args:
         metrics: The ``retrieval_metrics`` frame (a ``retriever`` column, one column per metric).
+        significance: The ``metric_significance`` frame, when the run made it: adds hit@5's confidence
+            interval and marks each value significantly better (``▲``) or worse (``▼``) than the baseline.
 
     Returns:
         A plain-text table (``tabulate``'s ``simple`` format); a missing metric shows ``-``.
     """
-    rows = [[name] for name in metrics["retriever"]]
-    for _, column in TABLE_COLUMNS:
+    tests = (
+        {} if significance is None or significance.empty else {(r["retriever"], r["metric"]): r for r in significance.to_dict("records")}
+    )
+    baseline = next((r["baseline_retriever"] for r in tests.values() if r.get("baseline_retriever")), None)
+    rows = [[f"{name} (baseline)" if name == baseline else name] for name in metrics["retriever"]]
+    headers = ["retriever"]
+    for header, column in TABLE_COLUMNS:
         values = pd.to_numeric(metrics[column], errors="coerce") if column in metrics else pd.Series([math.nan] * len(metrics))
         best = values.max() if values.nunique() > 1 else None  # no mark when every retriever scores the same
-        for row, value in zip(rows, values.tolist()):
-            row.append("-" if pd.isna(value) else f"{value:.3f}" + ("*" if value == best else " "))
-    return tabulate(
-        rows,
-        headers=["retriever", *(h for h, _ in TABLE_COLUMNS)],
-        tablefmt="simple",
-        colalign=("left", *("right" for _ in TABLE_COLUMNS)),
-        disable_numparse=True,
-    )
+        for row, name, value in zip(rows, metrics["retriever"], values.tolist()):
+            test = tests.get((name, column), {})
+            mark = MARKS.get(test.get("direction") or "", "") if test.get("significant") else ""
+            row.append("-" if pd.isna(value) else f"{value:.3f}" + ("*" if value == best else " ") + (mark or " "))
+            if column == CI_METRIC and tests:
+                row.append(f"[{test['ci_low']:.3f}, {test['ci_high']:.3f}]" if test else "-")
+        headers += [header, "95% CI"] if column == CI_METRIC and tests else [header]
+    return tabulate(rows, headers=headers, tablefmt="simple", colalign=("left", *("right" for _ in headers[1:])), disable_numparse=True)
 
 
 def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
@@ -463,9 +480,14 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
         if run.error:
             lines.append(f"  error: {_first_line(run.error)}")
         if run.metrics is not None and not run.metrics.empty:
-            lines += ["  " + line for line in metrics_table(run.metrics).splitlines()]
+            lines += ["  " + line for line in metrics_table(run.metrics, run.significance).splitlines()]
             queries = f"; {int(run.metrics['n_queries'].max())} queries" if "n_queries" in run.metrics else ""
-            lines.append(f"  (* best per column{queries}; every metric: retrieval_metrics in the Dagster UI)")
+            tested = (
+                " ▲/▼ significantly better/worse than the baseline (randomisation test, Holm-corrected);"
+                if run.significance is not None
+                else ""
+            )
+            lines.append(f"  (* best per column{queries};{tested} every metric: the report below and retrieval_metrics in the Dagster UI)")
         else:
             lines.append("  no retrieval_metrics from this run (not selected, or its step did not run)")
         retrievers = set(run.metrics["retriever"]) if run.metrics is not None else set()
@@ -503,7 +525,7 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
 
 def _numbers(metadata: Mapping[str, Any], skip: set[str]) -> str:
     """A check's metadata in one line (``threshold`` first), without the per-retriever values the table shows."""
-    items = sorted(((k, v) for k, v in metadata.items() if k not in skip), key=lambda kv: (kv[0] != "threshold", kv[0]))
+    items = sorted(((k, v) for k, v in metadata.items() if k not in skip and _one_line(k, v)), key=lambda kv: (kv[0] != "threshold", kv[0]))
     shown = []
     for key, value in items:
         if isinstance(value, (list, tuple)):
@@ -512,6 +534,15 @@ def _numbers(metadata: Mapping[str, Any], skip: set[str]) -> str:
             value = f"{value:.4g}"
         shown.append(f"{key} {value}")
     return "; ".join(shown)
+
+
+def _one_line(key: str, value: Any) -> bool:
+    """Whether a check's metadata entry fits the one-line summary (not a table, a list of records or the dataset)."""
+    if key in {"dataset", "baseline", "rule"}:  # the description already says them
+        return False
+    if isinstance(value, str):
+        return "\n" not in value and len(value) <= 80
+    return not (isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value))
 
 
 def _outputs(exports_dir: Path) -> list[str]:
@@ -523,7 +554,12 @@ def _outputs(exports_dir: Path) -> list[str]:
     named = [f for f in files if not f.endswith(".run")]
     listing = ", ".join(named + ([f"{len(runs)} TREC runs (*.run)"] if runs else []))
     lines = [f"  exports: {_shown(exports_dir)}/: {listing}"]
-    for label, name in (("evaluation report", "evaluation_results.json"), ("quality report", "quality_report.md")):
+    shown = (
+        ("report (open in a browser)", "report.html"),
+        ("evaluation results", "evaluation_results.json"),
+        ("quality report", "quality_report.md"),
+    )
+    for label, name in shown:
         if (exports_dir / name).is_file():
             lines.append(f"  {label}: {_shown(exports_dir / name)}")
     return lines

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -20,6 +21,7 @@ class GateResult:
     description: str
     values: dict[str, float] = field(default_factory=dict)
     threshold: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # further check metadata (plain values, Markdown)
 
 
 def check_name(metric: str) -> str:

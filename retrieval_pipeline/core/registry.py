@@ -32,11 +32,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.fusion_tuning import TuningSettings
 from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
 from retrieval_pipeline.core.paths import check_name, shown
+from retrieval_pipeline.core.regression import DriftSettings
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
 from retrieval_pipeline.core.sources.yaml_file import read_yaml_mapping
+from retrieval_pipeline.core.stats import StatisticsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
@@ -99,11 +102,6 @@ class Threshold(_Strict):
     severity: Literal["ERROR", "WARN"] = "WARN"
 
 
-class DriftSettings(_Strict):
-    metric: str = "hit_rate@5"
-    max_relative_drop: float = Field(0.10, gt=0.0, lt=1.0)
-
-
 class DatasetConfig(_Strict):
     """One dataset's settings: the generic ones as fields, plus its kind's blocks.
 
@@ -126,6 +124,8 @@ class DatasetConfig(_Strict):
     verifier: VerifierSettings = VerifierSettings()
     thresholds: dict[str, Threshold] = Field(default_factory=dict)
     drift: DriftSettings = DriftSettings()
+    statistics: StatisticsSettings = StatisticsSettings()
+    tuning: TuningSettings = TuningSettings()
     checked_retrievers: list[str] | None = None
 
     @model_validator(mode="after")

@@ -2,9 +2,10 @@
 
 * :func:`per_query_results`: one row per (retriever, query) with every per-query metric, the dataset
   kind's extra columns (context QA), latency, the retriever's error on that query, and the top hits.
-* :func:`metric_table`: the means per retriever, in the dataset's retriever order, with the metric
-  values flattened for asset metadata (``<retriever>/<metric>``, rounded for display).
-* :func:`dataset_gates`: the dataset's floors and its drift rule applied to the checked retrievers.
+* :func:`metric_table`: the means per retriever, in the dataset's retriever order.
+* :func:`evaluate_dataset`: the table, the dataset's floors, and its drift check against the blessed baseline
+  (:data:`DRIFT_RULES`: a significant drop on paired queries, or the relative-drop rule), and the
+  metadata the UI shows (one JSON table of means rounded to 4 digits, one plottable number per retriever).
 """
 
 from __future__ import annotations
@@ -12,17 +13,31 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from retrieval_pipeline.core.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluate import frame_to_runs
+from retrieval_pipeline.core.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
+from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md
 from retrieval_pipeline.core.metrics import aggregate, per_query_metrics
-from retrieval_pipeline.core.quality_gates import GateResult, drift_gate, threshold_gate
+from retrieval_pipeline.core.quality_gates import GateResult, drift_check_name, drift_gate, threshold_gate
+from retrieval_pipeline.core.regression import DriftSettings, regression_gate
+from retrieval_pipeline.core.reports import comparison_table, md_preview
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.types import Qrels, Run
 
+if TYPE_CHECKING:
+    from retrieval_pipeline.core.registry import DatasetConfig
+
 #: The LLM judge's per-query columns; null unless the retrieval judge ran.
 JUDGE_COLUMNS = ["judge", "judge_quality", "judge_completeness", "judge_relevance", "judge_pass", "judge_error"]
+#: The regression gate's per-retriever figures shown in the drift check's table.
+GATE_TABLE_COLUMNS = ("retriever", "status", "n_common", "before", "after", "drop", "p_holm", "alert", "n_flipped", "n_gained", "note")
+#: Flipped queries listed in the drift check's metadata (all of them are counted).
+MAX_FLIPPED_LISTED = 100
 #: Hits kept per query in ``top_hits`` (for failure analysis and the judge).
 TOP_HITS = 10
 
@@ -67,15 +82,6 @@ class MetricTable:
     by_retriever: dict[str, dict[str, float]]
     frame: pd.DataFrame
 
-    def flat(self, digits: int = 4) -> dict[str, float]:
-        """``{"<retriever>/<metric>": value}`` for every finite number, rounded to ``digits``."""
-        return {
-            f"{r}/{m}": round(float(v), digits)
-            for r, ms in self.by_retriever.items()
-            for m, v in ms.items()
-            if isinstance(v, (int, float)) and not math.isnan(v)
-        }
-
 
 def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTable:
     """Aggregate ``query_results`` per retriever, listed in ``order`` (then any other retriever found)."""
@@ -85,16 +91,95 @@ def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTab
     return MetricTable(by_retriever, pd.DataFrame(by_retriever).T.reset_index(names="retriever"))
 
 
-def dataset_gates(
-    thresholds: Mapping[str, tuple[float, str]],
-    drift_metric: str,
-    max_relative_drop: float,
-    table: MetricTable,
-    checked: Sequence[str],
-    previous: Mapping[str, float] | None,
-) -> list[GateResult]:
-    """Every floor (``{metric: (min, severity)}``) and the drift rule, over the checked retrievers present."""
+def dataset_gates(thresholds: Mapping[str, tuple[float, str]], table: MetricTable, checked: Sequence[str]) -> list[GateResult]:
+    """Every floor (``{metric: (min, severity)}``) over the checked retrievers present."""
     present = [r for r in checked if r in table.by_retriever]
-    gates = [threshold_gate(m, floor, severity, table.by_retriever, present) for m, (floor, severity) in thresholds.items()]
-    gates.append(drift_gate(drift_metric, max_relative_drop, table.by_retriever, previous, present))
-    return gates
+    return [threshold_gate(m, floor, severity, table.by_retriever, present) for m, (floor, severity) in thresholds.items()]
+
+
+def _relative_rule(
+    drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], baseline: Evaluation
+) -> GateResult:
+    """The relative-drop rule: the drift metric's mean fell more than ``max_relative_drop`` (no test)."""
+    return drift_gate(drift.metric, drift.max_relative_drop, table.by_retriever, baseline.values, checked)
+
+
+def _significance_rule(
+    drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], baseline: Evaluation
+) -> GateResult:
+    """The regression gate: a significant (Holm-corrected) drop of at least ``min_drop`` on the common queries."""
+    name = drift_check_name(drift.metric)
+    if not baseline.snapshot or not Path(baseline.snapshot).is_file():
+        why = (
+            "it has no per-query snapshot (evaluated before snapshots were kept)"
+            if not baseline.snapshot
+            else f"{baseline.snapshot} is gone"
+        )
+        return GateResult(name, True, "WARN", f"nothing to compare with: {why}", {}, drift.min_drop)
+    report = regression_gate(query_results, read_snapshot(baseline.snapshot), checked, drift)
+    flipped = report.flipped.head(MAX_FLIPPED_LISTED).astype(object).where(report.flipped.notna(), None).to_dict("records")
+    shown = report.frame[[c for c in GATE_TABLE_COLUMNS if c in report.frame.columns]].round(4)
+    extra = {
+        **{k: v for k, v in report.metadata().items() if "_" not in k or k in ("min_drop", "n_alerts")},  # per-retriever figures: the table
+        "comparison": Markdown(md_preview(shown, n=len(shown))),
+        "flipped_queries": flipped,
+        "flipped_total": len(report.flipped),
+    }
+    return GateResult(name, report.passed, "WARN", report.description, {}, drift.min_drop, extra)
+
+
+#: How the drift check decides, by ``drift.rule`` (one entry per rule).
+DRIFT_RULES: dict[str, Callable[[DriftSettings, MetricTable, pd.DataFrame, Sequence[str], Evaluation], GateResult]] = {
+    "significance": _significance_rule,
+    "relative": _relative_rule,
+}
+
+
+def drift_check(
+    drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], choice: BaselineChoice
+) -> GateResult:
+    """The drift check against the chosen baseline evaluation, by the dataset's rule; its description says which baseline."""
+    present = [r for r in checked if r in table.by_retriever]
+    if choice.evaluation is None:  # first evaluation passes; a configured run that is not there fails, so it gets fixed
+        configured = bool(drift.blessed_run_id)
+        return GateResult(drift_check_name(drift.metric), not configured, "WARN", choice.reason, {}, drift.min_drop)
+    gate = DRIFT_RULES[drift.rule](drift, table, query_results, present, choice.evaluation)
+    gate.description = f"[{drift.rule} rule; baseline: {choice.reason}] {gate.description}"
+    gate.extra = {**gate.extra, "baseline": choice.reason, "rule": drift.rule}
+    return gate
+
+
+@dataclass(frozen=True)
+class EvaluatedDataset:
+    """What ``retrieval_metrics`` reports: the metric table, the check results and the baseline compared with."""
+
+    table: MetricTable
+    gates: list[GateResult]
+    baseline: BaselineChoice
+    drift_metric: str
+
+    def metadata(self, digits: int = 4) -> dict[str, Any]:
+        """One JSON table of every mean (rounded), one plottable number per retriever (the drift metric), Markdown tables."""
+        columns = headline_columns(self.table.frame.columns)
+        rounded = {
+            r: {m: round(float(v), digits) for m, v in ms.items() if isinstance(v, (int, float)) and not math.isnan(v)}
+            for r, ms in self.table.by_retriever.items()
+        }
+        plotted = {f"{r}/{self.drift_metric}": ms[self.drift_metric] for r, ms in rounded.items() if self.drift_metric in ms}
+        return {
+            **plotted,
+            "metrics": rounded,
+            "drift_baseline": self.baseline.reason,
+            "comparison": Markdown(comparison_table(self.table.by_retriever, columns)),
+            "metric_definitions": Markdown(metric_definitions_md(columns)),
+        }
+
+
+def evaluate_dataset(config: DatasetConfig, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
+    """The metric table of ``query_results``, the dataset's floors, and its drift check against the chosen baseline."""
+    table = metric_table(query_results, config.retrievers)
+    floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
+    choice = choose_baseline(earlier, config.drift.blessed_run_id)
+    gates = dataset_gates(floors, table, config.checked)
+    gates.append(drift_check(config.drift, table, query_results, config.checked, choice))
+    return EvaluatedDataset(table, gates, choice, config.drift.metric)

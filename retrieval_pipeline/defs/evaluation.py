@@ -8,13 +8,15 @@ import pandas as pd
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluate import frame_to_runs
 from retrieval_pipeline.core.evaluation_results import evaluation_results, write_evaluation_results
+from retrieval_pipeline.core.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
 from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
-from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md
 from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name
-from retrieval_pipeline.core.reports import comparison_table
-from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, dataset_gates, evaluated_qrels, metric_table, per_query_results
+from retrieval_pipeline.core.reports import significance_metadata
+from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
+from retrieval_pipeline.core.stats import significance_table
 from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
-from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
+from retrieval_pipeline.defs.metadata import dagster_metadata
+from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions, partitioned_check_spec
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
 
 
@@ -77,11 +79,14 @@ def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFram
 
 
 def _build_check_specs() -> list[dg.AssetCheckSpec]:
-    """One floor check per metric any registered dataset sets a threshold on, plus the drift checks."""
+    """One floor check per metric any registered dataset sets a threshold on, plus the drift checks.
+
+    Every spec is partitioned by dataset, so each dataset has its own check status and history.
+    """
     metrics = sorted({m for d in REGISTRY.datasets.values() for m in d.thresholds})
     drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
     specs = [
-        dg.AssetCheckSpec(
+        partitioned_check_spec(
             check_name(m),
             asset="retrieval_metrics",
             blocking=True,
@@ -90,10 +95,11 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
         for m in metrics
     ]
     specs += [
-        dg.AssetCheckSpec(
+        partitioned_check_spec(
             drift_check_name(m),
             asset="retrieval_metrics",
-            description=f"{m} did not fall more than the allowed share below the previous evaluation.",
+            description=f"{m} did not drop against the blessed baseline evaluation: by default, no drop that is both significant "
+            "(paired randomisation test, Holm-corrected) and larger than the dataset's drift.min_drop; the flipped queries are listed.",
         )
         for m in drift
     ]
@@ -103,25 +109,46 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
 CHECK_SPECS = _build_check_specs()
 
 
-def _previous_values(context: dg.AssetExecutionContext, metric: str) -> dict[str, float] | None:
+def _earlier_evaluations(context: dg.AssetExecutionContext, metric: str, limit: int = 50) -> list[Evaluation]:
+    """This dataset's earlier ``retrieval_metrics`` materialisations (newest first), with their run tags."""
     records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=[context.partition_key]), limit=1
+        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=[context.partition_key]), limit=limit
     ).records
-    if not records:
-        return None
-    meta = records[0].asset_materialization.metadata
+    out = []
+    for record in records:
+        meta = record.asset_materialization.metadata
+        run = context.instance.get_run_by_id(record.run_id)
+        snapshot = meta.get(SNAPSHOT_KEY)
+        out.append(
+            Evaluation(
+                run_id=record.run_id,
+                timestamp=record.timestamp,
+                tags=dict(run.tags) if run else {},
+                snapshot=str(snapshot.value) if snapshot is not None else None,
+                values=_metric_values(meta, metric),
+            )
+        )
+    return out
+
+
+def _metric_values(meta: dict, metric: str) -> dict[str, float]:
+    """``{retriever: value}`` of ``metric`` from a materialisation's metadata (``metrics`` JSON, else flat keys)."""
+    table = meta.get("metrics")
+    if table is not None and isinstance(table.value, dict):
+        return {r: float(ms[metric]) for r, ms in table.value.items() if isinstance(ms, dict) and ms.get(metric) is not None}
     suffix = f"/{metric}"
     return {k[: -len(suffix)]: float(v.value) for k, v in meta.items() if k.endswith(suffix) and v.value is not None}
 
 
-def _check_result(gate: GateResult) -> dg.AssetCheckResult:
-    meta = {"threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
+def _check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
+    meta = {"dataset": dataset, "threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
+    meta.update(gate.extra)
     return dg.AssetCheckResult(
         check_name=gate.name,
         passed=gate.passed,
         description=gate.description,
         severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
-        metadata={k: v for k, v in meta.items() if v is not None},
+        metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
     )
 
 
@@ -131,36 +158,53 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
 
     ``hit_rate@k`` = share of queries with ANY gold document in the top k (Success@k);
     ``recall@k`` = mean share of a query's gold documents in the top k. Checks compare every checked
-    retriever with the dataset's floors, and the drift metric with the previous materialisation.
+    retriever with the dataset's floors, and the drift metric with the blessed baseline evaluation
+    (the previous one unless a run tagged ``retrieval_pipeline/blessed=true`` or ``drift.blessed_run_id``
+    names another). Each evaluation keeps its per-query results under ``data/out/history/<dataset>/``.
     """
-    config = settings.dataset(context.partition_key)
-    table = metric_table(query_results, config.retrievers)
-    floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
-    gates = dataset_gates(
-        floors, config.drift.metric, config.drift.max_relative_drop, table, config.checked, _previous_values(context, config.drift.metric)
-    )
+    dataset = context.partition_key
+    config = settings.dataset(dataset)
+    snapshot = write_snapshot(query_results, snapshot_path(settings.out_dir, dataset, context.run.run_id))
+    evaluated = evaluate_dataset(config, query_results, _earlier_evaluations(context, config.drift.metric))
     spec_names = {s.name for s in CHECK_SPECS}
-    for gate in gates:
+    for gate in evaluated.gates:
         if gate.name not in spec_names:  # the definitions were loaded from another registry than this run's
             context.log.warning(f"no check named {gate.name} is defined; result not recorded as a check: {gate.description}")
-    results = [_check_result(g) for g in gates if g.name in spec_names]
-    # checks exist per asset, not per partition: a floor another dataset sets passes here with a note
+    results = [_check_result(g, dataset) for g in evaluated.gates if g.name in spec_names]
+    # the specs are the union over datasets: a floor only another dataset sets passes here with a note
     results += [
-        dg.AssetCheckResult(check_name=n, passed=True, description=f"no such threshold configured for dataset {context.partition_key}")
-        for n in sorted(spec_names - {g.name for g in gates})
+        dg.AssetCheckResult(
+            check_name=n, passed=True, description=f"no such threshold configured for dataset {dataset}", metadata={"dataset": dataset}
+        )
+        for n in sorted(spec_names - {g.name for g in evaluated.gates})
     ]
-
-    columns = headline_columns(table.frame.columns)
     return dg.MaterializeResult(
-        value=table.frame,
-        metadata={
-            **table.flat(),
-            "comparison": dg.MetadataValue.md(comparison_table(table.by_retriever, columns)),
-            "metric_definitions": dg.MetadataValue.md(metric_definitions_md(columns)),
-            "queries": int(query_results["query_id"].nunique()),
-        },
+        value=evaluated.table.frame,
+        metadata=dagster_metadata(
+            {
+                **evaluated.metadata(),
+                SNAPSHOT_KEY: dg.MetadataValue.path(str(snapshot)),
+                "queries": int(query_results["query_id"].nunique()),
+            }
+        ),
         check_results=results,
     )
+
+
+@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
+def metric_significance(
+    context: dg.AssetExecutionContext, settings: PipelineSettings, query_results: pd.DataFrame
+) -> dg.MaterializeResult[pd.DataFrame]:
+    """Every headline metric of every retriever with its 95% CI, and its test against the dataset's baseline.
+
+    CIs: percentile bootstrap over queries, paired (one draw of queries for all retrievers), seeded.
+    Tests against the baseline retriever on the same queries: Fisher's randomisation test and the paired
+    t-test, Holm-corrected across the retrievers per metric. Too few queries: CIs only, no p-value.
+    Settings: ``statistics`` in ``datasets.yaml``.
+    """
+    config = settings.dataset(context.partition_key)
+    table = significance_table(query_results, config.retrievers, config.baseline_retriever, config.statistics)
+    return dg.MaterializeResult(value=table, metadata=dagster_metadata(significance_metadata(table, config.statistics)))
 
 
 @dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"json"})

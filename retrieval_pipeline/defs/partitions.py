@@ -1,6 +1,7 @@
 """One partition per dataset in the registry (``data/config/datasets.yaml``)."""
 
 import os
+import warnings
 
 import dagster as dg
 
@@ -23,3 +24,16 @@ def datasets_note() -> str:
     if not lines:
         return ""
     return "\n\nPartitions that will fail until fixed (grey in the partition bar):\n" + "\n".join(lines)
+
+
+def partitioned_check_spec(name: str, asset: str, *, description: str, blocking: bool = False) -> dg.AssetCheckSpec:
+    """A check whose every result is recorded against its dataset partition.
+
+    Without ``partitions_def``, Dagster stores a check result on a partitioned asset with no partition:
+    the UI then shows the latest result of whichever dataset ran last (a passing dataset masks a failing
+    one) and plots join datasets. Partitioned check specs are a Dagster 1.13 *preview* feature; the
+    PreviewWarning is silenced here, in the one place that uses it, on purpose.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return dg.AssetCheckSpec(name, asset=asset, description=description, blocking=blocking, partitions_def=dataset_partitions)

@@ -15,6 +15,7 @@ from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_pack
 from retrieval_pipeline.core.registry import PROJECT_ROOT, DatasetConfig, Registry, load_registry
 from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder, KeywordScorer
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
+from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 
 DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "out"
@@ -174,6 +175,7 @@ def default_resources() -> dict[str, object]:
         "settings": PipelineSettings(),
         "encoder": EncoderResource(),
         "alerts": AlertSinkResource(webhook_url=webhook),
+        "mlflow": mlflow_from_environment(),
     }
 
 

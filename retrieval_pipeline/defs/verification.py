@@ -8,7 +8,7 @@ from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
-from retrieval_pipeline.defs.partitions import dataset_partitions
+from retrieval_pipeline.defs.partitions import dataset_partitions, partitioned_check_spec
 from retrieval_pipeline.defs.resources import PipelineSettings
 
 
@@ -23,7 +23,7 @@ from retrieval_pipeline.defs.resources import PipelineSettings
     },
     partitions_def=dataset_partitions,
     check_specs=[
-        dg.AssetCheckSpec(
+        partitioned_check_spec(
             "no_incorrect_questions", asset="quality_report", description="No multiple-choice question's marked answer was disproven."
         )
     ],

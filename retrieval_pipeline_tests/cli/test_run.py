@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.cli.run import main, metrics_table
+from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
 from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
@@ -48,13 +50,17 @@ def run(
 
 
 def table_rows(stdout: str) -> dict[str, list[str]]:
-    """The comparison table: ``{retriever: [hit@1, hit@5, MRR, nDCG@10 cells]}``, after checking its header."""
+    """The comparison table: ``{retriever: [hit@1, hit@5, MRR, nDCG@10 cells]}``, after checking its header.
+
+    The "(baseline)" label, hit@5's CI column and the significance marks (▲/▼) are checked and left out
+    of the cells; the best-per-column ``*`` stays.
+    """
     lines = stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["retriever"])
-    assert lines[header].split() == ["retriever", "hit@1", "hit@5", "MRR", "nDCG@10"]
+    assert lines[header].split() == ["retriever", "hit@1", "hit@5", "95%", "CI", "MRR", "nDCG@10"]
     rows = {}
     for line in lines[header + 2 :]:  # after the dashes
-        cells = line.split()
+        cells = re.sub(r"\[\d\.\d+, \d\.\d+\]", "", line.replace(" (baseline)", "")).replace("▲", "").replace("▼", "").split()
         if not cells or cells[0] not in RETRIEVERS:
             break
         rows[cells[0]] = cells[1:]
@@ -69,10 +75,15 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
 
     assert code == 1
     # progress: one line per finished step, the failing one says why
-    assert "== stdlib (1/1): 26 steps" in stdout
+    header = re.search(r"== stdlib \(1/1\): (\d+) steps", stdout)
+    assert header, stdout
     step_lines = [line for line in stdout.splitlines() if line.strip().startswith("[")]
-    assert len(step_lines) == 26 and any("corpus, corpus_rejects" in line and line.rstrip().endswith(" s") for line in step_lines)
-    assert "retrieval_metrics" in step_lines[-1] and "FAILED: a blocking ERROR check failed" in step_lines[-1]
+    assert any("corpus, corpus_rejects" in line and line.rstrip().endswith(" s") for line in step_lines)
+    assert all(f"/{header[1]}]" in line for line in step_lines)  # "[ i/N]": N is the plan's step count
+    failing = [line for line in step_lines if "FAILED" in line]
+    assert len(failing) == 1 and "retrieval_metrics" in failing[0] and "FAILED: a blocking ERROR check failed" in failing[0]
+    # the steps downstream of the failed one (the report) are not run; every other step finished
+    assert len(step_lines) < int(header[1])
 
     # the table: the run's retrieval_metrics values, 3 decimals, the best hit@5 marked
     rows = table_rows(stdout)
@@ -89,6 +100,7 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
     assert "threshold 1.01" in stdout
     exports = tmp_path / "out" / "exports" / DATASET
     assert f"exports: {exports}/: evaluation_results.json" in stdout and (exports / "evaluation_results.json").is_file()
+    assert "(baseline)" in next(line for line in stdout.splitlines() if line.strip().startswith(RETRIEVERS[0]))
     assert f"quality report: {exports / 'quality_report.md'}" in stdout
     assert f"Log (the full Dagster event stream): {log}" in stdout
     assert stdout.rstrip().splitlines()[-1].startswith("FAILED: 1 of 1 run(s): stdlib (ERROR check min_hit_rate_at_5)")
@@ -96,13 +108,14 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
     # the terminal stays free of Dagster's event lines; the log file has all of them
     assert "DEBUG" not in stdout + stderr and "STEP_START" not in stdout + stderr
     text = log.read_text(encoding="utf-8")
-    assert " - DEBUG - " in text and text.count("STEP_START") == 26
+    assert " - DEBUG - " in text and text.count("STEP_START") == len(step_lines)  # one progress line per step started
     assert "ASSET_CHECK_EVALUATION" in text and "STEP_FAILURE" in text and "DagsterAssetCheckFailedError" in text
 
     # recorded as `dagster asset materialize` records it (job, partition tag, check results): what the alert sensor reads
     (record,) = instance.get_runs()
     assert record.job_name == "__ASSET_JOB" and record.tags["dagster/partition"] == DATASET
-    assert record.status == dg.DagsterRunStatus.FAILURE and len(record.asset_selection or ()) == 29
+    every_asset = defs().resolve_asset_graph().materializable_asset_keys
+    assert record.status == dg.DagsterRunStatus.FAILURE and set(record.asset_selection or ()) == set(every_asset)
     failed = failed_checks_of_run(instance, record.run_id, DATASET, dg.AssetKey("retrieval_metrics"))
     assert [f["check"] for f in failed] == ["min_hit_rate_at_5"] and failed[0]["severity"] == "ERROR"
 
@@ -154,4 +167,31 @@ def test_metrics_table_marks_the_best_value_per_column() -> None:
         ["a", "0.100", "0.500", "0.200*", "0.250*"],
         ["b", "0.300*", "0.500", "-", "0.200"],  # ties are all marked; a column where all are equal has no mark
         ["c", "0.300*", "0.500", "0.100", "0.100"],
+    ]
+
+
+def test_metrics_table_shows_hit5_ci_and_marks_significant_differences_from_the_baseline() -> None:
+    frame = pd.DataFrame(
+        {"retriever": ["a", "b"], "hit_rate@1": [0.1, 0.3], "hit_rate@5": [0.4, 0.7], "mrr": [0.2, 0.25], "ndcg@10": [0.3, 0.2]}
+    )
+
+    def row(retriever, metric, low, high, significant=None, direction=None):
+        return {"retriever": retriever, "metric": metric, "ci_low": low, "ci_high": high, "baseline_retriever": "a"} | {
+            "significant": significant,
+            "direction": direction,
+        }
+
+    significance = pd.DataFrame(
+        [
+            row("a", "hit_rate@5", 0.3, 0.5),
+            row("b", "hit_rate@5", 0.6, 0.8, True, "better"),
+            row("b", "mrr", 0.2, 0.3, False, "better"),  # better but not significantly: no mark
+            row("b", "ndcg@10", 0.1, 0.3, True, "worse"),
+        ]
+    )
+    lines = metrics_table(frame, significance).splitlines()
+    assert lines[0].split() == ["retriever", "hit@1", "hit@5", "95%", "CI", "MRR", "nDCG@10"]
+    assert [line.split() for line in lines[2:]] == [
+        ["a", "(baseline)", "0.100", "0.400", "[0.300,", "0.500]", "0.200", "0.300*"],
+        ["b", "0.300*", "0.700*▲", "[0.600,", "0.800]", "0.250*", "0.200", "▼"],
     ]

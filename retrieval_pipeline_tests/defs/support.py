@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
+from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.resources import AlertSinkResource, EncoderResource, LLMResource, PipelineSettings
 
 
@@ -20,4 +21,5 @@ def resources_in(
         "encoder": encoder,
         "alerts": AlertSinkResource(log_path=str(out / "alerts.jsonl")),
         "llm": llm or LLMResource(cache_path=str(tmp_path / "cache" / "llm.sqlite")),  # offline unless given
+        "mlflow": MLflowResource(),  # off
     }

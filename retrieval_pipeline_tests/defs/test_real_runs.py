@@ -8,6 +8,7 @@ import pytest
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.resources import EncoderResource
+from retrieval_pipeline_tests.defs.independent import hit_rate_at, ranx_scores
 from retrieval_pipeline_tests.defs.support import resources_in
 
 pytestmark = pytest.mark.integration
@@ -56,7 +57,16 @@ def test_sample_main_job_on_the_real_model(real_resources):
 
     table = assert_checks_agree_with_metrics(result, "stdlib")
     assert list(table.index) == load_registry().get("stdlib").retrievers
-    assert ((table[["hit_rate@5", "mrr", "ndcg@10"]] >= 0) & (table[["hit_rate@5", "mrr", "ndcg@10"]] <= 1)).all().all()
+    # the table against independent computations: hit_rate@5 from the runs and positives with pandas alone,
+    # MRR and nDCG@10 by ranx from the exported TREC files
+    settings = real_resources["settings"]
+    hit_rate = hit_rate_at(result.asset_value("retrieval_runs"), result.asset_value("retrieval_dataset"), 5)
+    for retriever in table.index:
+        reference = ranx_scores(
+            settings.export_path("stdlib", "qrels.txt"), settings.export_path("stdlib", f"{retriever}.run"), ["mrr", "ndcg@10"]
+        )
+        assert table.loc[retriever, "hit_rate@5"] == pytest.approx(hit_rate[retriever], abs=1e-12), retriever
+        assert table.loc[retriever, ["mrr", "ndcg@10"]].to_dict() == pytest.approx(reference, abs=1e-9), retriever
     assert metadata(result, "retrievers/dense_minilm/index")["embedded_now"] == metadata(result, "corpus")["documents"]
 
     again = run("stdlib", real_resources, instance)
@@ -73,7 +83,8 @@ def test_real_adk_suites_against_ranked_targets_v1_24_1(shared_data, real_resour
     assert corpus["kept"] == corpus["documents"] and corpus["duplicates"] == 1  # the data README's known duplicate id
     pairs = metadata(result, "qa_pairs")
     assert pairs["api_gold_resolved"] <= pairs["api_gold_strings"]
-    assert 0.6 <= pairs["api_gold_resolution_rate"] < 1.0  # aliases and suffixes lift it above the ~60% exact matches
+    # aliases and suffixes lift it above the ~53% exact matches; the Agent aliases resolve by import in .venvs/adk
+    assert pairs["api_gold_resolution_rate"] == 1.0 and pairs["api_gold_share_import"] > 0
     frame = result.asset_value("qa_pairs")
     fix = frame[frame["benchmark_type"] == "fix_error"]
     assert not fix["warnings"].str.contains("not found").any()  # suite_files_root finds every code file

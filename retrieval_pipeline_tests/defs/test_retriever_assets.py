@@ -71,6 +71,10 @@ def test_adding_a_retriever_builds_and_runs_only_that_retriever(tmp_path: Path) 
         "retrieval_runs",
         "query_results",
         "retrieval_metrics",
+        "metric_significance",
+        "fusion_sweep",
+        "failure_buckets",
+        "evaluation_report",
         "evaluation_exports",
     }
     assert bm25_runs.stat().st_mtime_ns == before  # the unchanged retrievers were not recomputed

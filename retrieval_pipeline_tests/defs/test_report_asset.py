@@ -1,0 +1,158 @@
+"""The ``evaluation_report`` asset: the HTML file, its metadata, the weekly trend read from the instance, its place in the graph."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from PIL import Image
+
+from retrieval_pipeline.definitions import defs
+from retrieval_pipeline.defs.mlflow_resource import MLflowResource
+from retrieval_pipeline.defs.partitions import dataset_partitions
+from retrieval_pipeline.defs.report import SUMMARY_MAX_BYTES, evaluation_report, metrics_history
+from retrieval_pipeline.defs.resources import PipelineSettings
+from retrieval_pipeline_tests.core.test_html_report import (
+    buckets_frame,
+    corpus_frame,
+    dataset_frame,
+    metrics_frame,
+    query_results_frame,
+    significance_frame,
+    sweep_frame,
+)
+
+PARTITION = "stdlib"
+INPUTS = ("retrieval_metrics", "metric_significance", "query_results", "fusion_sweep", "failure_buckets", "retrieval_dataset", "corpus")
+
+
+def _materialise_metrics(instance: dg.DagsterInstance, partition: str, metadata: dict) -> None:
+    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="retrieval_metrics", partition=partition, metadata=metadata))
+
+
+def _inputs() -> dict:
+    query_results = query_results_frame()
+    return {
+        "retrieval_metrics": metrics_frame(query_results),
+        "metric_significance": significance_frame(),
+        "query_results": query_results,
+        "fusion_sweep": sweep_frame(),
+        "failure_buckets": buckets_frame(),
+        "retrieval_dataset": dataset_frame(),
+        "corpus": corpus_frame(),
+    }
+
+
+@pytest.fixture
+def instance_with_history():
+    """An instance holding two ``stdlib`` evaluations (old flat keys, then the ``metrics`` JSON) and one of another dataset."""
+    instance = dg.DagsterInstance.ephemeral()
+    _materialise_metrics(instance, PARTITION, {"bm25/hit_rate@5": 0.25, "bm25/mrr": 0.2, "comparison": dg.MetadataValue.md("| x |")})
+    _materialise_metrics(instance, PARTITION, {"metrics": dg.MetadataValue.json({"bm25": {"hit_rate@5": 0.5}})})
+    _materialise_metrics(instance, "python_nq", {"metrics": dg.MetadataValue.json({"bm25": {"hit_rate@5": 0.9, "ndcg@10": 0.8}})})
+    return instance
+
+
+def test_metrics_history_reads_only_this_dataset_as_plain_values(instance_with_history):
+    history = metrics_history(instance_with_history, PARTITION)
+    assert len(history) == 2
+    newest, oldest = history[0][1], history[1][1]  # newest first
+    assert newest == {"metrics": {"bm25": {"hit_rate@5": 0.5}}}
+    assert oldest["bm25/hit_rate@5"] == 0.25 and oldest["comparison"] == "| x |"
+
+
+def test_asset_writes_the_report_and_returns_path_size_trend_and_summary(tmp_path: Path, instance_with_history):
+    settings = PipelineSettings(out_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    context = dg.build_asset_context(
+        partition_key=PARTITION, instance=instance_with_history, resources={"settings": settings, "mlflow": MLflowResource()}
+    )
+    result = evaluation_report(context, **_inputs())
+
+    path = tmp_path / "out" / "exports" / PARTITION / "report.html"
+    meta = result.metadata
+    assert meta["report"].value == str(path) and path.is_file()
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "Retrieval evaluation: stdlib" in text
+    assert meta["size_kb"] == round(path.stat().st_size / 1024, 1)
+    # both stdlib evaluations fall in one week: bm25 hit_rate@5 from the newer (JSON), bm25 mrr from the older (flat)
+    assert meta["trend_weeks"] == 1 and meta["trend_points"] == 2
+    assert 'data-chart="trend"' in text
+    assert meta["inputs_without_data"].value == []
+
+    summary = meta["summary"].value
+    assert len(summary.encode()) <= SUMMARY_MAX_BYTES
+    assert "| retriever | hit_rate@1 | hit_rate@5 | mrr | not_found_rate |" in summary
+    pngs = re.findall(r"!\[\w+\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)", summary)
+    assert len(pngs) == 2 and all(Image.open(io.BytesIO(base64.b64decode(p))).format == "PNG" for p in pngs)
+    headline = meta["headline"].value
+    assert set(headline) == {"bm25", "dense", "hybrid_mm"}
+    assert all(v == round(v, 4) for ms in headline.values() for v in ms.values())
+    json.dumps(headline)  # plain JSON
+
+
+def test_asset_with_empty_new_inputs_still_writes_a_report(tmp_path: Path):
+    settings = PipelineSettings(out_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    context = dg.build_asset_context(
+        partition_key=PARTITION, instance=dg.DagsterInstance.ephemeral(), resources={"settings": settings, "mlflow": MLflowResource()}
+    )
+    inputs = _inputs() | {
+        "metric_significance": significance_frame().iloc[0:0],
+        "fusion_sweep": sweep_frame().iloc[0:0],
+        "failure_buckets": buckets_frame().iloc[0:0],
+    }
+    result = evaluation_report(context, **inputs)
+    text = Path(result.metadata["report"].value).read_text(encoding="utf-8")
+    assert "No fusion sweep for this dataset" in text and "No failure buckets" in text and "No past evaluations" in text
+    assert sorted(result.metadata["inputs_without_data"].value) == ["failure_buckets", "fusion_sweep", "metric_significance", "trend"]
+    assert result.metadata["trend_points"] == 0
+
+
+def test_asset_is_in_the_graph_partitioned_in_the_evaluation_group_after_its_inputs():
+    graph = defs().resolve_asset_graph()
+    node = graph.get(dg.AssetKey("evaluation_report"))
+    assert {k.to_user_string() for k in node.parent_keys} == set(INPUTS)
+    assert node.group_name == "evaluation"
+    assert node.partitions_def == dataset_partitions
+
+
+@pytest.mark.integration
+def test_whole_graph_on_the_tiny_dataset_writes_the_report(tiny_resources, tmp_path: Path):
+    """A real in-process run of every asset on the tiny inline dataset (keyword encoder), twice: the trend grows."""
+    resources = tiny_resources()
+    instance = dg.DagsterInstance.ephemeral()
+    assets = list(defs().assets)
+    for _ in range(2):
+        result = dg.materialize(assets, partition_key=PARTITION, resources=resources, instance=instance, raise_on_error=False)
+        assert result.success, [e.message for e in result.all_events if e.is_failure]
+    report = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("evaluation_report")]
+    meta = report[0].materialization.metadata
+    path = Path(meta["report"].value)
+    assert path == tmp_path / "out" / "exports" / PARTITION / "report.html" and path.is_file()
+    text = path.read_text(encoding="utf-8")
+    assert 'data-chart="bars"' in text and 'data-chart="ranks"' in text and 'data-chart="trend"' in text
+    assert meta["trend_points"].value > 0  # the first run's metrics (and this run's) are in the history
+
+
+def test_asset_logs_the_evaluation_to_a_real_mlflow_store(tmp_path: Path):
+    """With a tracking URI, the report asset logs params, every mean (step = the evaluation week) and the report."""
+    mlflow = pytest.importorskip("mlflow")
+    uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
+    settings = PipelineSettings(out_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    resources = {"settings": settings, "mlflow": MLflowResource(tracking_uri=uri, experiment="test_eval")}
+    context = dg.build_asset_context(partition_key=PARTITION, instance=dg.DagsterInstance.ephemeral(), resources=resources)
+    inputs = _inputs()
+    result = evaluation_report(context, **inputs)
+
+    run_id = result.metadata["mlflow_run_id"]
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(run_id)
+    expected = inputs["retrieval_metrics"].set_index("retriever").loc["bm25", "hit_rate@5"]
+    history = client.get_metric_history(run_id, "bm25/hit_rate_at_5")
+    assert [(h.step, h.value) for h in history] == [(result.metadata["mlflow_step"], pytest.approx(float(expected)))]
+    assert run.data.params["baseline"] == "bm25" and run.data.tags["dataset"] == PARTITION
+    assert [a.path for a in client.list_artifacts(run_id)] == ["report.html"]
