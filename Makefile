@@ -23,6 +23,10 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 /usr/bin/bwrap:
 	apt-get update -qq && apt-get install -y -qq bubblewrap
 
+# the deploy tests start a real PostgreSQL server (Debian package; root installs it here)
+/usr/lib/postgresql:
+	apt-get update -qq && apt-get install -y -qq postgresql
+
 # the HTML report's test opens it in a real browser (Debian's chromium, headless)
 /usr/bin/chromium:
 	apt-get update -qq && apt-get install -y -qq chromium
@@ -68,7 +72,7 @@ lint: install
 	bash benchmarks/make_adk_env.sh
 
 # lint first (ruff check + format --check), then every test but the opt-in llama.cpp ones
-test: install .venvs/adk/bin/python /usr/bin/chromium
+test: install .venvs/adk/bin/python /usr/bin/chromium /usr/lib/postgresql
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -m "not local_llm"

@@ -51,6 +51,7 @@ def _index_asset(name: str) -> dg.AssetsDefinition:
         deps=[index_key(c) for c in components],
         description=_description(name, "The index"),
         tags={"retriever": name},
+        op_tags={"retrieval_pipeline/heavy": "embedding"} if spec is not None and spec.EMBEDS else None,
     )
     def index(
         context: dg.AssetExecutionContext, settings: PipelineSettings, encoder: EncoderResource, corpus: pd.DataFrame

@@ -66,6 +66,9 @@ class RetrieverSpec(BaseModel):
 
     #: The kind's name in the registry; set by :func:`register_kind`.
     KIND: ClassVar[str] = ""
+    #: Whether building its index embeds the corpus (CPU/GPU heavy): such index steps carry the op tag
+    #: ``retrieval_pipeline/heavy: embedding``, which a deployment limits to one at a time (deploy/).
+    EMBEDS: ClassVar[bool] = False
 
     kind: str
     name: str = ""

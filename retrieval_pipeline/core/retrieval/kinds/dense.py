@@ -31,7 +31,7 @@ The index is saved in the retriever's index folder (``index.faiss``, ``doc_ids.j
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -51,6 +51,7 @@ DEFAULT_BACKEND: Backend = "torch"
 @register_kind
 class DenseSpec(RetrieverSpec):
     kind: Literal["dense"] = "dense"
+    EMBEDS: ClassVar[bool] = True
     model: ModelSource
     query_prefix: str = ""
     passage_prefix: str = ""

@@ -49,7 +49,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -312,6 +312,7 @@ class OpenAIEmbeddingsRetriever(Closing):
 @register_kind
 class OpenAIEmbeddingsSpec(RetrieverSpec):
     kind: Literal["openai_embeddings"] = "openai_embeddings"
+    EMBEDS: ClassVar[bool] = True
     base_url: str = Field(pattern=r"^https?://\S+$")
     model: str = Field(min_length=1)
     api_key_env: str | None = Field(None, pattern=ENV_NAME)
