@@ -510,7 +510,10 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
     if failed:
         why = [
             f"{r.dataset} ("
-            + (", ".join(f"ERROR check {c.name}" for c in r.failed_checks if c.blocking) or ("did not run" if r.error else "a step failed"))
+            + (
+                ", ".join(f"ERROR check {c.name}" for c in r.failed_checks if c.blocking and c.severity == "ERROR")
+                or ("did not run" if r.error else "a step failed")
+            )
             + ")"
             for r in failed
         ]

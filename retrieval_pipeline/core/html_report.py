@@ -635,7 +635,11 @@ def comparison_section(data: ReportData) -> str:
     retrievers = data.retriever_order()
     table = data.metrics.assign(retriever=data.metrics["retriever"].astype(str)).set_index("retriever").reindex(retrievers)
     sig = _significance_rows(data)
-    head = "".join(f"<th>{_e(r)}{'<br><small>baseline</small>' if r == data.baseline else ''}</th>" for r in retrievers)
+    # a break opportunity after each "_" and "." keeps 8+ long retriever names within the page width
+    head = "".join(
+        f"<th>{_e(r).replace('_', '_<wbr>').replace('.', '.<wbr>')}{'<br><small>baseline</small>' if r == data.baseline else ''}</th>"
+        for r in retrievers
+    )
     body = []
     for metric in headline_columns(table.columns):
         best = _best(table[metric], metric)
@@ -823,13 +827,13 @@ _CSS = """
 * { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg);
   background: #fff; }
-main { max-width: 1120px; margin: 0 auto; padding: 24px 28px 64px; }
+main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 64px; }
 header h1 { margin: 0 0 4px; font-size: 26px; }
 header p { margin: 4px 0; }
 .facts { display: flex; flex-wrap: wrap; gap: 8px 28px; padding: 10px 14px; background: var(--band); border: 1px solid var(--line);
   border-radius: 8px; margin: 12px 0; }
 .facts div span { display: block; font-size: 12px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
-nav { margin: 8px 0 4px; font-size: 14px; }
+nav { margin: 8px 0 4px; font-size: 14px; display: flex; flex-wrap: wrap; row-gap: 4px; }
 nav a { color: var(--accent); text-decoration: none; margin-right: 14px; white-space: nowrap; }
 section { margin-top: 36px; }
 h2 { font-size: 20px; border-bottom: 2px solid var(--line); padding-bottom: 4px; }

@@ -1,5 +1,6 @@
 """The evaluation report: one self-contained HTML file per dataset, and its summary in the Dagster UI."""
 
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -8,6 +9,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.html_report import ReportData, build_report, headline_metadata, summary_markdown, trend_frame
+from retrieval_pipeline.core.scoring import metric_table
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import PipelineSettings
@@ -20,12 +22,21 @@ SUMMARY_MAX_BYTES = 300_000
 _METRICS_KEY = dg.AssetKey("retrieval_metrics")
 
 
-def metrics_history(instance: dg.DagsterInstance, partition: str, limit: int = TREND_HISTORY_LIMIT) -> list[tuple[float, dict[str, Any]]]:
-    """``(timestamp, plain metadata)`` of the dataset's past ``retrieval_metrics`` materialisations, newest first."""
+def metrics_history(
+    instance: dg.DagsterInstance, partition: str, limit: int = TREND_HISTORY_LIMIT, *, exclude_run: str | None = None
+) -> list[tuple[float, dict[str, Any]]]:
+    """``(timestamp, plain metadata)`` of the dataset's past ``retrieval_metrics`` materialisations, newest first.
+
+    ``exclude_run``: leave out that run's materialisation (the report adds the current evaluation itself).
+    """
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=_METRICS_KEY, asset_partitions=[partition]), limit=limit
     ).records
-    return [(record.timestamp, {k: v.value for k, v in record.asset_materialization.metadata.items()}) for record in records]
+    return [
+        (record.timestamp, {k: v.value for k, v in record.asset_materialization.metadata.items()})
+        for record in records
+        if exclude_run is None or record.run_id != exclude_run
+    ]
 
 
 def _run_id(context: dg.AssetExecutionContext) -> str | None:
@@ -41,7 +52,6 @@ def evaluation_report(
     context: dg.AssetExecutionContext,
     settings: PipelineSettings,
     mlflow: MLflowResource,
-    retrieval_metrics: pd.DataFrame,
     metric_significance: pd.DataFrame,
     query_results: pd.DataFrame,
     fusion_sweep: pd.DataFrame,
@@ -60,7 +70,13 @@ def evaluation_report(
     """
     dataset = context.partition_key
     config = settings.dataset(dataset)
-    trend = trend_frame(metrics_history(context.instance, dataset))
+    run_id = _run_id(context)
+    # the means are computed here, not read from retrieval_metrics: a failing ERROR floor there (a blocking
+    # check) must not stop the report, which is what one opens to see why
+    table = metric_table(query_results, config.retrievers)
+    retrieval_metrics = table.frame
+    current = (time.time(), {"metrics": table.by_retriever})
+    trend = trend_frame([current, *metrics_history(context.instance, dataset, exclude_run=run_id)])
     data = ReportData(
         dataset=dataset,
         description=config.description,
@@ -95,7 +111,7 @@ def evaluation_report(
         },
         metrics=retrieval_metrics.set_index("retriever").select_dtypes("number").to_dict("index"),
         artifacts=[path],
-        dagster_run_id=_run_id(context),
+        dagster_run_id=run_id,
     )
     tracked = {} if logged is None else {"mlflow_run_id": logged.run_id, "mlflow_step": logged.step, "mlflow_metrics": logged.n_metrics}
     return dg.MaterializeResult(

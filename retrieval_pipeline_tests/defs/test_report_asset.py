@@ -12,6 +12,8 @@ import dagster as dg
 import pytest
 from PIL import Image
 
+from retrieval_pipeline.core.html_report import trend_frame
+from retrieval_pipeline.core.scoring import metric_table
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
@@ -28,7 +30,7 @@ from retrieval_pipeline_tests.core.test_html_report import (
 )
 
 PARTITION = "stdlib"
-INPUTS = ("retrieval_metrics", "metric_significance", "query_results", "fusion_sweep", "failure_buckets", "retrieval_dataset", "corpus")
+INPUTS = ("metric_significance", "query_results", "fusion_sweep", "failure_buckets", "retrieval_dataset", "corpus")
 
 
 def _materialise_metrics(instance: dg.DagsterInstance, partition: str, metadata: dict) -> None:
@@ -38,7 +40,6 @@ def _materialise_metrics(instance: dg.DagsterInstance, partition: str, metadata:
 def _inputs() -> dict:
     query_results = query_results_frame()
     return {
-        "retrieval_metrics": metrics_frame(query_results),
         "metric_significance": significance_frame(),
         "query_results": query_results,
         "fusion_sweep": sweep_frame(),
@@ -79,8 +80,10 @@ def test_asset_writes_the_report_and_returns_path_size_trend_and_summary(tmp_pat
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "Retrieval evaluation: stdlib" in text
     assert meta["size_kb"] == round(path.stat().st_size / 1024, 1)
-    # both stdlib evaluations fall in one week: bm25 hit_rate@5 from the newer (JSON), bm25 mrr from the older (flat)
-    assert meta["trend_weeks"] == 1 and meta["trend_points"] == 2
+    # the two past stdlib evaluations and this one fall in one week: this one's values supersede theirs
+    # (one point per retriever and metric), and the other dataset's evaluation is not read
+    current = trend_frame([(0.0, {"metrics": metric_table(_inputs()["query_results"], []).by_retriever})])
+    assert meta["trend_weeks"] == 1 and meta["trend_points"] == len(current) > 2
     assert 'data-chart="trend"' in text
     assert meta["inputs_without_data"].value == []
 
@@ -107,9 +110,9 @@ def test_asset_with_empty_new_inputs_still_writes_a_report(tmp_path: Path):
     }
     result = evaluation_report(context, **inputs)
     text = Path(result.metadata["report"].value).read_text(encoding="utf-8")
-    assert "No fusion sweep for this dataset" in text and "No failure buckets" in text and "No past evaluations" in text
-    assert sorted(result.metadata["inputs_without_data"].value) == ["failure_buckets", "fusion_sweep", "metric_significance", "trend"]
-    assert result.metadata["trend_points"] == 0
+    assert "No fusion sweep for this dataset" in text and "No failure buckets" in text
+    assert sorted(result.metadata["inputs_without_data"].value) == ["failure_buckets", "fusion_sweep", "metric_significance"]
+    assert result.metadata["trend_weeks"] == 1  # a first evaluation: its own point is the trend
 
 
 def test_asset_is_in_the_graph_partitioned_in_the_evaluation_group_after_its_inputs():
@@ -151,7 +154,7 @@ def test_asset_logs_the_evaluation_to_a_real_mlflow_store(tmp_path: Path):
     run_id = result.metadata["mlflow_run_id"]
     client = mlflow.MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)
-    expected = inputs["retrieval_metrics"].set_index("retriever").loc["bm25", "hit_rate@5"]
+    expected = metrics_frame(inputs["query_results"]).set_index("retriever").loc["bm25", "hit_rate@5"]
     history = client.get_metric_history(run_id, "bm25/hit_rate_at_5")
     assert [(h.step, h.value) for h in history] == [(result.metadata["mlflow_step"], pytest.approx(float(expected)))]
     assert run.data.params["baseline"] == "bm25" and run.data.tags["dataset"] == PARTITION
