@@ -95,6 +95,9 @@ class VerifierSettings(_Strict):
     import_name: str | None = Field(None, pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")  # module probed, e.g. google.adk
     timeout_s: float = Field(20.0, gt=0)
     memory_mb: int = Field(1024, ge=64)
+    # who proves what the offline prover leaves open: `llm` asks the configured LLM endpoint (RETRIEVAL_LLM_*)
+    # for a pytest check per option, run in the same sandbox; without an endpoint it stays offline, with a warning
+    prover: Literal["offline", "llm"] = "offline"
 
 
 class Threshold(_Strict):

@@ -1,5 +1,7 @@
 """The question verifier: every multiple-choice option proven or disproven with pytest in a sandbox."""
 
+import contextlib
+
 import dagster as dg
 import pandas as pd
 
@@ -9,7 +11,7 @@ from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions, partitioned_check_spec
-from retrieval_pipeline.defs.resources import PipelineSettings
+from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings
 
 
 @dg.multi_asset(
@@ -28,7 +30,7 @@ from retrieval_pipeline.defs.resources import PipelineSettings
         )
     ],
 )
-def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettings, raw_cases: pd.DataFrame):
+def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettings, llm: LLMResource, raw_cases: pd.DataFrame):
     """Prove every option of every multiple-choice question by running pytest against the installed library.
 
     Claims come from the question and options alone (the marked answer is never shown to the provers);
@@ -39,15 +41,18 @@ def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettin
     """
     dataset = context.partition_key
     config = settings.dataset(dataset)
-    checked = check_questions(
-        from_frame(raw_cases, Case, CASE_JSON_FIELDS),
-        config.verifier,
-        dataset=dataset,
-        report_path=settings.export_path(dataset, "quality_report.json"),
-        proposals_path=settings.export_path(dataset, "proposed_fixes.yaml"),
-        inputs=config.input_paths(),
-        registry_path=str(settings.registry_path),
-    )
+    # the LLM prover only when the dataset asks for it (`verifier.prover: llm`); None without an endpoint
+    with llm.open() if config.verifier.prover == "llm" else contextlib.nullcontext() as client:
+        checked = check_questions(
+            from_frame(raw_cases, Case, CASE_JSON_FIELDS),
+            config.verifier,
+            dataset=dataset,
+            report_path=settings.export_path(dataset, "quality_report.json"),
+            proposals_path=settings.export_path(dataset, "proposed_fixes.yaml"),
+            inputs=config.input_paths(),
+            registry_path=str(settings.registry_path),
+            llm=client,
+        )
     yield dg.Output(checked.verdicts, "question_verdicts", metadata=dagster_metadata(checked.verdicts_metadata))
     yield dg.Output(checked.flagged, "quality_report", metadata=dagster_metadata(checked.report_metadata))
     yield dg.AssetCheckResult(

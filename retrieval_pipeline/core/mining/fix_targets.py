@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from retrieval_pipeline.core.astutil import dotted_name
 from retrieval_pipeline.core.mining.gold import CorpusLookup, resolve_gold
 from retrieval_pipeline.core.paths import PathRefused, read_bounded
 from retrieval_pipeline.core.types import Case
@@ -290,7 +291,7 @@ class _SymbolUses:
             for base in bases:
                 uses._add(base, root=False, via=class_name)
         for call, bound_names in _calls_with_binding(tree):
-            dotted = _dotted(call.func)
+            dotted = dotted_name(call.func)
             if dotted is None:
                 continue
             root = bound_names is not None and not (bound_names & consumed_names)
@@ -337,7 +338,7 @@ def _local_class_bases(tree: ast.Module, imports: dict[str, str]) -> dict[str, l
     classes: dict[str, list[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
-            dotted = (_dotted(base) for base in node.bases)
+            dotted = (dotted_name(base) for base in node.bases)
             classes[node.name] = [_expand(d, imports, set()) or d for d in dotted if d and d != "object"]
     return classes
 
@@ -371,18 +372,6 @@ def _calls_with_binding(tree: ast.Module) -> list[tuple[ast.Call, set[str] | Non
             bound[id(node.value)] = {"<return>"}
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     return [(call, bound.get(id(call))) for call in calls]
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, None for anything else (calls, subscripts...)."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _expand(dotted: str, imports: dict[str, str], local_defs: set[str]) -> str | None:

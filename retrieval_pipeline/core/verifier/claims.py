@@ -16,8 +16,18 @@ One :class:`Claim` per option. Kinds:
 * ``expression``: evaluating a short expression gives a value / raises an exception (``mode`` =
   ``equals``, ``raises``, ``match``), or an option that *is* an expression evaluates without error
   (``mode`` = ``evaluates``);
+* ``raises``, ``returns``, ``attribute`` (a member's default), ``enum_member``, ``subclass``,
+  ``param_required``, ``cli_option`` and ``compound`` (prose that names code): the kinds of issue 13, built in
+  :mod:`~retrieval_pipeline.core.verifier.claim_kinds`; each carries ``details["atoms"]``, the checks its
+  proof runs;
 * ``none_of_the_above``: true iff no other option is true (derived, never tested);
 * ``unknown``: prose the heuristics cannot check; it stays unverifiable offline.
+
+A name question about a role ("which plugin ...") also checks that a named class is a subclass of the
+library's base for that role (``details["role_bases"]``: ``BasePlugin``), when the library defines one. An
+option with an alternative ("``LoggingPlugin`` (or a custom plugin)") is ``disjunctive``: its proof can make
+it consistent, never false. Every claim keeps the question (:attr:`Claim.question`) for a prover that writes
+proofs from it (an LLM); the marked answer is never part of a claim.
 
 ``details["decides"]`` says what a passing proof establishes: ``truth`` (the option is right, e.g. an
 import that works, an expression that returns the stated value) or ``necessary`` (a condition the
@@ -30,20 +40,34 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-ClaimKind = Literal["import", "exists", "signature_param", "constructor_kwarg", "expression", "none_of_the_above", "unknown"]
-CLAIM_KINDS: tuple[str, ...] = (
+ClaimKind = Literal[
     "import",
     "exists",
     "signature_param",
     "constructor_kwarg",
     "expression",
+    "raises",
+    "returns",
+    "attribute",
+    "enum_member",
+    "subclass",
+    "param_required",
+    "cli_option",
+    "compound",
     "none_of_the_above",
     "unknown",
+]
+CLAIM_KINDS: tuple[str, ...] = get_args(ClaimKind)
+#: The kinds whose proofs run the atoms of ``details["atoms"]``.
+ATOM_KINDS: frozenset[str] = frozenset(
+    {"raises", "returns", "attribute", "enum_member", "subclass", "param_required", "cli_option", "compound"}
 )
 #: Names that stand for "some object of the kind the question describes" (``func.cache_info()``).
 PLACEHOLDER_NAMES = ("func", "f", "fn", "function", "wrapped", "decorated")
@@ -60,6 +84,7 @@ class Claim:
     hypothesis: str
     subject: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    question: str = ""
 
     @property
     def decides(self) -> str:
@@ -273,18 +298,49 @@ def _literal_source(text: str, value: Any) -> str:
 def decompose(case_id: str, question: str, options: Mapping[str, str]) -> list[Claim]:
     """One claim per option, from the question and option texts only (see the module docstring)."""
     frame = analyse_question(question)
-    return [_claim(case_id, str(letter), str(text), frame) for letter, text in options.items()]
+    return [dataclasses.replace(_claim(case_id, str(letter), str(text), frame), question=question) for letter, text in options.items()]
 
 
 def _make(case_id: str, letter: str, text: str, kind: str, hypothesis: str, subject: str | None, **details: Any):
     return Claim(case_id, letter, text, kind, hypothesis, subject, details)  # type: ignore[arg-type]
 
 
+Builder = Callable[[str, str, str, str, _Frame], "Claim | None"]
+
+
+@functools.cache
+def builders() -> tuple[Builder, ...]:
+    """The claim builders, most specific first: the first that recognises an option makes its claim.
+
+    The kinds of issue 13 live in :mod:`~retrieval_pipeline.core.verifier.claim_kinds` (imported here, on first
+    use, because they build on this module).
+    """
+    from retrieval_pipeline.core.verifier import claim_kinds as more  # noqa: PLC0415 - it imports this module
+
+    return (
+        _import_claim,
+        _signature_claim,
+        more.stated_behaviour_claim,
+        _value_claim,
+        more.returns_type_claim,
+        more.default_claim,
+        more.required_claim,
+        more.enum_member_claim,
+        more.subclass_claim,
+        _param_claim,
+        more.cli_flag_claim,
+        _name_claim,
+        more.call_sketch_claim,
+        _call_claim,
+        more.prose_claim,
+    )
+
+
 def _claim(case_id: str, letter: str, text: str, frame: _Frame) -> Claim:
     option = text.strip()
     if _NONE_OF_THE_ABOVE.match(option):
         return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
-    for builder in (_import_claim, _signature_claim, _value_claim, _param_claim, _name_claim, _call_claim):
+    for builder in builders():
         claim = builder(case_id, letter, text, option, frame)
         if claim is not None:
             return claim
@@ -400,16 +456,24 @@ def _param_claim(case_id: str, letter: str, text: str, option: str, frame: _Fram
 
 
 def _name_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    match = _NAME_PATH_OPTION.match(option.rstrip("."))
+    from retrieval_pipeline.core.verifier.claim_kinds import clean_name_option, role_bases  # noqa: PLC0415
+
+    named, alternative = clean_name_option(option)
+    match = _NAME_PATH_OPTION.match(named.rstrip("."))
     if not match:
         return None
     path = match.group(1)
     called = bool(match.group(2))
+    role = role_bases(frame.question) if not called and _CAMEL.match(path.split(".")[-1]) else []
+    extra: dict[str, Any] = {"role_bases": role} if role else {}
+    if alternative:
+        extra["disjunctive"] = True
+    role_note = f" (and derives from {' or '.join(role)} where the library defines it)" if role else ""
     if "." in path:
         head = path.split(".")[0]
         return _make(
-            case_id, letter, text, "exists", f"`{path}` exists", path,
-            path=path, called=called, decides="necessary", free_names=[head], bindings=frame.bindings,
+            case_id, letter, text, "exists", f"`{path}` exists{role_note}", path,
+            path=path, called=called, decides="necessary", free_names=[head], bindings=frame.bindings, **extra,
         )  # fmt: skip
     subject = frame.subject
     if subject and (frame.name_question or called) and not _CAMEL.match(path):
@@ -421,9 +485,9 @@ def _name_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame
         )  # fmt: skip
     if _CAMEL.match(path) and (frame.name_question or len(frame.spans) == 0 or called):
         return _make(
-            case_id, letter, text, "exists", f"`{path}` is defined by the library under test", path,
+            case_id, letter, text, "exists", f"`{path}` is defined by the library under test{role_note}", path,
             path=path, called=called, decides="necessary", library_symbol=True, free_names=[path],
-            bindings=frame.bindings,
+            bindings=frame.bindings, **extra,
         )  # fmt: skip
     return None
 

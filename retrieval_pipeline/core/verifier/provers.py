@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, atoms_body
+from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, Claim
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_python, safe_text
 
 ProofStatus = Literal["proof", "unverifiable_offline"]
@@ -51,13 +52,23 @@ COVERAGE_LISTED = 200
 
 @dataclass
 class Proof:
-    """A test for one claim, or the reason there is none."""
+    """A test for one claim, or the reason there is none.
+
+    Attributes:
+        claim: The claim proven.
+        test_source: The pytest file, or None when there is no proof.
+        status: ``proof`` or ``unverifiable_offline``.
+        filename: The file's name in the sandbox.
+        reason: Why there is no proof.
+        prover: Who wrote it: ``offline``, or ``llm:<model>`` (recorded for every option).
+    """
 
     claim: Claim
     test_source: str | None
     status: ProofStatus
     filename: str | None = None
     reason: str = ""
+    prover: str = "offline"
 
 
 class Prover(Protocol):
@@ -684,6 +695,19 @@ def _bind(spec):
     raise _Missing(value, head=True)
 
 
+def _submodule(obj, part):
+    """``obj.part`` when ``obj`` is a package whose submodule ``part`` was not imported yet; None if there is none."""
+    if not isinstance(obj, type(builtins)) or not isinstance(getattr(obj, "__name__", None), str):
+        return None
+    name = obj.__name__ + "." + part
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+
+
 def _walk(path, names, last_exists_only=False):
     head, _, rest = path.partition(".")
     if head in names:
@@ -692,13 +716,13 @@ def _walk(path, names, last_exists_only=False):
         obj, parts = _import_path(path)
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
-        if last and last_exists_only:
-            if not (_has(obj, part) if isinstance(obj, type) else hasattr(obj, part)):
-                raise _Missing(path + ": no attribute " + repr(part) + " on " + repr(obj))
-            return True
-        if not hasattr(obj, part):
+        present = _has(obj, part) if (last and last_exists_only and isinstance(obj, type)) else hasattr(obj, part)
+        child = None if present else _submodule(obj, part)
+        if not present and child is None:
             raise _Missing(path + ": no attribute " + repr(part) + " on " + repr(obj))
-        obj = getattr(obj, part)
+        if last and last_exists_only:
+            return True
+        obj = getattr(obj, part) if present else child
     return obj
 
 
@@ -778,18 +802,67 @@ class OfflineProver:
         if not claim.decidable:
             reason = "derived from the other options" if claim.kind == "none_of_the_above" else "no offline proof"
             return Proof(claim, None, "unverifiable_offline", None, reason)
-        body = {
-            "import": self._import_body,
-            "exists": self._exists_body,
-            "signature_param": self._signature_body,
-            "constructor_kwarg": self._signature_body,
-            "expression": self._expression_body,
-        }[claim.kind](claim)
+        atoms = self._atoms(claim)
+        if atoms is not None:
+            body: str | None = self._atoms_body(claim, atoms) if atoms else None
+        else:
+            body = {
+                "import": self._import_body,
+                "exists": self._exists_body,
+                "signature_param": self._signature_body,
+                "constructor_kwarg": self._signature_body,
+                "expression": self._expression_body,
+            }[claim.kind](claim)
         if body is None:
             return Proof(claim, None, "unverifiable_offline", None, "the claim's names cannot be resolved offline")
         doc = _docstring(f"Proof for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}")
-        source = _PRELUDE.format(doc=doc, evidence=EVIDENCE_FILE) + "\n\n" + body
+        source = _PRELUDE.format(doc=doc, evidence=EVIDENCE_FILE) + "\n\n" + (ATOM_SOURCE + "\n\n" if atoms else "") + body
         return Proof(claim, source, "proof", f"test_option_{_safe(claim.letter)}.py")
+
+    # ---- atoms (issue 13)
+
+    def _atoms(self, claim: Claim) -> list[dict[str, Any]] | None:
+        """The atoms a claim's proof runs; None for the kinds proven by their own bodies.
+
+        A name question about a role (``which plugin``) adds a ``role`` atom when the library defines the
+        role's base class (``BasePlugin``): a named class that does not derive from it is not the answer.
+        """
+        if claim.kind in ATOM_KINDS:
+            return [dict(a) for a in claim.details.get("atoms") or []]
+        roles = self._role_paths(claim) if claim.kind == "exists" else []
+        if not roles:
+            return None
+        path = claim.details["path"]
+        return [{"check": "exists", "path": path}, {"check": "role", "path": path, "bases": roles}]
+
+    def _role_paths(self, claim: Claim) -> list[str]:
+        """The role bases (``BasePlugin``) the library index holds, fully qualified."""
+        if self.index is None or not self.index.import_name:
+            return []
+        found: list[str] = []
+        for base in claim.details.get("role_bases") or []:
+            resolved = self.index.resolve(base) if base in self.index.names else None
+            if resolved is not None and resolved[1] not in found:
+                found.append(resolved[1])
+        return found
+
+    def _atoms_body(self, claim: Claim, atoms: list[dict[str, Any]]) -> str:
+        names: dict[str, Any] = dict(self._names(claim, list(claim.details.get("free_names") or [])))
+        for name, spec in list(names.items()):
+            other = self._instance_class(name) if spec[0] == "path" and self.index and name in self.index.module_aliases else None
+            if other and other != spec[1]:  # ``app``: the module the library imports as ``app``, or an ``App``
+                names[name] = ("either", [spec, ("path", other)])
+        return atoms_body(_safe(claim.letter), names, atoms)
+
+    def _instance_class(self, name: str) -> str | None:
+        """The class a lower-case name is an instance of (``runner`` -> ``Runner``), by the index's own rule."""
+        if self.index is None or not name[:1].islower():
+            return None
+        key = name.lower().replace("_", "")
+        for short, fqns in self.index.names.items():
+            if short[:1].isupper() and short.lower() == key:
+                return self.index._best(fqns)
+        return None
 
     # ---- names
 

@@ -7,6 +7,11 @@ several flagged questions at once: :func:`propose_fixes`). The quality report is
 Markdown (titled with the dataset and the library under test, with the seconds each step took), the
 proposals to a separate file (never over an input). A dataset without multiple-choice cases gets an
 empty report: nothing is probed or run.
+
+**Which prover.** The offline prover always runs first. With ``verifier.prover: llm`` *and* an LLM client (an
+endpoint is configured), an :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver` is asked about the
+options the offline proofs left open; with ``llm`` but no client, the offline prover alone runs and the report
+says so (:data:`NO_ENDPOINT_WARNING`). Every option records which prover decided it (the ``decided_by`` column).
 """
 
 from __future__ import annotations
@@ -26,17 +31,36 @@ import pandas as pd
 from retrieval_pipeline.core.asset_metadata import Markdown, Metadata
 from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.reports import md_preview
 from retrieval_pipeline.core.types import Case
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.llm_prover import LLMProver
+from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver
 from retrieval_pipeline.core.verifier.remediation import Proposal, remediate, write_proposals
 from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
 from retrieval_pipeline.core.verifier.verify import default_parallel, run_verification
 
-VERDICT_COLUMNS = ["case_id", "verdict", "marked", "proven_true", "proven_false", "undecided", "reasons", "seconds", "evidence"]
+VERDICT_COLUMNS = [
+    "case_id",
+    "verdict",
+    "marked",
+    "proven_true",
+    "proven_false",
+    "undecided",
+    "reasons",
+    "seconds",
+    "decided_by",
+    "evidence",
+]
+#: The prover setting (``verifier.prover``) when the registry has none.
+DEFAULT_PROVER = "offline"
+#: The report's warning when ``verifier.prover`` is ``llm`` and no LLM endpoint is configured.
+NO_ENDPOINT_WARNING = "verifier.prover is llm but no LLM endpoint is configured: the offline prover decided alone"
+#: The most options an LLM prover asks about in one check (its budget; the client caps retries per call).
+LLM_MAX_CALLS = 400
 FLAGGED_COLUMNS = ["case_id", "verdict", "status", "note", "proposed", "tries"]
 #: Characters of the Markdown report shown in the asset metadata.
 REPORT_PREVIEW_CHARS = 20000
@@ -89,6 +113,7 @@ def check_questions(
     proposals_path: Path,
     inputs: Sequence[str | Path] = (),
     registry_path: str | None = None,
+    llm: LLMClient | None = None,
 ) -> QuestionCheck:
     """Verify every multiple-choice case of a dataset, propose fixes and write the quality report.
 
@@ -100,9 +125,10 @@ def check_questions(
         proposals_path: Where proposed fixes go (only written when there are proposals).
         inputs: The dataset's input files: proposals are never written over one of them.
         registry_path: The registry file, named in the error about a missing interpreter.
+        llm: An open LLM client when an endpoint is configured; used only with ``verifier.prover: llm``.
 
     Raises:
-        InputError: ``settings.python`` names an interpreter that does not exist.
+        InputError: ``settings.python`` names an interpreter that does not exist, or ``verifier.prover`` is unknown.
     """
     questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
     python = settings.python or sys.executable
@@ -112,9 +138,16 @@ def check_questions(
             path=registry_path,
             case_id=f"dataset {dataset}",
         )
+    mode = prover_setting(settings, dataset=dataset, registry_path=registry_path)
     sandbox = SandboxSettings(python=python, timeout_s=settings.timeout_s, memory_mb=settings.memory_mb) if questions else None
     run = (
-        run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+        run_verification(
+            questions,
+            sandbox_settings=sandbox,
+            library=settings.library,
+            import_name=settings.import_name,
+            fallback_for=lambda index: llm_fallback(mode, llm, index),
+        )  # fmt: skip
         if questions
         else None
     )
@@ -122,7 +155,12 @@ def check_questions(
     started = time.monotonic()
     proposals = propose_fixes(verdicts, questions, OfflineProver(run.index), sandbox) if run and sandbox else []
     meta = run_meta(run, suite=dataset, settings=sandbox) if run else unprobed_meta(dataset, settings, python)
-    meta.update({"dataset": dataset, "python": str(python), "remediation_seconds": round(time.monotonic() - started, 3) if run else 0.0})
+    meta.update({"dataset": dataset, "python": str(python), "remediation_seconds": round(time.monotonic() - started, 3) if run else 0.0,
+                 "prover_setting": mode})  # fmt: skip
+    if mode == "llm" and llm is None:
+        meta["prover_warning"] = NO_ENDPOINT_WARNING
+    if llm is not None and mode == "llm":
+        meta["llm"] = llm_stats(llm)
     report = quality_report(verdicts, meta, proposals, index=run.index if run else None)
     md = write_report(report, report_path)
     written = write_proposals(proposals, questions, proposals_path, inputs=[str(p) for p in inputs]) if proposals else None
@@ -151,6 +189,43 @@ def check_questions(
         report_path=report_path,
         proposals_path=written,
     )
+
+
+def prover_setting(settings: VerifierSettings, *, dataset: str, registry_path: str | None = None) -> str:
+    """``verifier.prover`` (``offline`` or ``llm``; :data:`DEFAULT_PROVER` when empty), validated again for settings built in code.
+
+    Raises:
+        InputError: An unknown value (the message names the dataset and the registry).
+    """
+    mode = str(settings.prover or DEFAULT_PROVER)
+    if mode not in ("offline", "llm"):
+        raise InputError(f"verifier.prover must be offline or llm, not {mode!r}", path=registry_path, case_id=f"dataset {dataset}")
+    return mode
+
+
+def llm_fallback(mode: str, llm: LLMClient | None, index: LibraryIndex) -> LLMProver | None:
+    """The LLM prover asked about what the offline proofs left open: only with ``verifier.prover: llm`` and a client."""
+    if mode != "llm" or llm is None:
+        return None
+    library = f"{index.distribution} {index.version}" if index.distribution else index.import_name
+    return LLMProver(llm, library=library, import_name=index.import_name, max_calls=LLM_MAX_CALLS)
+
+
+def llm_stats(llm: LLMClient) -> dict[str, Any]:
+    """The LLM client's counters for the report: model, calls, cache hits, retries, failures, tokens (and cost when priced)."""
+    stats = llm.stats
+    out: dict[str, Any] = {
+        "model": llm.settings.model,
+        "calls": stats.calls,
+        "cache_hits": stats.cache_hits,
+        "retries": stats.retries,
+        "failures": stats.failures,
+        "prompt_tokens": stats.prompt_tokens,
+        "completion_tokens": stats.completion_tokens,
+    }
+    if stats.cost is not None:
+        out["cost"] = stats.cost
+    return out
 
 
 def propose_fixes(
@@ -212,6 +287,7 @@ def verdict_frame(verdicts: Sequence[Verdict], report: Mapping[str, Any]) -> pd.
             "undecided": list(v.undecided),
             "reasons": list(v.reasons),
             "seconds": v.duration_s,
+            "decided_by": json.dumps({e.letter: e.decided_by for e in v.evidence}),
             "evidence": json.dumps(report_case(report, v.case_id), default=str),
         }
         for v in verdicts

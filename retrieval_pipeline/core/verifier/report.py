@@ -118,6 +118,8 @@ def _evidence(e: OptionEvidence) -> dict[str, Any]:
             "decides": e.claim.decides if e.claim.decidable else None,
         },
         "proof_status": e.proof_status,
+        "prover": e.prover,
+        "decided_by": e.decided_by,
         "state": e.state,
         "option_true": e.option_true,
         "note": safe_text(e.note, REASON_CHARS),

@@ -7,6 +7,11 @@ Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 * ``consistent``: a ``necessary`` proof passed (the name exists, the parameter is there), which does
   not show the behaviour the question describes;
 * ``undecided``: no proof (prose), or the proof could not decide (crash, timeout, limit, missing subject).
+  A failed proof of a *disjunctive* option ("``X`` (or a custom plugin)") is undecided too: the alternative
+  it offers was not checked.
+
+Every option records which prover wrote the proof that settled it (``decided_by``: ``offline`` or
+``llm:<model>``, ``derived`` for "None of the above"; None while undecided).
 
 "None of the above" is derived: true iff every other option is false, false iff one is true.
 
@@ -67,6 +72,12 @@ class OptionEvidence:
     fingerprint: str | None = None  # redacted and capped, for reading
     record: dict[str, Any] = field(default_factory=dict)  # what the test wrote in its evidence file (redacted, capped)
     fingerprint_key: str | None = None  # sha256 of the raw fingerprint: what "same result" compares
+    prover: str | None = None  # who wrote the proof that ran: "offline" or "llm:<model>"
+
+    @property
+    def decided_by(self) -> str | None:
+        """The prover whose proof settled the option (true, false or consistent); None while undecided."""
+        return self.prover if self.state != "undecided" else None
 
 
 @dataclass
@@ -89,10 +100,10 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
     """Read one proof's run into an :class:`OptionEvidence` (E and unknown claims have no run)."""
     claim = proof.claim
     if claim.kind == "none_of_the_above":
-        return OptionEvidence(claim.letter, claim, "derived", None, "undecided", "derived from the other options")
+        return OptionEvidence(claim.letter, claim, "derived", None, "undecided", "derived from the other options", prover="derived")
     if proof.status != "proof" or execution is None:
         reason = proof.reason or str(claim.details.get("reason", "no offline proof"))
-        return OptionEvidence(claim.letter, claim, proof.status, None, "undecided", reason)
+        return OptionEvidence(claim.letter, claim, proof.status, None, "undecided", reason, prover=proof.prover)
     raw = parse_evidence(execution.artifacts) or {}
     note = safe_text(raw.get("reason", ""), EVIDENCE_CHARS)
     state: OptionState = "undecided"
@@ -103,6 +114,8 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
         else:
             state = "consistent"
             note = f"{note} (a necessary condition only: the behaviour the question describes is not executed)"
+    elif execution.outcome == "failed" and raw.get("option_true") is False and claim.details.get("disjunctive"):
+        note = f"undecided: {note} (but the option offers an alternative, which was not checked)"
     elif execution.outcome == "failed" and raw.get("option_true") is False:
         state, option_true = "false", False
     else:
@@ -128,6 +141,7 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
         fingerprint=None if fingerprint is None else safe_text(fingerprint, EVIDENCE_CHARS),
         record=safe_record(raw),
         fingerprint_key=None if fingerprint is None else hashlib.sha256(str(fingerprint).encode()).hexdigest(),
+        prover=proof.prover,
     )
 
 

@@ -16,6 +16,11 @@ sandbox of its own. A proof the batch did not report (its runner was killed, the
 runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.verifier.sandbox.run_pytest`), as
 does a question with a single proof; a crash or a timeout of one proof leaves only that option
 undecided. Questions run in parallel, up to the number of cores, each in its own sandbox.
+
+**A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
+only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
+result replaces the first one only when it settles more (true/false, or consistent where nothing was known);
+each option records which prover decided it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Prover, probe_environment
+from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
 from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 
@@ -58,6 +63,7 @@ def verify_question(
     *,
     workers: int = 2,
     batch: bool = True,
+    fallback: Prover | None = None,
 ) -> Verdict:
     """Verify one question; ``marked`` reaches only the verdict step.
 
@@ -71,10 +77,58 @@ def verify_question(
         workers: Proofs run at once when they run one sandbox each (a single proof, or those the batch
             did not report).
         batch: Run the question's proofs in one sandbox (:func:`run_pytest_batch`); False: one sandbox each.
+        fallback: A second prover for the options the first did not settle (see the module docstring).
     """
     started = time.monotonic()
     claims = decompose(case_id, question, options)
     proofs = [prover.prove(claim) for claim in claims]
+    executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
+    evidence: list[OptionEvidence] = [option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)]
+    if fallback is not None:
+        evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch)
+    verdict = decide(case_id, marked, evidence)
+    verdict.duration_s = round(time.monotonic() - started, 3)
+    return verdict
+
+
+#: States a second prover is asked about.
+OPEN_STATES = ("undecided", "consistent")
+
+
+def second_opinion(
+    evidence: Sequence[OptionEvidence], fallback: Prover, settings: SandboxSettings, *, workers: int = 2, batch: bool = True
+) -> list[OptionEvidence]:
+    """Ask ``fallback`` about the options left undecided or consistent; keep its result where it settles more.
+
+    Args:
+        evidence: The first prover's evidence, one per option.
+        fallback: The second prover (it gets the claims only).
+        settings: The sandbox its proofs run in.
+        workers: Proofs run at once when they run one sandbox each.
+        batch: Run its proofs in one sandbox.
+
+    Returns:
+        The evidence per option; where the second prover did not settle more, the first result with a note of the try.
+    """
+    open_ = [i for i, e in enumerate(evidence) if e.state in OPEN_STATES and e.claim.kind != "none_of_the_above"]
+    if not open_:
+        return list(evidence)
+    proofs = [fallback.prove(evidence[i].claim) for i in open_]
+    executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
+    merged = list(evidence)
+    for position, index in enumerate(open_):
+        first, second = evidence[index], option_evidence(proofs[position], executions.get(position))
+        settles = second.state in ("true", "false") or (first.state == "undecided" and second.state == "consistent")
+        if settles:
+            second.note = f"{second.note} (the first proof, by {first.prover}, had: {first.state})"
+            merged[index] = second
+        else:
+            merged[index] = dataclasses.replace(first, note=f"{first.note}; {second.prover} did not settle it either: {second.note}")
+    return merged
+
+
+def _run_proofs(proofs: Sequence[Proof], settings: SandboxSettings, *, workers: int, batch: bool) -> dict[int, Execution | None]:
+    """Run the proofs (one batch sandbox, then alone what the batch did not settle); index -> execution."""
     runnable = [i for i, p in enumerate(proofs) if p.status == "proof" and p.test_source is not None and p.filename is not None]
     first: dict[int, Execution | None] = {}
     if batch and len(runnable) > 1 and len({proofs[i].filename for i in runnable}) == len(runnable):
@@ -96,10 +150,7 @@ def verify_question(
     if pending:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending)))) as pool:
             executions.update(zip(pending, pool.map(run, pending)))
-    evidence: list[OptionEvidence] = [option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)]
-    verdict = decide(case_id, marked, evidence)
-    verdict.duration_s = round(time.monotonic() - started, 3)
-    return verdict
+    return executions
 
 
 def _settled(execution: Execution | None) -> bool:
@@ -123,6 +174,8 @@ def run_verification(
     parallel: int | None = None,
     index: LibraryIndex | None = None,
     progress: Callable[[Verdict], None] | None = None,
+    fallback: Prover | None = None,
+    fallback_for: Callable[[LibraryIndex], Prover | None] | None = None,
 ) -> VerificationRun:
     """Probe the environment once, then verify every multiple-choice case, several questions at once.
 
@@ -137,6 +190,8 @@ def run_verification(
         parallel: Questions verified at once, each in its own sandbox; default: the number of cores.
         index: A probed index to reuse (nothing is probed then).
         progress: Called with each verdict, in the order of the cases.
+        fallback: A second prover for the options the first did not settle (an LLM prover); None: none.
+        fallback_for: Makes the second prover from the probed index (it names the library), when ``fallback`` is None.
 
     Returns:
         The verdicts in the order of the cases, the index, the prover's name, the seconds and the skipped ids.
@@ -148,6 +203,8 @@ def run_verification(
     settings = sandbox_settings or SandboxSettings()
     index = index or probe_environment(settings, library, import_name=import_name)
     prover = prover or OfflineProver(index)
+    if fallback is None and fallback_for is not None:
+        fallback = fallback_for(index)
     questions: list[Case] = []
     skipped: list[str] = []
     for case in cases:
@@ -157,7 +214,8 @@ def run_verification(
             questions.append(case)
 
     def verify(case: Case) -> Verdict:
-        return verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings, workers=workers)
+        return verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
+                               workers=workers, fallback=fallback)  # fmt: skip
 
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool:
@@ -165,8 +223,10 @@ def run_verification(
             verdicts.append(verdict)
             if progress is not None:
                 progress(verdict)
-    return VerificationRun(verdicts, index, getattr(prover, "name", type(prover).__name__),
-                           round(time.monotonic() - started, 3), skipped)  # fmt: skip
+    name = getattr(prover, "name", type(prover).__name__)
+    if fallback is not None:
+        name += "+" + getattr(fallback, "name", type(fallback).__name__)
+    return VerificationRun(verdicts, index, name, round(time.monotonic() - started, 3), skipped)
 
 
 def verify_suite(

@@ -112,3 +112,32 @@ def test_adk_verdicts_are_the_same_under_a_cpu_hog(adk, adk_run):
         assert hog.all_running(), "the CPU hog ended before the verification did"
     assert {v.case_id: v.verdict for v in busy_run.verdicts} == idle
     assert busy_run.index.coverage.summary() == adk_run.index.coverage.summary()
+
+
+#: Issue 13: questions the new claim kinds settle, with the library facts that settle them (true in google-adk 1.20
+#: and 2.13 alike, read off the installed library by hand): ``App`` has ``events_compaction_config``,
+#: ``context_cache_config``; ``Runner`` takes no ``auto_compact``/``enable_cache``; ``LlmAgent`` has ``output_schema`` and
+#: ``input_schema`` but no ``cache``/``max_history``/``response_schema``; ``types.Content`` takes ``parts``/``role`` only and
+#: ``types.Part`` no ``image``; ``LoggingPlugin`` derives from ``BasePlugin`` and ``EventsCompactionConfig`` does not;
+#: ``adk deploy cloud_run`` has ``--service_name`` and none of the four flags offered.
+ISSUE13_VALID = {
+    "how_do_you_configure_an_app_to_automatically_compa": "compound",
+    "how_do_you_enable_context_caching_for_an_entire_ap": "compound",
+    "you_want_to_automatically_summarize_old_events_to_": "compound",
+    "llmagent_pydantic_schema_parameters": "compound",
+    "you_want_to_pass_an_image_to_an_llmagent_as_part_o": "compound",
+    "which_plugin_would_you_use_to_log_all_agent_intera": "exists",
+    "when_deploying_to_cloud_run_using_adk_deploy_cloud": "cli_option",
+}
+
+
+@pytest.mark.integration
+def test_issue13_claim_kinds_settle_more_adk_questions_and_disprove_no_marked_answer(adk_run):
+    verdicts = {v.case_id.split(":", 1)[1]: v for v in adk_run.verdicts}
+    for name, kind in ISSUE13_VALID.items():
+        verdict = verdicts[name]
+        assert verdict.verdict == "Valid", (name, verdict.reasons)
+        assert any(e.claim.kind == kind and e.decided_by == "offline" for e in verdict.evidence), name
+    assert [v.case_id for v in adk_run.verdicts if v.verdict == "Incorrect"] == []
+    plugin = verdicts["which_plugin_would_you_use_to_log_all_agent_intera"]
+    assert "BasePlugin" in {e.letter: e.note for e in plugin.evidence}["A"]  # EventsCompactionConfig is no plugin

@@ -98,7 +98,13 @@ def test_names_calls_and_placeholders():
     )
     assert calls[0].kind == "expression" and calls[0].details["mode"] == "evaluates"
     assert calls[0].details["bindings"]["deque"] == {"path": "collections.deque"}
-    assert calls[1].kind == "unknown" and calls[2].kind == "unknown"  # sketches with ... / my_* are not run
+    # sketches with ... / my_* are not run: a class-like callee is checked for its keywords only (issue 13)
+    assert calls[1].kind == "compound" and "expr" not in calls[1].details
+    assert calls[1].details["atoms"] == [
+        {"check": "accepts", "callee": "types.Content", "keywords": ["parts"]},
+        {"check": "accepts", "callee": "types.Part", "keywords": ["data"]},
+    ]
+    assert calls[2].kind == "unknown"  # a lower-case function of a placeholder: nothing to check
 
 
 def test_library_symbols_methods_and_signatures():

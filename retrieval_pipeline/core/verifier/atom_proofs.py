@@ -1,0 +1,488 @@
+"""Proofs for claims made of atoms (issue 13): the checks of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`.
+
+:data:`ATOM_SOURCE` is appended to the offline prover's prelude; :func:`atoms_body` writes the test. Each atom
+ends ``true``, ``false`` or ``undecided``; the option is false when one atom is false, undecided when one
+cannot be settled, true (or consistent, for a ``necessary`` claim) when all hold.
+
+What makes an atom false, and only that (everything else leaves it undecided):
+
+* a name the library index proves absent, or an attribute missing from a module or object that was loaded;
+* a member missing from a class whose every Python base's source was read and assigns no such attribute,
+  and which has no ``__getattr__`` of its own (pydantic's is not dynamic unless ``extra="allow"``);
+* a keyword no parameter or field takes, where the callee has no ``**kwargs`` (a pydantic model counts as
+  having none only with ``extra="forbid"``); a parameter said to be required that is not a named parameter;
+* an expression that returns where it should raise, raises another exception, or gives another value/type;
+* a flag missing from a click command that was loaded; an environment variable no installed ``.py`` file
+  mentions, where none holds a string the name could be built from (``"ADK_"``, ``f"ADK_{``).
+
+A name bound two ways (``("either", [...])``: ``app`` is a module the library imports *and* an instance of
+``App``) is read both ways: an atom holds if one reading holds, and is false only if every reading fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Seconds the environment-variable check may spend searching sources (grep) before it gives up (undecided).
+ENV_SCAN_BUDGET_S = 14.0
+
+ATOM_SOURCE = r'''
+import enum as _enum_module
+import os
+import sys
+import time
+import types as _types_module
+
+
+class _No(Exception):
+    """The atom is false."""
+
+
+class _Open(Exception):
+    """The atom cannot be settled here."""
+
+
+def _get(path, names):
+    """Load ``path``: missing -> _No, unless only its first name could not be resolved (not proven absent)."""
+    head = path.split(".")[0]
+    try:
+        return _walk(path, names)
+    except _Unimportable as exc:
+        raise _Open(str(exc)) from None
+    except _Missing as exc:
+        spec = names.get(head)
+        if exc.head and not (spec and spec[0] == "missing"):
+            raise _Open("cannot resolve " + repr(head) + ": " + str(exc)) from None
+        raise _No(str(exc)) from None
+    except ImportError as exc:
+        raise _Open("import failed: " + type(exc).__name__ + ": " + str(exc)) from None
+    except Exception as exc:
+        raise _Open("loading " + path + " raised " + type(exc).__name__ + ": " + str(exc)) from None
+
+
+def _named(target):
+    """(parameter and field names, whether it takes **kwargs), or None when nothing can be introspected."""
+    params = _parameters(target)
+    names, var_kw = [], False
+    if params is not None:
+        names = [p.name for p in params.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    fields = getattr(target, "model_fields", None) if isinstance(target, type) else None
+    for key, info in (fields if isinstance(fields, dict) else {}).items():
+        for name in (key, getattr(info, "alias", None), getattr(info, "validation_alias", None)):
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    config = getattr(target, "model_config", None) if isinstance(fields, dict) else None
+    if isinstance(config, dict):  # a pydantic model: what its signature says (often ``**data``) does not decide
+        var_kw = config.get("extra") != "forbid"  # "ignore" drops other keywords silently, "allow" keeps them
+    for key in getattr(target, "__dataclass_fields__", None) or {}:
+        if key not in names:
+            names.append(key)
+    if params is None and not names:
+        return None
+    return names, var_kw
+
+
+_HEAPTYPE = 1 << 9
+
+
+def _class_member(owner, name):
+    """A member missing from a class's attributes: assigned in its source (an instance attribute), or absent."""
+    dynamic = [k.__qualname__ for k in owner.__mro__ if "__getattr__" in vars(k)
+               and (k.__module__ or "").split(".")[0] not in ("builtins", "pydantic")]
+    if dynamic:
+        raise _Open(owner.__qualname__ + " computes attributes (__getattr__ in " + ", ".join(dynamic) + ")")
+    config = getattr(owner, "model_config", None)
+    if isinstance(config, dict) and config.get("extra") == "allow":
+        raise _Open(owner.__qualname__ + " is a pydantic model with extra='allow'")
+    pattern = re.compile(r"\bself\." + re.escape(name) + r"\s*(?::[^=\n]*)?=(?!=)|(?:setattr|__setattr__)\(\s*self\s*,\s*['\"]"
+                         + re.escape(name) + r"['\"]")
+    unread = []
+    for klass in owner.__mro__:
+        if klass is object or klass.__module__ == "builtins":
+            continue
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            if klass.__flags__ & _HEAPTYPE and getattr(klass, "__dictoffset__", 0):
+                unread.append(klass.__qualname__)
+            continue
+        if pattern.search(source):
+            return "an attribute assigned in the source of " + klass.__qualname__
+    if unread:
+        raise _Open("no source to read for " + ", ".join(unread) + ", whose instances may hold " + name)
+    raise _No(owner.__qualname__ + " has no parameter, field or attribute " + repr(name))
+
+
+def _member(owner, name):
+    """How ``owner`` has ``name`` (a parameter, field, attribute); _No when it has not; _Open when unknowable."""
+    if _has(owner, name) or hasattr(owner, name):
+        return "an attribute"
+    if _submodule(owner, name) is not None:
+        return "a submodule"
+    named = _named(owner) if callable(owner) else None
+    if named is not None and name in named[0]:
+        return "a parameter or field"
+    shown = getattr(owner, "__qualname__", None) or repr(owner)[:120]
+    if named is not None and named[1]:
+        raise _Open(shown + " may take " + repr(name) + " through **kwargs")
+    if isinstance(owner, _types_module.ModuleType):
+        raise _No("module " + owner.__name__ + " has no attribute " + repr(name))
+    if not isinstance(owner, type):
+        raise _No(shown + " has no attribute " + repr(name))
+    return _class_member(owner, name)
+
+
+def _atom_exists(atom, names):
+    path = atom["path"]
+    if "." not in path:
+        _get(path, names)
+        return path + " exists"
+    owner_path, _, name = path.rpartition(".")
+    owner = _get(owner_path, names)
+    return path + " exists: " + _member(owner, name)
+
+
+def _atom_member(atom, names):
+    owner = _get(atom["owner"], names)
+    return atom["owner"] + " has " + atom["name"] + ": " + _member(owner, atom["name"])
+
+
+def _atom_accepts(atom, names):
+    callee = _get(atom["callee"], names)
+    if not atom["keywords"]:
+        return atom["callee"] + " exists"
+    named = _named(callee)
+    if named is None:
+        raise _Open("no introspectable signature for " + atom["callee"])
+    params, var_kw = named
+    consumed = [k for k in atom["keywords"] if k not in params]
+    if consumed and not var_kw:
+        raise _No(atom["callee"] + " does not accept " + ", ".join(consumed) + "; it takes: " + ", ".join(params))
+    if consumed:
+        raise _Open(atom["callee"] + " may take " + ", ".join(consumed) + " through **kwargs")
+    return atom["callee"] + " accepts " + ", ".join(atom["keywords"])
+
+
+def _atom_subclass(atom, names):
+    klass, base = _get(atom["path"], names), _get(atom["base"], names)
+    if not (isinstance(klass, type) and isinstance(base, type)):
+        raise _Open(atom["path"] + " and " + atom["base"] + " are not both classes")
+    if base in klass.__mro__[1:]:
+        return atom["path"] + " derives from " + atom["base"]
+    raise _No(atom["path"] + " does not derive from " + atom["base"] + "; its bases: "
+              + ", ".join(k.__qualname__ for k in klass.__mro__[1:]))
+
+
+def _atom_role(atom, names):
+    obj = _get(atom["path"], names)
+    bases = tuple(_get(b, names) for b in atom["bases"])
+    if not all(isinstance(b, type) for b in bases):
+        raise _Open("a role base is not a class")
+    shown = " or ".join(atom["bases"])
+    if isinstance(obj, type):
+        if issubclass(obj, bases):
+            return atom["path"] + " is a subclass of " + shown
+        raise _No(atom["path"] + " is not a subclass of " + shown)
+    if isinstance(obj, bases):
+        return atom["path"] + " is an instance of " + shown
+    raise _No(atom["path"] + " is neither a subclass nor an instance of " + shown)
+
+
+def _evaluate(atom, names):
+    try:
+        ns = _namespace(names, list(atom.get("free") or []))
+    except _Unimportable as exc:
+        raise _Open(str(exc)) from None
+    except (_Missing, ImportError, AttributeError) as exc:
+        raise _Open("cannot set up: " + type(exc).__name__ + ": " + str(exc)) from None
+    if atom.get("setup"):
+        try:
+            exec(atom["setup"], ns)
+        except Exception as exc:
+            raise _Open("the setup failed: " + type(exc).__name__ + ": " + str(exc)) from None
+    try:
+        code = compile(atom["expr"], "<option>", "eval")
+    except (SyntaxError, ValueError) as exc:
+        raise _Open("the expression does not compile: " + str(exc)) from None
+    try:
+        return eval(code, ns), None
+    except Exception as exc:
+        return None, exc
+
+
+def _atom_raises(atom, names):
+    result, raised = _evaluate(atom, names)
+    if raised is None:
+        raise _No(atom["expr"] + " returns " + repr(result)[:200] + " without raising")
+    if not _exception_matches(raised, atom["exception"], names):
+        raise _No(atom["expr"] + " raises " + type(raised).__name__ + ", not " + atom["exception"])
+    return atom["expr"] + " raises " + type(raised).__name__ + ": " + str(raised)[:200]
+
+
+def _atom_returns(atom, names):
+    result, raised = _evaluate(atom, names)
+    if raised is not None:
+        raise _No(atom["expr"] + " raises " + type(raised).__name__ + ": " + str(raised)[:200])
+    if atom.get("expected") is not None:
+        expected = ast.literal_eval(atom["expected"])
+        if not _same(result, expected):
+            raise _No(atom["expr"] + " returns " + repr(result)[:200] + ", not " + repr(expected))
+        return atom["expr"] + " returns " + repr(result)[:200]
+    kind = _get(atom["type"], names)
+    if not isinstance(kind, type):
+        raise _Open(atom["type"] + " is not a type")
+    numeric = kind in (int, float, complex)
+    if isinstance(result, kind) and not (numeric and isinstance(result, bool)):
+        return atom["expr"] + " returns a " + type(result).__qualname__
+    raise _No(atom["expr"] + " returns a " + type(result).__qualname__ + ", not a " + atom["type"])
+
+
+def _default_of(owner, name):
+    """("value", v), ("required", None) or None (no default found where defaults live)."""
+    fields = getattr(owner, "model_fields", None) if isinstance(owner, type) else None
+    if isinstance(fields, dict) and name in fields:
+        info = fields[name]
+        if info.is_required():
+            return "required", None
+        if info.default_factory is not None:
+            try:
+                return "value", info.default_factory()
+            except TypeError:
+                raise _Open(name + " has a default factory that needs the other fields") from None
+        return "value", info.default
+    dataclass_fields = getattr(owner, "__dataclass_fields__", None) or {}
+    if name in dataclass_fields:
+        spec = dataclass_fields[name]
+        missing = type(spec.default).__name__ == "_MISSING_TYPE"
+        if missing and type(spec.default_factory).__name__ == "_MISSING_TYPE":
+            return "required", None
+        return "value", spec.default_factory() if missing else spec.default
+    params = _parameters(owner) if callable(owner) else None
+    if params is not None and name in params:
+        param = params[name]
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            return None
+        return ("required", None) if param.default is param.empty else ("value", param.default)
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if name in vars(klass):
+                value = vars(klass)[name]
+                if callable(value) or hasattr(value, "__get__"):
+                    return None
+                return "value", value
+    return None
+
+
+def _atom_default(atom, names):
+    owner = _get(atom["owner"], names)
+    found = _default_of(owner, atom["name"])
+    if found is None:
+        raise _Open("no default of " + atom["name"] + " found on " + atom["owner"])
+    kind, value = found
+    if kind == "required":
+        raise _No(atom["owner"] + "." + atom["name"] + " is required: it has no default")
+    expected = ast.literal_eval(atom["expected"])
+    if not _same(value, expected):
+        raise _No(atom["owner"] + "." + atom["name"] + " defaults to " + repr(value)[:200] + ", not " + repr(expected))
+    return atom["owner"] + "." + atom["name"] + " defaults to " + repr(value)[:200]
+
+
+def _atom_enum_member(atom, names):
+    klass = _get(atom["enum"], names)
+    if not (isinstance(klass, type) and issubclass(klass, _enum_module.Enum)):
+        raise _Open(atom["enum"] + " is not an enum")
+    if atom["member"] in klass.__members__:
+        return atom["enum"] + "." + atom["member"] + " is a member"
+    raise _No(atom["enum"] + " has no member " + atom["member"] + "; its members: " + ", ".join(list(klass.__members__)[:40]))
+
+
+def _atom_required(atom, names):
+    owner = _get(atom["owner"], names)
+    name, want = atom["name"], atom["required"]
+    fields = getattr(owner, "model_fields", None) if isinstance(owner, type) else None
+    if isinstance(fields, dict) and name in fields:
+        required = fields[name].is_required()
+    else:
+        params = _parameters(owner)
+        if params is None:
+            raise _Open("no introspectable signature for " + atom["owner"])
+        if name in params and params[name].kind not in (params[name].VAR_POSITIONAL, params[name].VAR_KEYWORD):
+            required = params[name].default is params[name].empty
+        elif want and any(p.kind == p.VAR_KEYWORD for p in params.values()):  # **kwargs cannot require it by signature
+            raise _No(name + " is not a named parameter of " + atom["owner"] + ", so nothing requires it; it takes: " + ", ".join(params))
+        elif any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            raise _Open(atom["owner"] + " may take " + name + " through **kwargs")
+        else:
+            raise _No(name + " is not a parameter of " + atom["owner"] + "; it takes: " + ", ".join(params))
+    word = "required" if required else "optional"
+    if required != want:
+        raise _No(name + " of " + atom["owner"] + " is " + word)
+    return name + " of " + atom["owner"] + " is " + word
+
+
+ENV_SCAN_BUDGET_S = CONFIG_ENV_SCAN_BUDGET_S
+
+
+def _atom_env_var(atom, names):
+    """Some installed .py file (standard library and site-packages) mentions the variable: grep, then read the hits."""
+    import subprocess
+
+    name = atom["name"]
+    prefixes = [name[: i + 1] for i, char in enumerate(name[:-1]) if char == "_" and i >= 2]
+    partial = [q + p + end for p in prefixes for q in ("'", '"') for end in (q, "{")]
+    here = os.path.realpath(os.getcwd())
+    roots = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)} - {here})
+    command = ["grep", "-r", "-l", "-s", "-F", "--include=*.py", "-e", name]
+    for pattern in partial:
+        command += ["-e", pattern]
+    try:
+        done = subprocess.run(command + roots, capture_output=True, timeout=ENV_SCAN_BUDGET_S, text=True, errors="replace")
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise _Open("the source scan failed: " + type(exc).__name__ + ": " + str(exc)) from None
+    hits = [line for line in done.stdout.splitlines() if line]
+    if done.returncode not in (0, 1) and not hits:
+        raise _Open("the source scan could not read every file (grep exit " + str(done.returncode) + ")")
+    built = None
+    for path in hits:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        if name in text:
+            return path + " mentions " + name
+        built = built or next((path + " holds " + p for p in partial if p in text), None)
+    if built:
+        raise _Open(name + " is mentioned nowhere, but " + built + ": the name may be built from it")
+    if done.returncode != 1:
+        raise _Open("the source scan could not read every file (grep exit " + str(done.returncode) + ")")
+    raise _No("no installed Python source under " + ", ".join(roots) + " mentions " + name)
+
+
+def _atom_cli_option(atom, names):
+    import importlib.metadata as metadata
+
+    words, flag = atom["command"], atom["option"]
+    scripts = [e for e in metadata.entry_points(group="console_scripts") if e.name == words[0]]
+    if not scripts:
+        raise _Open("no console script named " + repr(words[0]) + " is installed")
+    try:
+        command = scripts[0].load()
+        import click
+    except Exception as exc:
+        raise _Open("cannot load the console script " + words[0] + ": " + type(exc).__name__ + ": " + str(exc)) from None
+    if not isinstance(command, click.Command):  # a function that calls its module's click command: ``main(): cli()``
+        module = sys.modules.get(getattr(command, "__module__", "") or "")
+        called = set(getattr(getattr(command, "__code__", None), "co_names", ()))
+        found = [v for k, v in vars(module or object()).items() if k in called and isinstance(v, click.Command)]
+        if len(found) != 1:
+            raise _Open(words[0] + " is not a click command: its flags cannot be listed")
+        command = found[0]
+    context = click.Context(command, info_name=words[0])
+    for word in words[1:]:
+        sub = command.get_command(context, word) if isinstance(command, click.Group) else None
+        if sub is None:
+            raise _Open(" ".join(words) + ": no subcommand " + repr(word) + " (the question's command is not there)")
+        command, context = sub, click.Context(sub, info_name=word, parent=context)
+    flags = sorted({o for p in command.params for o in list(getattr(p, "opts", []) or []) + list(getattr(p, "secondary_opts", []) or [])
+                    if o.startswith("-")})
+    if flag in flags:
+        return " ".join(words) + " has " + flag
+    raise _No(" ".join(words) + " has no " + flag + "; its flags: " + ", ".join(flags))
+
+
+def _atom_import(atom, names):
+    module = atom["module"]
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+            raise _No("no module " + module + ": " + str(exc)) from None
+        raise _Open("importing " + module + " failed: " + str(exc)) from None
+    except Exception as exc:
+        raise _Open("importing " + module + " raised " + type(exc).__name__ + ": " + str(exc)) from None
+    return module + " imports"
+
+
+_ATOM_CHECKS = {
+    "exists": _atom_exists,
+    "member": _atom_member,
+    "accepts": _atom_accepts,
+    "subclass": _atom_subclass,
+    "role": _atom_role,
+    "raises": _atom_raises,
+    "returns": _atom_returns,
+    "default": _atom_default,
+    "enum_member": _atom_enum_member,
+    "required": _atom_required,
+    "env_var": _atom_env_var,
+    "cli_option": _atom_cli_option,
+    "import": _atom_import,
+}
+
+
+def _check_once(atom, names):
+    try:
+        return "true", _ATOM_CHECKS[atom["check"]](atom, names)
+    except _No as exc:
+        return "false", str(exc)
+    except _Open as exc:
+        return "undecided", str(exc)
+    except Exception as exc:
+        return "undecided", "the check failed: " + type(exc).__name__ + ": " + str(exc)
+
+
+def _readings(names):
+    """Every way to read the names: a name bound to ("either", [a, b]) (``app``: a module, or an ``App``) is read both ways."""
+    readings = [dict(names)]
+    for key, spec in names.items():
+        if spec[0] == "either":
+            readings = [{**r, key: alternative} for r in readings for alternative in spec[1]]
+    return readings
+
+
+def _check(atom, names):
+    """An atom over every reading of the names: true if one reading holds, false only if every reading fails."""
+    outcomes = [_check_once(atom, reading) for reading in _readings(names)]
+    for state in ("true", "undecided"):
+        found = [reason for s, reason in outcomes if s == state]
+        if found:
+            return state, found[0]
+    return "false", " / ".join(reason for _, reason in outcomes)
+
+
+def _decide_atoms(atoms, names):
+    results = []
+    for atom in atoms:
+        state, reason = _check(atom, names)
+        results.append({"check": atom["check"], "state": state, "reason": reason[:300]})
+    false = [r["reason"] for r in results if r["state"] == "false"]
+    if false:
+        _false("; ".join(false), atoms=results)
+    open_ = [r["reason"] for r in results if r["state"] == "undecided"]
+    if open_:
+        _undecided("; ".join(open_))
+    _true("; ".join(r["reason"] for r in results), atoms=results)
+'''.replace("CONFIG_ENV_SCAN_BUDGET_S", repr(ENV_SCAN_BUDGET_S))
+
+
+def atoms_body(letter: str, names: Mapping[str, Any], atoms: Sequence[Mapping[str, Any]]) -> str:
+    """The test of a claim made of atoms; ``letter`` is already a safe identifier part.
+
+    Args:
+        letter: The option's letter, made safe for a function name.
+        names: Bindings of the free names (see ``OfflineProver._names``).
+        atoms: The checks, in order.
+
+    Returns:
+        Source to put after the prelude and :data:`ATOM_SOURCE`; every value enters as a pure-ASCII literal.
+    """
+    return f"""NAMES = {ascii(dict(names))}
+ATOMS = {ascii([dict(a) for a in atoms])}
+
+
+def test_option_{letter}():
+    _decide_atoms(ATOMS, NAMES)
+"""

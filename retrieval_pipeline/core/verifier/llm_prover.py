@@ -1,0 +1,247 @@
+"""A prover whose proofs an LLM writes (issue 13), behind the same :class:`~retrieval_pipeline.core.verifier.provers.Prover`
+protocol as the offline prover.
+
+For each option the LLM (through :class:`~retrieval_pipeline.core.llm.client.LLMClient`: cache, retries, JSON
+re-asks) writes a function ``check()`` whose ``assert`` statements hold exactly when the option is true. It sees
+the question, the option and the library's name and version; never the marked answer or the other options.
+The function is screened (:func:`screen_check`), wrapped (:func:`wrap_check`) in a pytest file with the offline
+prover's evidence protocol, and runs in the same sandbox as every other proof.
+
+**Errors decide nothing.** The option is false only when an ``assert`` statement *of the generated check*
+fails: the wrapper reads the traceback, and an ``AssertionError`` raised anywhere else (inside the library, by
+``raise``), any other exception, a timeout or a crash leaves the option undecided. A check with no ``assert``
+proves nothing and is refused before it runs.
+
+**Screening** (defence in depth; the sandbox is the boundary): a check that does not parse, defines no
+``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
+``eval``/``__import__``, names the evidence file or the wrapper's helpers, or exits the interpreter is refused:
+the option stays undecided, with the reason.
+
+**Budget.** ``max_calls`` caps how many options one prover asks about (the client caps retries per call); past
+it, options stay undecided ("the LLM budget is spent").
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import threading
+from typing import Any
+
+import pydantic
+
+from retrieval_pipeline.core.astutil import dotted_name
+from retrieval_pipeline.core.llm.client import LLMClient
+from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.provers import _PRELUDE, EVIDENCE_FILE, Proof, _docstring, _literal, _safe
+
+#: The file name the generated code is compiled under; the wrapper trusts only assert statements from it.
+GENERATED_FILE = "<generated check>"
+#: Modules a generated check may not import (network, processes, FFI, the host's users).
+FORBIDDEN_MODULES = frozenset(
+    "socket ssl subprocess multiprocessing ctypes cffi urllib http requests httpx aiohttp urllib3 ftplib smtplib poplib imaplib "
+    "telnetlib xmlrpc socketserver asyncio.subprocess pty pwd grp spwd crypt resource signal shutil webbrowser".split()
+)
+#: Calls a generated check may not make.
+FORBIDDEN_CALLS = frozenset(
+    "exec eval compile __import__ open_code breakpoint exit quit os.system os.popen os.exec os.execv os.execve os.execl os.execlp "
+    "os.spawnl os.spawnv os.fork os.forkpty os.kill os.killpg os._exit os.getenv os.putenv os.unsetenv os.setuid os.chmod os.chown "
+    "os.remove os.unlink os.rmdir os.removedirs os.rename os.replace os.symlink os.link sys.exit importlib.import_module".split()
+)
+#: Names of the wrapper (and of the evidence protocol) a generated check may not touch.
+WRAPPER_NAMES = frozenset(
+    "_record _true _false _undecided _from_generated_assert _run_generated EVIDENCE GENERATED GENERATED_FILE ASSERT_LINES "
+    "environ environb".split()
+)
+
+_SYSTEM = """You write one Python check that decides whether an answer option of a multiple-choice question about a \
+Python library is TRUE for the library installed here.
+
+Reply with one JSON object: {"test_code": "<python source>", "rationale": "<one sentence>"}.
+
+Rules for test_code:
+- Define `def check():` (no arguments). Its `assert` statements must ALL hold if and only if the option is true; \
+an option that is false must make one of them fail. Use plain `assert` statements, with a message.
+- Import what you need inside check(): the library under test and the Python standard library only.
+- Exercise the real library: construct objects, call functions, inspect signatures, fields, defaults, exceptions.
+- No network, no subprocesses, no environment variables, no files outside the current directory.
+- Do not catch AssertionError, do not call sys.exit, do not write pytest tests or fixtures.
+- If something needed does not exist, let the exception propagate (that is not an answer).
+"""
+
+
+class GeneratedCheck(pydantic.BaseModel):
+    """The LLM's answer: the source of ``check()`` and why it decides the option."""
+
+    test_code: str = pydantic.Field(min_length=1, max_length=20000)
+    rationale: str = ""
+
+
+def _import_problem(node: ast.AST) -> str | None:
+    modules: list[str] = []
+    if isinstance(node, ast.Import):
+        modules = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module:
+        modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    for module in modules:
+        parts = module.split(".")
+        if any(".".join(parts[: i + 1]) in FORBIDDEN_MODULES for i in range(len(parts))):
+            return f"imports {module}"
+    return None
+
+
+def _node_problem(node: ast.AST) -> str | None:
+    """Why one node of a generated check is refused, or None."""
+    problem = _import_problem(node)
+    if problem:
+        return problem
+    if isinstance(node, ast.Call):
+        called = dotted_name(node.func)
+        if called and (called in FORBIDDEN_CALLS or called.split(".")[-1] in {"system", "popen", "_exit", "getenv"}):
+            return f"calls {called}"
+    if isinstance(node, ast.Name) and node.id in WRAPPER_NAMES:
+        return f"uses the name {node.id}"
+    if isinstance(node, ast.Attribute) and node.attr in WRAPPER_NAMES | {"environ", "environb", "_exit", "modules"}:
+        return f"uses the attribute {node.attr}"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+        text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+        if "evidence" in text.lower() or text.startswith("/proc") or "/.ssh" in text or "shadow" in text:
+            return f"holds the string {text[:60]!r}"
+    return None
+
+
+def screen_check(source: str) -> str | None:
+    """Why a generated check is refused before it runs, or None when it may run (see the module docstring).
+
+    Args:
+        source: The generated Python source.
+
+    Returns:
+        A one-line reason, or None.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        return f"it does not parse: {exc}"
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check"]
+    if not checks:
+        return "it defines no top-level check()"
+    if not any(isinstance(n, ast.Assert) for n in ast.walk(checks[0])):
+        return "check() has no assert statement, so it would prove nothing"
+    for node in ast.walk(tree):
+        problem = _node_problem(node)
+        if problem:
+            return problem
+    return None
+
+
+_WRAPPER = r'''
+import asyncio
+import traceback
+
+GENERATED_FILE = {generated_file}
+GENERATED = {generated}
+ASSERT_LINES = frozenset(
+    line
+    for node in ast.walk(ast.parse(GENERATED))
+    if isinstance(node, ast.Assert)
+    for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+)
+
+
+def _from_generated_assert(exc):
+    """True when the innermost frame is an assert statement of the generated check (not the library, not ``raise``)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename == GENERATED_FILE and tb.tb_lineno in ASSERT_LINES
+
+
+def _run_generated():
+    namespace = {{"__name__": "generated_check"}}
+    exec(compile(GENERATED, GENERATED_FILE, "exec"), namespace)
+    result = namespace["check"]()
+    if inspect.isawaitable(result):
+        asyncio.run(result)
+
+
+def test_option_{letter}():
+    failed = None
+    try:
+        _run_generated()
+    except AssertionError as exc:
+        if not _from_generated_assert(exc):
+            _undecided("an AssertionError that no assert statement of the generated check raised: "
+                       + "".join(traceback.format_exception_only(type(exc), exc)).strip()[:300])
+        failed = (str(exc) or "an assertion of the generated check failed")[:300]
+    except BaseException as exc:
+        _undecided("the generated check errored (" + type(exc).__name__ + ": " + str(exc)[:300] + "), which decides nothing")
+    if failed is not None:
+        _false("a generated assertion failed: " + failed)
+    _true("every assertion of the generated check held")
+'''
+
+
+def wrap_check(claim: Claim, code: str, prover: str) -> str:
+    """The pytest file for a generated check: the offline prover's prelude, the check as a literal, the wrapper."""
+    doc = _docstring(f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}")
+    prelude = _PRELUDE.format(doc=doc, evidence=EVIDENCE_FILE)
+    body = _WRAPPER.format(generated_file=_literal(GENERATED_FILE), generated=_literal(code), letter=_safe(claim.letter))
+    return prelude + "\n" + body
+
+
+class LLMProver:
+    """Proofs written by an LLM (see the module docstring); ``name`` is ``llm:<model>``.
+
+    Args:
+        client: The LLM layer's client (cache, retries, JSON re-asks).
+        library: The library under test, as the prompt names it (``google-adk 2.13.0``).
+        import_name: Its module (``google.adk``).
+        max_calls: The most options this prover asks the LLM about; None: no cap.
+    """
+
+    def __init__(
+        self, client: LLMClient, *, library: str | None = None, import_name: str | None = None, max_calls: int | None = None
+    ) -> None:
+        self.client = client
+        self.library = library
+        self.import_name = import_name
+        self.max_calls = max_calls
+        self.name = f"llm:{client.settings.model}"
+        self._asked = 0
+        self._lock = threading.Lock()
+
+    def messages(self, claim: Claim) -> list[dict[str, Any]]:
+        """The chat messages for one option: the question, the option and the library; never the marked answer."""
+        task = {
+            "library": self.library or "the Python standard library",
+            "import_name": self.import_name,
+            "question": claim.question,
+            "option": claim.option_text,
+            "what_the_option_claims": claim.hypothesis if claim.kind != "unknown" else None,
+        }
+        return [
+            {"role": "system", "content": _SYSTEM},
+            {"role": "user", "content": json.dumps(task, ensure_ascii=False, indent=1)},
+        ]
+
+    def prove(self, claim: Claim) -> Proof:
+        """A pytest file for the option, or no proof with the reason (the option then stays undecided)."""
+        if claim.kind == "none_of_the_above":
+            return Proof(claim, None, "unverifiable_offline", None, "derived from the other options", prover=self.name)
+        # the generated check tests the whole option, not a necessary condition of it, nor one of its alternatives
+        claim = dataclasses.replace(claim, details={**claim.details, "decides": "truth", "disjunctive": False})
+        with self._lock:
+            spent = self.max_calls is not None and self._asked >= self.max_calls
+            self._asked += 0 if spent else 1
+        if spent:
+            return Proof(claim, None, "unverifiable_offline", None, f"the LLM budget is spent ({self.max_calls} options)", prover=self.name)
+        call = self.client.complete_json(self.messages(claim), GeneratedCheck)
+        if not call.ok or call.value is None:
+            return Proof(claim, None, "unverifiable_offline", None, f"the LLM gave no usable check: {call.error}", prover=self.name)
+        code = str(call.value["test_code"])
+        problem = screen_check(code)
+        if problem:
+            return Proof(claim, None, "unverifiable_offline", None, f"the generated check was refused: {problem}", prover=self.name)
+        return Proof(claim, wrap_check(claim, code, self.name), "proof", f"test_option_{_safe(claim.letter)}.py", prover=self.name)

@@ -1,0 +1,329 @@
+"""The LLM prover (issue 13) against the scripted OpenAI-compatible fake: correct, broken and hostile checks.
+
+The fake replies with a check per option (looked up by the option's text in the request). Correct checks decide
+options; broken ones (errors, forged or foreign AssertionErrors, no assert, bad JSON) leave them undecided, never
+false; hostile ones (network, writes outside the sandbox, secrets) are refused before they run or contained when
+they run, and nothing on the host changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from retrieval_pipeline.core.llm.cache import LLMCache
+from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.registry import VerifierSettings
+from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, screen_check, wrap_check
+from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, check_questions
+from retrieval_pipeline.core.verifier.report import quality_report
+from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
+from retrieval_pipeline.core.verifier.verify import verify_question
+from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer, message_text
+
+MODEL = "fake-model"
+QUESTION = "How does `collections.Counter.most_common` order its result when called with no argument?"
+OPTIONS = {
+    "A": "From the most common element to the least common.",
+    "B": "Alphabetically by element.",
+    "C": "In insertion order only.",
+    "E": "None of the above",
+}
+CORRECT = {
+    OPTIONS["A"]: """
+def check():
+    from collections import Counter
+    counts = Counter("abbccc").most_common()
+    assert counts[0] == ("c", 3), counts
+    assert [n for _, n in counts] == sorted((n for _, n in counts), reverse=True), counts
+""",
+    OPTIONS["B"]: """
+def check():
+    from collections import Counter
+    counts = Counter("abbccc").most_common()
+    assert [e for e, _ in counts] == sorted(e for e, _ in counts), counts
+""",
+    OPTIONS["C"]: """
+def check():
+    from collections import Counter
+    counts = Counter("abbccc").most_common()
+    assert [e for e, _ in counts] == ["a", "b", "c"], counts
+""",
+}
+#: Checks that error, or fail in a way that is no assert of theirs: each must leave its option undecided.
+BROKEN = {
+    "a NameError": "def check():\n    assert undefined_name == 1\n",
+    "a missing module": "def check():\n    import nosuchmodule_xyz\n    assert nosuchmodule_xyz.x\n",
+    "a forged AssertionError": "def check():\n    assert True\n    raise AssertionError('forged: the option is false')\n",
+    "an assertion inside a library": ("def check():\n    import unittest\n    assert True\n    unittest.TestCase().assertEqual(1, 2)\n"),
+    "an async check that errors": "async def check():\n    assert True\n    raise KeyError('inside a coroutine')\n",
+}
+#: Checks refused before they run (no proof at all).
+REFUSED = {
+    "no assert": "def check():\n    return 1\n",
+    "a syntax error": "def check(:\n    assert True\n",
+    "no check()": "assert 1 == 1\n",
+}
+
+
+def reply(code: str) -> str:
+    return json.dumps({"test_code": code, "rationale": "scripted"})
+
+
+def answers_by_option(table: dict[str, str]):
+    """The fake's answer function: the option named in the last user message -> its scripted reply (None: unknown)."""
+
+    def answer(messages):
+        task = json.loads(message_text([m for m in messages if m.get("role") == "user"][-1]))
+        return table.get(task["option"])
+
+    return answer
+
+
+@contextmanager
+def llm_client(table: dict[str, str], tmp_path: Path, **settings) -> Iterator[tuple[LLMClient, FakeOpenAIServer]]:
+    with FakeOpenAIServer(answers_by_option(table), model=MODEL) as server:
+        options = {"max_retries": 0, "json_retries": 1, "timeout_s": 10.0, **settings}
+        with LLMClient(LLMSettings(base_url=server.base_url, model=MODEL, **options), LLMCache(tmp_path / "llm.sqlite")) as client:
+            yield client, server
+
+
+def verify(options: dict[str, str], marked: str, client: LLMClient, settings: SandboxSettings, question: str = QUESTION, **kwargs):
+    prover = LLMProver(client, **kwargs)
+    return verify_question("c", question, options, marked, OfflineProver(), settings, fallback=prover)
+
+
+# --------------------------------------------------------------------------------------------------
+# Screening and wrapping (no sandbox)
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("def check():\n    import socket\n    assert socket\n", "imports socket"),
+        ("def check():\n    from urllib.request import urlopen\n    assert urlopen\n", "imports urllib.request"),
+        ("def check():\n    import os\n    assert os.environ\n", "environ"),
+        ("def check():\n    import os\n    assert os.system('id') == 0\n", "calls os.system"),
+        ("def check():\n    assert open('/etc/shadow').read()\n", "shadow"),
+        ("def check():\n    assert open('option.evidence.json', 'w')\n", "evidence"),
+        ("def check():\n    _false('forged')\n    assert True\n", "_false"),
+        ("def check():\n    assert eval('1')\n", "calls eval"),
+        ("def check():\n    import sys\n    sys.exit(1)\n    assert True\n", "sys.exit"),
+        (REFUSED["no assert"], "no assert statement"),
+        (REFUSED["a syntax error"], "does not parse"),
+        (REFUSED["no check()"], "defines no top-level check()"),
+    ],
+)
+def test_screen_refuses_what_must_not_run(source, why):
+    problem = screen_check(source)
+    assert problem is not None and why in problem, problem
+
+
+def test_screen_lets_an_ordinary_check_run_and_the_wrapper_compiles():
+    assert screen_check(CORRECT[OPTIONS["A"]]) is None
+    claim = decompose("c", QUESTION, {"A": OPTIONS["A"]})[0]
+    source = wrap_check(claim, CORRECT[OPTIONS["A"]], f"llm:{MODEL}")
+    compile(source, "test_option_A.py", "exec")
+    assert source.isascii() and GENERATED_FILE in source and "def test_option_A" in source
+
+
+# --------------------------------------------------------------------------------------------------
+# Correct checks decide
+
+
+def test_correct_checks_decide_and_the_option_records_the_llm(sandbox, tmp_path):
+    table = {text: reply(code) for text, code in CORRECT.items()}
+    with llm_client(table, tmp_path) as (client, server):
+        verdict = verify(OPTIONS, "A", client, sandbox, library="the Python standard library")
+        states = {e.letter: (e.state, e.decided_by) for e in verdict.evidence}
+        assert states == {
+            "A": ("true", f"llm:{MODEL}"),
+            "B": ("false", f"llm:{MODEL}"),
+            "C": ("false", f"llm:{MODEL}"),
+            "E": ("false", "derived"),
+        }, [e.note for e in verdict.evidence]
+        assert verdict.verdict == "Valid"
+        asked = server.chat_count
+        assert asked == 3  # the offline prover had no proof for A-C; E is derived, never asked
+        # the marked answer and the other options never reach the LLM
+        for request in server.requests:
+            task = json.loads(message_text(request.messages[-1]))
+            assert set(task) == {"library", "import_name", "question", "option", "what_the_option_claims"}
+        again = verify(OPTIONS, "A", client, sandbox)  # the same requests: answered from the cache
+        assert server.chat_count == asked and client.stats.cache_hits == 3
+        assert {e.letter: e.state for e in again.evidence} == {k: v[0] for k, v in states.items()}
+
+
+def test_offline_decisions_stand_and_the_llm_is_asked_only_about_the_rest(sandbox, tmp_path):
+    options = {"A": "from collections import Counter", "B": OPTIONS["B"]}
+    table = {OPTIONS["B"]: reply(CORRECT[OPTIONS["B"]]), options["A"]: reply("def check():\n    assert False, 'never asked'\n")}
+    with llm_client(table, tmp_path) as (client, server):
+        verdict = verify(options, "A", client, sandbox, question="Which import gives you `Counter`?")
+        decided = {e.letter: (e.state, e.decided_by) for e in verdict.evidence}
+        assert decided == {"A": ("true", "offline"), "B": ("false", f"llm:{MODEL}")}
+        assert server.chat_count == 1 and verdict.verdict == "Valid"
+
+
+# --------------------------------------------------------------------------------------------------
+# Broken checks decide nothing
+
+
+def test_broken_checks_leave_the_option_undecided_never_false(sandbox, tmp_path):
+    options = {chr(ord("A") + i): f"It works ({name})." for i, name in enumerate([*BROKEN, *REFUSED, "bad JSON"])}
+    codes = [*BROKEN.values(), *REFUSED.values()]
+    table = {text: reply(code) for text, code in zip(options.values(), codes)}
+    table[options[chr(ord("A") + len(codes))]] = "Sure! Here is a test: def check(): assert True"  # not JSON, every time
+    with llm_client(table, tmp_path) as (client, _):
+        verdict = verify(options, "A", client, sandbox)
+    for evidence in verdict.evidence:
+        assert evidence.state == "undecided", (evidence.claim.option_text, evidence.note)
+        assert evidence.decided_by is None
+    notes = {e.claim.option_text: e.note for e in verdict.evidence}
+    assert "errored (NameError" in notes["It works (a NameError)."]
+    assert "no assert statement of the generated check" in notes["It works (a forged AssertionError)."]
+    assert "no assert statement of the generated check" in notes["It works (an assertion inside a library)."]
+    assert "errored (KeyError" in notes["It works (an async check that errors)."]
+    assert "was refused: check() has no assert" in notes["It works (no assert)."]
+    assert "gave no usable check" in notes["It works (bad JSON)."]
+    assert verdict.verdict == "Unverifiable"
+
+
+def test_the_budget_caps_the_options_asked(sandbox, tmp_path):
+    table = {text: reply(code) for text, code in CORRECT.items()}
+    with llm_client(table, tmp_path) as (client, server):
+        verdict = verify(OPTIONS, "A", client, sandbox, max_calls=1)
+    assert server.chat_count == 1
+    assert [e.state for e in verdict.evidence].count("undecided") >= 2
+    assert any("budget is spent" in e.note for e in verdict.evidence)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hostile checks are refused or contained, and the host does not change
+
+
+@contextmanager
+def listener() -> Iterator[tuple[int, list[object]]]:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.2)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+            conn.close()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], accepted
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
+
+
+def test_hostile_checks_are_refused_or_contained(sandbox, tmp_path, project_root, monkeypatch):
+    secret = f"s3cr3t-{time.monotonic_ns()}"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("RP_LLM_PROVER_SECRET", secret)
+    secret_file = tmp_path / "secret.txt"
+    secret_file.write_text(secret)
+    host_dir = Path(tempfile.mkdtemp(prefix="rp_llm_hostile_"))
+    marker = f"rp_llm_hostile_{os.getpid()}_{time.monotonic_ns()}"
+    targets = [host_dir / marker, project_root / marker, Path("/etc") / marker]
+    with listener() as (port, accepted):
+        hostile = {
+            "network, plainly": f"def check():\n    import socket\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+            "    assert True\n",
+            "network, evasively": "def check():\n    import importlib as il\n    net = il.import_module('soc' + 'ket')\n"
+            f"    net.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'leak')\n    assert True\n",
+            "writes outside": f"def check():\n    for path in {[str(t) for t in targets]!r}:\n"
+            "        with open(path, 'w') as handle:\n            handle.write('escaped')\n    assert True\n",
+            "secrets, plainly": "def check():\n    import os\n    assert 'API_KEY' in os.environ\n",
+            "secrets, evasively": "def check():\n    import os as o\n    env = getattr(o, 'envi' + 'ron')\n    print(dict(env))\n"
+            "    assert any('API_KEY' in k or 'SECRET' in k for k in env), sorted(env)\n",
+            "a secret file": f"def check():\n    print(open({str(secret_file)!r}).read())\n    assert True\n",
+        }
+        options = {chr(ord("A") + i): f"It is safe ({name})." for i, name in enumerate(hostile)}
+        table = {options[chr(ord("A") + i)]: reply(code) for i, code in enumerate(hostile.values())}
+        with llm_client(table, tmp_path) as (client, _):
+            verdict = verify(options, "A", client, sandbox)
+        time.sleep(0.3)
+        assert accepted == [], "a generated check reached the host's listener"
+    try:
+        for target in targets:
+            assert not target.exists(), f"a generated check wrote {target}"
+    finally:
+        for target in targets:
+            if target.exists():
+                target.unlink()
+        host_dir.rmdir()
+    by_name = {name: e for name, e in zip(hostile, verdict.evidence)}
+    for name in ("network, plainly", "secrets, plainly"):
+        assert by_name[name].proof_status != "proof" and "was refused" in by_name[name].note  # never ran
+    for name in ("network, evasively", "writes outside", "a secret file"):
+        assert by_name[name].state == "undecided" and "errored" in by_name[name].note, by_name[name].note  # contained
+    # the sandbox's environment is empty: the hostile assertion fails (a false option), and nothing leaks
+    assert by_name["secrets, evasively"].state in ("undecided", "false")
+    report = json.dumps(quality_report([verdict], {"suite": "hostile"}), default=str)
+    for e in verdict.evidence:
+        assert secret not in e.stdout + e.stderr + e.note + json.dumps(e.record)
+    assert secret not in report and secret_file.read_text() == secret
+
+
+# --------------------------------------------------------------------------------------------------
+# Selected by config only when an endpoint is configured
+
+
+def mc(case_id: str, question: str, options: dict[str, str], answer: str) -> Case:
+    return Case(case_id, "mc", "multiple_choice", "mc.yaml", 0, question, options=options, correct_answer=answer,
+                explanation="EXPLANATION-TOKEN-THE-LLM-MUST-NOT-SEE")  # fmt: skip
+
+
+def test_the_llm_prover_runs_only_when_configured_and_an_endpoint_is_given(sandbox, tmp_path):
+    cases = [mc("mc:counter", QUESTION, OPTIONS, "A")]
+    table = {text: reply(code) for text, code in CORRECT.items()}
+    out = {"report_path": tmp_path / "r" / "quality_report.json", "proposals_path": tmp_path / "r" / "fixes.yaml"}
+    with llm_client(table, tmp_path) as (client, server):
+        default = check_questions(cases, VerifierSettings(timeout_s=30), dataset="ds", llm=client, **out)
+        assert server.chat_count == 0  # offline is the default: a client alone changes nothing
+        assert json.loads(default.verdicts.loc[0, "decided_by"])["A"] is None
+        llm = VerifierSettings(timeout_s=30).model_copy(update={"prover": "llm"})
+        chosen = check_questions(cases, llm, dataset="ds", llm=client, **out)
+        assert server.chat_count == 3
+        assert all("EXPLANATION-TOKEN" not in json.dumps(r.body) and '"correct_answer"' not in json.dumps(r.body) for r in server.requests)
+    assert chosen.verdicts.loc[0, "verdict"] == "Valid"
+    assert json.loads(chosen.verdicts.loc[0, "decided_by"]) == {
+        "A": f"llm:{MODEL}",
+        "B": f"llm:{MODEL}",
+        "C": f"llm:{MODEL}",
+        "E": "derived",
+    }
+    report = json.loads(out["report_path"].read_text())
+    assert report["meta"]["prover"] == f"offline+llm:{MODEL}" and report["meta"]["llm"]["calls"] == 3
+    assert report["cases"][0]["evidence"][0]["decided_by"] == f"llm:{MODEL}"
+    no_endpoint = check_questions(cases, llm, dataset="ds", llm=None, **out)
+    report = json.loads(out["report_path"].read_text())
+    assert report["meta"]["prover_warning"] == NO_ENDPOINT_WARNING and no_endpoint.verdicts.loc[0, "verdict"] == "Unverifiable"
+    with pytest.raises(Exception, match="verifier.prover must be offline or llm"):
+        check_questions(cases, VerifierSettings().model_copy(update={"prover": "gpt"}), dataset="ds", **out)
