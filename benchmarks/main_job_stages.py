@@ -11,7 +11,8 @@ a temporary folder (the project's ``data/out``, ``data/cache`` and ``.dagster_ho
 then **warm**, the same command again with nothing changed. Prints, per dataset and per step (asset), the
 seconds of both runs; the job time (sum of the runs) and the process wall time (imports and model loading
 included); CPU seconds; the peak RSS of the runner process (``ru_maxrss``) and of its largest child (the
-question verifier's sandboxed pytest runs); and the load average, since a busy machine stretches wall times.
+question verifier's sandboxed pytest runs); the load average, since a busy machine stretches wall times (CPU
+seconds stretch much less); and the slowest warm steps, where an unchanged re-run still does work.
 
 The issue's targets: all samples cold <= 90 s of job time, unchanged re-run <= 20 s, peak RSS <= 2 GB.
 """
@@ -36,6 +37,8 @@ SAMPLES: tuple[str, ...] = ("stdlib", "python_nq", "python_reference_qa")
 PHASES: tuple[str, ...] = ("cold", "warm")
 #: The issue's targets.
 COLD_TARGET_S, WARM_TARGET_S, RSS_TARGET_MB = 90.0, 20.0, 2048.0
+#: How many of the slowest warm steps the summary lists.
+SLOWEST_STEPS = 10
 
 
 def _worker(phase: str, root: Path, datasets: Sequence[str], select: str) -> None:
@@ -117,6 +120,7 @@ def _table(reports: dict[str, dict[str, Any]]) -> str:
     ]
     for label, cell in rows:
         lines.append(f"  {label:<52} " + " ".join(f"{cell(r):>8}" for r in reports.values()))
+    lines.extend(_slowest_warm_steps(reports))
     cold, warm = (sum(d["seconds"] for d in reports[p]["datasets"]) for p in PHASES)
     rss = max(max(r["peak_rss_mb"], r["peak_child_rss_mb"]) for r in reports.values())
     lines.append("\nTargets (issue 10)")
@@ -124,6 +128,22 @@ def _table(reports: dict[str, dict[str, Any]]) -> str:
     lines.append(f"  warm job time <= {WARM_TARGET_S:.0f} s: {warm:.1f} s {'ok' if warm <= WARM_TARGET_S else 'MISSED'}")
     lines.append(f"  peak RSS <= {RSS_TARGET_MB:.0f} MB: {rss:.0f} MB {'ok' if rss <= RSS_TARGET_MB else 'MISSED'}")
     return "\n".join(lines)
+
+
+def _slowest_warm_steps(reports: dict[str, dict[str, Any]], n: int = SLOWEST_STEPS) -> list[str]:
+    """The ``n`` steps that took longest in the warm run, with their cold time: where an unchanged re-run still works.
+
+    A step that takes about as long warm as cold recomputes its result although nothing changed.
+    """
+    seconds = {p: {(d["dataset"], s["label"]): s["seconds"] for d in reports[p]["datasets"] for s in d["steps"]} for p in PHASES}
+    slowest = sorted(seconds["warm"].items(), key=lambda item: -item[1])[:n]
+    lines = [
+        f"\nSlowest warm steps (an unchanged re-run should skip their work)\n  {'dataset / step (assets)':<52} {'cold':>8} {'warm':>8}"
+    ]
+    for (dataset, label), warm in slowest:
+        cold = seconds["cold"].get((dataset, label))
+        lines.append(f"  {(dataset + ' / ' + label)[:52]:<52} {'-' if cold is None else f'{cold:.1f}':>8} {warm:8.1f}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

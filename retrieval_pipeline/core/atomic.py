@@ -275,3 +275,22 @@ def replace_corrupt_sqlite(
             stacklevel=3,
         )
     return connect(path), file_identity(path)
+
+
+def connect_wal(path: str | Path, timeout_s: float, schema: str, table: str, *, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    """Open a cache database in autocommit WAL mode with a busy timeout, ``schema`` applied and ``table`` readable.
+
+    A file that is not a database fails here (on the first statement), so the caller's corrupt-file
+    handling (:func:`open_sqlite`) sees it at open time; the connection is closed on any failure.
+    """
+    conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.execute(schema)
+        conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+    except BaseException:
+        conn.close()
+        raise
+    return conn

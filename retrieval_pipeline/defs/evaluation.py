@@ -12,6 +12,7 @@ from retrieval_pipeline.core.history import SNAPSHOT_KEY, Evaluation, snapshot_p
 from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name
 from retrieval_pipeline.core.reports import significance_metadata
+from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
 from retrieval_pipeline.core.stats import significance_table
 from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
@@ -49,7 +50,8 @@ def query_results(
     judge_cfg = config
     config = settings.dataset(context.partition_key)
     adapter = adapter_for(config)
-    frame = per_query_results(retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus))
+    with using_result_cache(settings.cache_path()):  # context-QA similarities computed once per (text, context, settings)
+        frame = per_query_results(retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus))
     meta: dict = {"rows": len(frame), "queries": int(frame["query_id"].nunique())}
     if judge_cfg.judge_retrieved:
         with llm.open() as client:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.pair_extraction import extract_pairs, needs_llm
+from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
@@ -32,10 +33,15 @@ def qa_pairs(
     NQ: the question's own de-duplicated long answer. Context QA: every chunk whose similarity to the
     expected context reaches the threshold (settings and ratios kept as evidence). BEIR: the qrels.
     Unresolved cases stay in the table with the reason; multiple-choice cases are routed to the verifier.
+    Results that are pure functions of their inputs (context-QA similarity matches) are kept in the result
+    cache under ``settings.cache_path()``, keyed by their inputs' content, so an unchanged re-run reuses them.
     """
     cases = from_frame(raw_cases, Case, CASE_JSON_FIELDS)
     config = settings.dataset(context.partition_key)
-    with llm.open() if needs_llm(cases, config.targets) else contextlib.nullcontext() as client:
+    with (
+        llm.open() if needs_llm(cases, config.targets) else contextlib.nullcontext() as client,
+        using_result_cache(settings.cache_path()),
+    ):
         result = extract_pairs(cases, from_frame(corpus, Document), config, client)
         llm_meta = llm_metadata(client)
     for warning in result.warnings:

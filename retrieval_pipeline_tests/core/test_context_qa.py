@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from retrieval_pipeline.core import context_pairs
+from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.chunking import chunk_markdown
+from retrieval_pipeline.core.context_pairs import CACHE_NAMESPACE, ContextMatch, ContextMatcher
+from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.registry import DatasetConfig
+from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
+from retrieval_pipeline.core.similarity import SimilaritySettings
 from retrieval_pipeline.core.sources.context_qa import (
     REPORT_KEYS,
     clean_parser_junk,
@@ -17,6 +29,7 @@ from retrieval_pipeline.core.sources.context_qa import (
     load_documents,
     pydoc_topic_documents,
 )
+from retrieval_pipeline.core.types import Case, Document
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "samples" / "context_qa" / "qa_pairs.json"
 
@@ -225,3 +238,163 @@ def test_insurance_quirks_are_cleaned_and_counted(shared_data: Path) -> None:
     counts = Counter(" ".join(r["question"].split()) for r in raw_rows)
     assert loaded.report["repeated_questions"] == sum(n - 1 for n in counts.values()) > 0
     assert loaded.report["repeated_question_strings"] == sum(n > 1 for n in counts.values())
+
+
+# --------------------------------------------------------------------------------------------------
+# Context matching, and its result cache
+# --------------------------------------------------------------------------------------------------
+
+RAW = SimilaritySettings(normalise=False)
+FAKE_CHUNKS = [Document("a", "abcd"), Document("b", "wxyz"), Document("c", "abxy")]
+
+
+def context_case(expected: str, index: int = 0) -> Case:
+    return Case(f"qa_{index:04d}", "qa", "context_qa", "qa.json", index, f"question {index}?", extra={"expected_context": expected})
+
+
+def sample_cases_and_chunks() -> tuple[list[Case], list[Document]]:
+    """The embedded sample against the pydoc topics it cites, chunked as the registry does (400/100)."""
+    cases = load_context_qa(SAMPLE).cases
+    topics = sorted({case.extra["source_document"] for case in cases})
+    return cases, [c for topic, text in pydoc_topic_documents(topics) for c in chunk_markdown(topic, text, 400, 100)]
+
+
+def test_matches_and_best_are_derived_by_hand_on_a_fake_corpus() -> None:
+    matcher = ContextMatcher(FAKE_CHUNKS, RAW)
+    # ratio = 2M / (la + lb): "abcd" vs "abcd" 8/8, vs "abxy" 4/8, vs "wxyz" 0/8
+    assert matcher.compute("abcd") == ContextMatch((("a", 1.0), ("c", 0.5)), None)
+    # "zzzz": only "wxyz" shares a character, 2*1/8 = 0.25; nothing reaches 0.5, so the best is reported
+    assert matcher.compute("zzzz") == ContextMatch((), ("b", 0.25))
+    pair = matcher.pair(context_case("zzzz", 4))
+    assert (pair.status, pair.gold_doc_ids, pair.evidence["best"]) == ("unresolved", [], {"chunk": "b", "ratio": 0.25})
+    assert pair.warnings == ["qa.json row 5 (qa_0004): the expected context matches no chunk at threshold 0.5 (best ratio 0.250 in b)"]
+
+
+def test_cache_hit_returns_exactly_the_fresh_pairs_on_the_embedded_sample(tmp_path: Path) -> None:
+    cases, chunks = sample_cases_and_chunks()
+    fresh = [ContextMatcher(chunks, SimilaritySettings()).pair(c) for c in cases]
+    assert {p.status for p in fresh} == {"resolved", "unresolved"}  # both branches are exercised
+    for run, (hits, misses) in enumerate([(0, len(cases)), (len(cases), 0)]):
+        with ResultCache(tmp_path / RESULTS_FILE) as cache:  # a new opener per run, as a new process would be
+            matcher = ContextMatcher(chunks, SimilaritySettings(), cache)
+            assert [matcher.pair(c) for c in cases] == fresh, f"run {run}"
+            assert (matcher.hits, matcher.misses) == (hits, misses)
+    assert matcher.index._texts is None  # the warm run never prepared the corpus
+
+
+def _changed_chunk_text(chunks: list[Document]) -> list[Document]:
+    return [dataclasses.replace(chunks[0], text=chunks[0].text + " "), *chunks[1:]]
+
+
+def _changed_chunk_id(chunks: list[Document]) -> list[Document]:
+    return [dataclasses.replace(chunks[0], doc_id="a2"), *chunks[1:]]
+
+
+CHANGES: dict[str, tuple[Callable[[list[Document]], list[Document]], SimilaritySettings, str]] = {
+    "a chunk's text": (_changed_chunk_text, RAW, "abcd"),
+    "a chunk's id": (_changed_chunk_id, RAW, "abcd"),
+    "a chunk added": (lambda c: [*c, Document("d", "abcd")], RAW, "abcd"),
+    "the chunk order": (lambda c: c[::-1], RAW, "abcd"),
+    "the expected context": (list, RAW, "abce"),
+    "the threshold": (list, dataclasses.replace(RAW, threshold=0.6), "abcd"),
+    "autojunk": (list, dataclasses.replace(RAW, autojunk=True), "abcd"),
+    "normalise": (list, SimilaritySettings(), "abcd"),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_any_change_of_input_or_setting_misses(tmp_path: Path, change: str) -> None:
+    edit, settings, expected = CHANGES[change]
+    with ResultCache(tmp_path / RESULTS_FILE) as cache:
+        ContextMatcher(FAKE_CHUNKS, RAW, cache).match("abcd")
+        changed = ContextMatcher(edit(list(FAKE_CHUNKS)), settings, cache)
+        assert changed.match(expected) == ContextMatcher(edit(list(FAKE_CHUNKS)), settings).compute(expected)
+        assert (changed.hits, changed.misses) == (0, 1)
+        again = ContextMatcher(FAKE_CHUNKS, RAW, cache)
+        again.match("abcd")
+        assert (again.hits, again.misses) == (1, 0)  # the control: unchanged inputs hit
+
+
+def test_a_new_algorithm_version_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ResultCache(tmp_path / RESULTS_FILE) as cache:
+        ContextMatcher(FAKE_CHUNKS, RAW, cache).match("abcd")
+        monkeypatch.setattr(context_pairs, "MATCH_VERSION", context_pairs.MATCH_VERSION + "-next")
+        bumped = ContextMatcher(FAKE_CHUNKS, RAW, cache)
+        bumped.match("abcd")
+        assert (bumped.hits, bumped.misses) == (0, 1)
+
+
+def _rewrite_entries(path: Path, payload: str, checksum: str | None = None) -> None:
+    """Replace every stored match's payload (and, when given, its checksum) behind the cache's back."""
+    conn = sqlite3.connect(path)
+    with conn:
+        sql, args = (
+            ("UPDATE results SET payload = ?", (payload,))
+            if checksum is None
+            else ("UPDATE results SET payload = ?, sha256 = ?", (payload, checksum))
+        )
+        assert conn.execute(sql + " WHERE namespace = ?", (*args, CACHE_NAMESPACE)).rowcount == 1
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("payload", "fix_checksum", "reason"),
+    [
+        ('{"best":null,"matches":[["b",1.0]]}', False, "checksum"),  # a plausible wrong answer, checksum not updated
+        ('{"best":null,"matches":[["a",1.5]]}', True, "ratio must be a number in"),  # sound checksum, impossible ratio
+        ('{"best":["b",0.25],"matches":[["a",1.0]]}', True, "either matched chunks or a best chunk"),
+        ('{"matches":[]}', True, "KeyError"),
+        ('{"best":null,"matches":[[1,1.0]]}', True, "doc id must be a string"),
+    ],
+)
+def test_a_corrupt_entry_is_recomputed_not_trusted(tmp_path: Path, payload: str, fix_checksum: bool, reason: str) -> None:
+    path = tmp_path / RESULTS_FILE
+    with ResultCache(path) as cache:
+        ContextMatcher(FAKE_CHUNKS, RAW, cache).match("abcd")
+    _rewrite_entries(path, payload, hashlib.sha256(payload.encode()).hexdigest() if fix_checksum else None)
+    with ResultCache(path) as cache:
+        matcher = ContextMatcher(FAKE_CHUNKS, RAW, cache)
+        with pytest.warns(CorruptFileWarning, match=reason):
+            assert matcher.match("abcd") == ContextMatch((("a", 1.0), ("c", 0.5)), None)
+        assert (matcher.hits, matcher.misses) == (0, 1)
+        assert ContextMatcher(FAKE_CHUNKS, RAW, cache).match("abcd") == ContextMatch((("a", 1.0), ("c", 0.5)), None)  # repaired
+
+
+def test_the_pair_builder_uses_the_active_result_cache(tmp_path: Path) -> None:
+    config = DatasetConfig(
+        name="c", kind="context_qa", context_qa={"qa": "qa.json", "pydoc_topics": ["*"], "similarity": {"normalise": False}}
+    )
+    case = context_case("abcd")
+    pair = adapter_for(config).pair_builder(config, FAKE_CHUNKS)(case)  # no active cache: computed, nothing written
+    assert pair.gold_doc_ids == ["a", "c"] and not (tmp_path / RESULTS_FILE).exists()
+    for hits, misses in [(0, 1), (1, 0)]:
+        with using_result_cache(tmp_path) as cache:
+            builder = adapter_for(config).pair_builder(config, FAKE_CHUNKS)
+            assert builder(case) == pair
+            assert (builder.__self__.hits, builder.__self__.misses, cache.count(CACHE_NAMESPACE)) == (hits, misses, 1)
+
+
+def test_context_columns_with_the_active_cache_equal_those_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evaluation's similarities of retrieved chunks: read from the cache on a re-run, the columns unchanged."""
+    from retrieval_pipeline.core import similarity as similarity_module
+    from retrieval_pipeline.core.frames import to_frame
+    from retrieval_pipeline.core.similarity import SIMILARITY_NAMESPACE
+
+    config = DatasetConfig(name="c", kind="context_qa", context_qa={"qa": "qa.json", "pydoc_topics": ["*"]})
+    cases = [context_case("a for loop repeats", 0), context_case("the import statement loads", 1)]
+    chunks = [Document("c1", "a for loop repeats a block"), Document("c2", "the import statement"), Document("c3", "lambda")]
+    raw_cases, corpus = to_frame(cases, Case, CASE_JSON_FIELDS), to_frame(chunks, Document)
+    run, qrels = (
+        {"qa_0000": [("c2", 2.0), ("c1", 1.0)], "qa_0001": [("c2", 1.0), ("c3", 0.5)]},
+        {"qa_0000": {"c1": 1}, "qa_0001": {"c2": 1}},
+    )
+    fresh = adapter_for(config).extra_query_columns(config, raw_cases, corpus)(run, qrels)
+    for stored in (0, 4):  # cold: the 4 retrieved (context, chunk) pairs are computed and stored; warm: all read back
+        monkeypatch.setattr(similarity_module, "_MEMO", {})  # a new process
+        if stored:  # warm: computing any similarity would fail
+            monkeypatch.setattr(similarity_module, "SequenceMatcher", None)
+        with using_result_cache(tmp_path) as cache:
+            assert cache.count() == stored
+            columns = adapter_for(config).extra_query_columns(config, raw_cases, corpus)
+            assert columns(run, qrels).equals(fresh)
+            assert cache.count(SIMILARITY_NAMESPACE) == 4

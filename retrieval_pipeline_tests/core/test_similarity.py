@@ -9,15 +9,22 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core import similarity as similarity_module
+from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.chunking import chunk_markdown
+from retrieval_pipeline.core.result_cache import ResultCache
 from retrieval_pipeline.core.similarity import (
+    SIMILARITY_NAMESPACE,
+    SimilarityIndex,
     SimilaritySettings,
+    cached_similarities,
     lcs_length,
     normalise_text,
     qrels_from_similarity,
     relevance,
     relevance_ceiling,
     similarity,
+    similarity_key,
     similarity_of,
     similarity_rows,
 )
@@ -99,6 +106,45 @@ def test_long_chunk_cannot_reach_half_against_a_short_context() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# Remembered and cached similarities
+# --------------------------------------------------------------------------------------------------
+
+
+def test_remembered_similarity_is_still_the_settings_own_ratio() -> None:
+    """The process memo is keyed by the settings that matter: a value under one never answers for another."""
+    context = " ".join(str(age) for age in range(10, 40))
+    table = " ".join(str(age) for age in range(40, 80)) + " " + context
+    for _ in range(2):  # second round from the memo
+        for autojunk in (False, True):
+            for normalise in (False, True):
+                settings = SimilaritySettings(autojunk=autojunk, normalise=normalise)
+                a, b = (normalise_text(context), normalise_text(table)) if normalise else (context, table)
+                assert similarity(context, table, settings) == SequenceMatcher(None, a, b, autojunk=autojunk).ratio()
+
+
+def test_cached_similarities_store_once_and_read_back_exact_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pairs = [("abcd", "abxy"), ("abcd", "wxyz"), ("abcd", "abxy"), ("the insurer pays", "The Insurer pays!")]
+    with ResultCache(tmp_path / "r.sqlite") as cache:
+        assert cached_similarities(pairs, RAW, cache) == (0, 3)  # distinct pairs
+        monkeypatch.setattr(similarity_module, "_MEMO", {})  # a new process: only the file remembers
+        assert cached_similarities(pairs, RAW, cache) == (3, 0)
+        assert similarity_module._MEMO[("abcd", "abxy", False, False)] == 0.5  # 2 * 2 / 8, by hand
+        assert all(similarity(a, b, RAW) == SequenceMatcher(None, a, b, autojunk=False).ratio() for a, b in pairs)
+        assert cached_similarities(pairs, SimilaritySettings(), cache) == (0, 3)  # other settings: other keys
+        assert cached_similarities(pairs, SimilaritySettings(threshold=0.9), cache) == (3, 0)  # the threshold plays no part
+
+
+def test_a_corrupt_cached_similarity_is_recomputed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ResultCache(tmp_path / "r.sqlite") as cache:
+        cache.put(SIMILARITY_NAMESPACE, similarity_key("abcd", "abxy", RAW), 1.5)  # impossible ratio, sound checksum
+        monkeypatch.setattr(similarity_module, "_MEMO", {})
+        with pytest.warns(CorruptFileWarning, match="number in"):
+            assert cached_similarities([("abcd", "abxy")], RAW, cache) == (0, 1)
+        assert similarity("abcd", "abxy", RAW) == 0.5
+        assert cache.get(SIMILARITY_NAMESPACE, similarity_key("abcd", "abxy", RAW)) == (0.5,)
+
+
+# --------------------------------------------------------------------------------------------------
 # Fast path == brute force
 # --------------------------------------------------------------------------------------------------
 
@@ -112,11 +158,7 @@ def test_lcs_length_matches_dynamic_programming_and_bounds_difflib(seed: int) ->
     rng = random.Random(seed)
     for _ in range(30):
         a, b = random_text(rng, "abc d", 0, 40), random_text(rng, "abc d", 0, 40)
-        table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
-        for i, x in enumerate(a):
-            for j, y in enumerate(b):
-                table[i + 1][j + 1] = table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
-        assert lcs_length(a, b) == table[-1][-1]
+        assert lcs_length(a, b) == dp_lcs(a, b)
         for autojunk in (False, True):
             matched = sum(block.size for block in SequenceMatcher(None, a, b, autojunk=autojunk).get_matching_blocks())
             assert matched <= lcs_length(a, b)
@@ -149,6 +191,59 @@ def test_relevance_is_one_row_of_similarity_rows() -> None:
     chunks = [chunk("a", "abcd"), chunk("b", "wxyz"), chunk("c", "abxy")]
     assert relevance("abcd", chunks, RAW) == {"a": 1.0, "c": 0.5}
     assert relevance("abcd", chunks, RAW, exhaustive=True) == {"a": 1.0, "b": 0.0, "c": 0.5}
+
+
+# --------------------------------------------------------------------------------------------------
+# SimilarityIndex: packed LCS bounds and the exact best match
+# --------------------------------------------------------------------------------------------------
+
+
+def dp_lcs(a: str, b: str) -> int:
+    """Textbook O(len(a) * len(b)) dynamic programme: the reference for every LCS here."""
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            table[i + 1][j + 1] = table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+    return table[-1][-1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("block", [1, 3, 256])
+def test_packed_bounds_equal_two_lcs_over_total_per_chunk(monkeypatch: pytest.MonkeyPatch, seed: int, block: int) -> None:
+    """All chunks' LCS at once (several blocks, empty chunks, non-ASCII and astral characters) == the DP, pair by pair."""
+    monkeypatch.setattr(similarity_module, "PACKED_BLOCK_CHUNKS", block)
+    rng = random.Random(seed)
+    alphabet = "ab cé中😀"
+    texts = [random_text(rng, alphabet, 0, 70) for _ in range(9)] + ["", "x" * 65]
+    index = SimilarityIndex([chunk(f"c{i}", t) for i, t in enumerate(texts)], RAW)
+    for expected in [random_text(rng, alphabet, 0, 60) for _ in range(5)] + ["", "zzz"]:
+        bounds = index.upper_bounds(expected)
+        wanted = [2.0 * dp_lcs(expected, t) / (len(expected) + len(t)) if expected or t else 1.0 for t in texts]
+        assert bounds.tolist() == wanted
+        assert all(bound >= similarity(expected, t, RAW) for bound, t in zip(bounds, texts, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("autojunk", [False, True])
+def test_best_equals_brute_force_max_with_ties_to_largest_id(seed: int, autojunk: bool) -> None:
+    rng = random.Random(seed)
+    settings = SimilaritySettings(autojunk=autojunk)
+    texts = [random_text(rng, "abcde fg", 10, 260) for _ in range(20)]
+    chunks = [chunk(f"c{i:02d}", t) for i, t in enumerate(texts)] + [chunk("z-copy", texts[3]), chunk("a-copy", texts[3])]
+    index = SimilarityIndex(chunks, settings)
+    for expected in [random_text(rng, "abcde fg", 5, 200) for _ in range(6)] + [texts[3]]:
+        ratio, doc_id = max((similarity(expected, c.text, settings), c.doc_id) for c in chunks)
+        assert index.best(expected) == (doc_id, ratio)
+    assert index.best(texts[3]) == ("z-copy", 1.0)  # c03, z-copy and a-copy tie at 1.0: the largest id wins
+    assert SimilarityIndex([], settings).best("anything") == (None, 0.0)
+
+
+def test_index_prepares_nothing_until_used_and_rows_match_relevance() -> None:
+    chunks = [chunk("a", "abcd"), chunk("b", "wxyz"), chunk("c", "abxy")]
+    index = SimilarityIndex(chunks, RAW)
+    assert index._texts is None  # a cache hit never pays for preparation
+    assert index.row("abcd") == relevance("abcd", chunks, RAW) == {"a": 1.0, "c": 0.5}  # by hand: 2*4/8, 2*2/8
+    assert index.row("abcd", exhaustive=True) == {"a": 1.0, "b": 0.0, "c": 0.5}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ adds context coverage, best-match position and MRR@k per query, and records the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
-from retrieval_pipeline.core.similarity import SimilaritySettings
+from retrieval_pipeline.core.similarity import SimilaritySettings, cached_similarities
 from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 #: Columns of :func:`~retrieval_pipeline.core.context_metrics.context_qa_metrics` that per_query_metrics lacks.
 _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
+#: The cutoffs ("max hits") of the context-QA columns; the deepest is how many hits per query need a similarity.
+CONTEXT_KS = (1, 5, 10)
 
 
 class ChunkingSettings(SettingsBlock):
@@ -130,9 +132,15 @@ class ContextQAAdapter(DatasetAdapter):
         return CorpusBuild(chunks, rejects, report, where)
 
     def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
-        from retrieval_pipeline.core.context_pairs import ContextMatcher
+        """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
 
-        return ContextMatcher(documents, _source(config).similarity.settings()).pair
+        Matches are read from and stored in the cache made active by the asset
+        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
+        """
+        from retrieval_pipeline.core.context_pairs import ContextMatcher
+        from retrieval_pipeline.core.result_cache import active_result_cache
+
+        return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
 
     def pairs_report(self, pairs: Sequence[QAPair]) -> dict[str, Any]:
         """How many expected contexts matched a chunk; their share is the relevance ceiling, the best hit
@@ -148,22 +156,45 @@ class ContextQAAdapter(DatasetAdapter):
         }
 
     def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:
-        """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`)."""
+        """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
+
+        The exact similarities of the retrieved chunks come from the active result cache when one is open
+        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`): read in one lookup per retriever,
+        the missing ones computed and stored, so an unchanged re-run computes none.
+        """
         from retrieval_pipeline.core.context_metrics import context_qa_metrics
         from retrieval_pipeline.core.frames import from_frame
+        from retrieval_pipeline.core.result_cache import active_result_cache
 
         settings = _source(config).similarity.settings()
         expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
         chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
+        cache = active_result_cache()
 
         def columns(run: Run, qrels: Qrels) -> pd.DataFrame:
-            frame = context_qa_metrics(run, qrels, expected, chunks, settings)
+            if cache is not None:
+                cached_similarities(_retrieved_pairs(run, qrels, expected, chunks, max(CONTEXT_KS)), settings, cache)
+            frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS)
             return frame[[c for c in frame.columns if c == "query_id" or c.startswith(_EXTRA_COLUMN_PREFIXES)]]
 
         return columns
 
     def metadata(self, config: DatasetConfig) -> dict[str, Any]:
         return {"similarity_settings": _source(config).similarity.model_dump()}
+
+
+def _retrieved_pairs(
+    run: Run, qrels: Qrels, expected: dict[str, str], chunks: dict[str, Document], depth: int
+) -> Iterator[tuple[str, str]]:
+    """``(expected context, chunk text)`` of every query's top ``depth`` hits, as context-QA metrics will ask for them.
+
+    Unknown queries and chunks are skipped here: :func:`~retrieval_pipeline.core.context_metrics.context_qa_metrics`
+    reports them.
+    """
+    for query_id in qrels:
+        for doc_id, _score in (run.get(query_id) or [])[:depth]:
+            if query_id in expected and doc_id in chunks:
+                yield expected[query_id], chunks[doc_id].text
 
 
 def _source(config: DatasetConfig) -> ContextQASource:

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from retrieval_pipeline.core.atomic import file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
+from retrieval_pipeline.core.atomic import connect_wal, file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
 from retrieval_pipeline.core.closing import Closing
 
 _T = TypeVar("_T")
@@ -124,7 +124,7 @@ class LLMCache(Closing):
 
     def _open(self, path: Path) -> sqlite3.Connection:
         """Open (and prepare) the cache file."""
-        return _connect(path, self._busy_timeout_s)
+        return connect_wal(path, self._busy_timeout_s, _SCHEMA, "llm_cache", synchronous="FULL")
 
     def _guarded(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``op`` on the connection; if the file turns out corrupt, replace it once and run ``op`` again."""
@@ -141,18 +141,3 @@ class LLMCache(Closing):
                     failed.close()
                 self._conn, self._identity = replace_corrupt_sqlite(self.path, self._open, seen=self._identity, error=failure, what=_WHAT)
             return op(self._conn)
-
-
-def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    """Open the database in autocommit WAL mode with a busy timeout and the table in place."""
-    conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute(_SCHEMA)
-        conn.execute("SELECT 1 FROM llm_cache LIMIT 1").fetchall()
-    except BaseException:
-        conn.close()
-        raise
-    return conn

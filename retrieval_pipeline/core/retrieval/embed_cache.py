@@ -39,7 +39,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from retrieval_pipeline.core.atomic import file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
+from retrieval_pipeline.core.atomic import connect_wal, file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
 from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
@@ -270,7 +270,7 @@ class EmbeddingCache(Closing):
 
     def _open(self, path: Path) -> sqlite3.Connection:
         """Open (and prepare) the cache file."""
-        return _connect(path, self._timeout)
+        return connect_wal(path, self._timeout, _SCHEMA, "embeddings")
 
     @contextlib.contextmanager
     def _file_locked(self) -> Iterator[None]:
@@ -318,21 +318,6 @@ class EmbeddingCache(Closing):
             )
         self.store(encoder.model_id, keys, vectors)
         return {key: vectors[i] for i, key in enumerate(keys)}
-
-
-def _connect(path: Path, timeout: float) -> sqlite3.Connection:
-    """Open the cache file in autocommit + WAL mode with a busy timeout, and create the table."""
-    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute(_SCHEMA)
-        conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchall()
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def _decode(blob: bytes, dim: int) -> np.ndarray:
