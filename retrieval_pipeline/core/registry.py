@@ -98,6 +98,9 @@ class VerifierSettings(_Strict):
     # who proves what the offline prover leaves open: `llm` asks the configured LLM endpoint (RETRIEVAL_LLM_*)
     # for a pytest check per option, run in the same sandbox; without an endpoint it stays offline, with a warning
     prover: Literal["offline", "llm"] = "offline"
+    # other environments of the same library (e.g. .venvs/adk120/bin/python): every proposed fix must be Valid
+    # there too, and a question Unverifiable here but Valid there gets its stale distractor replaced
+    compare_pythons: list[Path] = Field(default_factory=list)
 
 
 class Threshold(_Strict):
@@ -209,7 +212,14 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_PATH_KEYS = {"verifier": ("python",)}  # the kind blocks' path keys are their adapters'
+_PATH_KEYS = {"verifier": ("python", "compare_pythons")}  # the kind blocks' path keys are their adapters'
+
+
+def _absolute(value: Any, root: Path) -> Any:
+    """A relative path (or each relative path of a list) made absolute against ``root``; anything else unchanged."""
+    if isinstance(value, list):
+        return [_absolute(v, root) for v in value]
+    return str(root / value) if isinstance(value, (str, Path)) and value and not Path(value).is_absolute() else value
 
 
 def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -225,7 +235,7 @@ def _resolve_paths(raw: dict[str, Any], root: Path) -> dict[str, Any]:
     for block, keys in _PATH_KEYS.items():
         if isinstance(raw.get(block), dict):
             # made absolute, symlinks kept: a venv's bin/python links to its base interpreter, outside the venv
-            raw[block] = {k: (str(root / v) if k in keys and v and not Path(v).is_absolute() else v) for k, v in raw[block].items()}
+            raw[block] = {k: (_absolute(v, root) if k in keys else v) for k, v in raw[block].items()}
     for name, block in all_blocks().items():
         if name in raw:
             raw[name] = block.resolve_paths(raw[name], resolve)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.sources.suites import SuiteLoad, load_suite
+from retrieval_pipeline.core.sources.suites import SuiteLoad, load_snippet, load_suite
 
 API_OK = """
   - id: api:ok
@@ -182,3 +183,94 @@ def test_real_adk_suites_load_without_rejects(shared_data: Path, suite: str, ben
         assert all(c.gold_fqns for c in load.cases)
     if benchmark_type == "fix_error":  # solution files are not shipped with the data
         assert all(c.extra.get("missing_files") and not c.files for c in load.cases)
+
+
+# --------------------------------------------------------------------------------------------------
+# Questions about code: code_snippet_ref (issue 13, item 6)
+
+SNIPPETS = '''\
+"""Sections for the snippet questions."""
+
+def outer():
+    # --8<-- [start:count]
+    total = 0
+    # --8<-- [start:inner]
+    for n in (1, 2):
+        total += n
+    # --8<-- [end:inner]
+    # --8<-- [end:count]
+
+# --8<-- [start:open_only]
+x = 1
+# --8<-- [start:twice]
+# --8<-- [start:twice]
+# --8<-- [end:twice]
+'''
+
+
+def snippet_row(file: str = "code/snippets.py", section: str = "count") -> str:
+    return f"""
+      - id: mc:code
+        benchmark_type: multiple_choice
+        question: What is `total` after this code runs?
+        code_snippet_ref: {{file: {file}, section: {section}}}
+        options: {{A: '`total` is `3`', B: '`total` is `2`'}}
+        correct_answer: A
+    """
+
+
+@pytest.fixture
+def snippet_root(tmp_path: Path) -> Path:
+    (tmp_path / "root" / "code").mkdir(parents=True)
+    (tmp_path / "root" / "code" / "snippets.py").write_text(SNIPPETS)
+    return tmp_path / "root"
+
+
+def test_a_snippet_section_is_loaded_dedented_without_nested_markers(tmp_path: Path, snippet_root: Path) -> None:
+    load = load_suite(write_suite(tmp_path, snippet_row()), files_root=snippet_root)
+    assert load.rejects == [] and len(load.cases) == 1
+    case = load.cases[0]
+    assert case.extra["code_snippet"] == "total = 0\nfor n in (1, 2):\n    total += n\n"
+    assert case.extra["code_snippet_ref"] == {"file": "code/snippets.py", "section": "count"}
+    namespace: dict = {}
+    exec(case.extra["code_snippet"], namespace)  # the dedented snippet runs as it stands
+    assert namespace["total"] == 3
+
+
+def test_load_snippet_reads_one_section(snippet_root: Path) -> None:
+    assert load_snippet(snippet_root / "code/snippets.py", "inner") == "for n in (1, 2):\n    total += n\n"
+
+
+@pytest.mark.parametrize(
+    ("file", "section", "expected"),
+    [
+        ("code/missing.py", "count", r"file 'code/missing\.py' section 'count': the file .*missing\.py does not exist"),
+        ("code/snippets.py", "nope", r"file 'code/snippets\.py' section 'nope': no section 'nope'"),
+        ("code/snippets.py", "open_only", r"section 'open_only'.*has no '# --8<-- \[end:open_only\]' marker after line 12"),
+        ("code/snippets.py", "twice", r"section 'twice' starts 2 times .*lines 14, 15"),
+        ("../outside.py", "count", r"outside"),
+    ],
+)
+def test_a_missing_file_or_section_rejects_the_case_naming_both(
+    tmp_path: Path, snippet_root: Path, file: str, section: str, expected: str
+) -> None:
+    (tmp_path / "outside.py").write_text("# --8<-- [start:count]\nx = 1\n# --8<-- [end:count]\n")
+    path = write_suite(tmp_path, snippet_row(file, section))
+    reason = single_reject(load_suite(path, files_root=snippet_root), path)
+    assert "mc:code" in reason and re.search(expected, reason), reason
+
+
+@pytest.mark.parametrize("ref", ["code/snippets.py", "{file: code/snippets.py}", "{file: '', section: count}"])
+def test_a_malformed_snippet_ref_is_a_reject(tmp_path: Path, snippet_root: Path, ref: str) -> None:
+    row = snippet_row().replace("{file: code/snippets.py, section: count}", ref)
+    path = write_suite(tmp_path, row)
+    reason = single_reject(load_suite(path, files_root=snippet_root), path)
+    assert "'code_snippet_ref' must be a mapping with non-empty 'file' and 'section'" in reason
+
+
+def test_the_stdlib_sample_snippet_questions_load(project_root: Path) -> None:
+    load = load_suite(project_root / "data/samples/stdlib/multiple_choice.yaml")
+    snippets = [c for c in load.cases if "code_snippet" in c.extra]
+    assert load.rejects == [] and len(snippets) == 7
+    for case in snippets:
+        compile(case.extra["code_snippet"], case.case_id, "exec")  # each section is code on its own

@@ -14,6 +14,13 @@ Suites are data, not configuration: a ``fixed_file`` / ``test_file`` / ``unfixed
 unless the dataset registry names one (``suite_files_root``). A path that leaves it rejects the case
 with a reason naming the file, the case and the path; the file is never opened.
 
+A ``multiple_choice`` row may carry ``code_snippet_ref: {file, section}`` (the "diagnose setup errors" and
+"predict runtime behaviour" suites): ``file`` is relative to the files root, like the fix_error paths, and the
+section is the text between the mkdocs-snippets markers ``# --8<-- [start:NAME]`` and ``# --8<-- [end:NAME]``
+in that file (:func:`load_snippet`). The snippet, dedented, goes to ``Case.extra["code_snippet"]``; a malformed
+ref, a file that is missing or leaves the root, or a section that is missing, unterminated or repeated rejects
+the case with a reason naming the file and the section.
+
 A case ``id`` becomes a query id in TREC run and qrels files and in the pipeline's tables, so it is
 checked at load (:func:`case_id_problem`), not when ``evaluation_exports`` writes it: a string or an
 integer (not a list, mapping, float or boolean), non-empty once stripped, without whitespace or other
@@ -24,6 +31,8 @@ A row with a bad id is rejected naming the file and the row's index.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +45,12 @@ from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
 
 #: YAML key -> role name used in ``Case.files`` and ``extra["missing_files"]``.
 FIX_FILE_ROLES: dict[str, str] = {"fixed_file": "fixed", "test_file": "test", "unfixed_file": "unfixed"}
+
+#: The key a multiple-choice row names its code snippet under, and the ``Case.extra`` key the snippet goes to.
+SNIPPET_REF_KEY = "code_snippet_ref"
+SNIPPET_KEY = "code_snippet"
+#: mkdocs-snippets section markers (``# --8<-- [start:NAME]``), any comment prefix and spacing.
+_SECTION_MARKER = re.compile(r"^\s*(?:#|//|<!--)?\s*-{2}8<-{2}\s*\[(?P<edge>start|end):(?P<name>[^\]]+)\]")
 
 _QUERY_KEY = {"api_understanding": "question", "multiple_choice": "question", "fix_error": "description"}
 #: Keys turned into typed ``Case`` fields, per type; every other key is kept in ``Case.extra``.
@@ -231,6 +246,59 @@ def _fill_multiple_choice(case: Case, raw: Mapping[str, Any], files_root: Path) 
     if letter not in case.options:
         raise _CaseProblem(f"'correct_answer' {correct!r} is not among option letters {sorted(case.options)}")
     case.correct_answer = letter
+    if raw.get(SNIPPET_REF_KEY) is not None:
+        case.extra[SNIPPET_KEY] = _snippet_of(raw[SNIPPET_REF_KEY], files_root)
+
+
+def _snippet_of(ref: Any, files_root: Path) -> str:
+    """The snippet a ``code_snippet_ref`` names (raises _CaseProblem naming the file and the section)."""
+    if not isinstance(ref, Mapping) or not all(isinstance(ref.get(k), str) and ref[k].strip() for k in ("file", "section")):
+        raise _CaseProblem(f"'{SNIPPET_REF_KEY}' must be a mapping with non-empty 'file' and 'section' (got {shown(ref)})")
+    file, section = ref["file"].strip(), ref["section"].strip()
+    path = _resolve_path(file, files_root, f"{SNIPPET_REF_KEY}.file")
+    try:
+        return load_snippet(path, section)
+    except SnippetError as error:
+        raise _CaseProblem(f"'{SNIPPET_REF_KEY}' file {file!r} section {section!r}: {error}") from None
+
+
+class SnippetError(ValueError):
+    """A snippet that cannot be read: the file is missing or unreadable, or the section is not delimited once."""
+
+
+def load_snippet(path: str | Path, section: str) -> str:
+    """The text between ``# --8<-- [start:section]`` and ``# --8<-- [end:section]`` in ``path``, dedented.
+
+    Markers of other sections inside it are dropped (mkdocs-snippets nests sections that way).
+
+    Raises:
+        SnippetError: The file is missing or unreadable, or the section has no start, no end, or starts twice.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SnippetError(f"the file {path} does not exist")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SnippetError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+    edges = [
+        (i, m.group("edge"))
+        for i, m in ((i, _SECTION_MARKER.match(line)) for i, line in enumerate(lines))
+        if m and m.group("name").strip() == section
+    ]
+    starts = [i for i, edge in edges if edge == "start"]
+    if not starts:
+        raise SnippetError(f"no section {section!r} in {path} (no '# --8<-- [start:{section}]' marker)")
+    if len(starts) > 1:
+        raise SnippetError(f"section {section!r} starts {len(starts)} times in {path} (lines {', '.join(str(i + 1) for i in starts)})")
+    ends = [i for i, edge in edges if edge == "end" and i > starts[0]]
+    if not ends:
+        raise SnippetError(f"section {section!r} in {path} has no '# --8<-- [end:{section}]' marker after line {starts[0] + 1}")
+    body = [line for line in lines[starts[0] + 1 : ends[0]] if not _SECTION_MARKER.match(line)]
+    text = textwrap.dedent("\n".join(body)).strip("\n")
+    if not text.strip():
+        raise SnippetError(f"section {section!r} in {path} is empty")
+    return text + "\n"
 
 
 def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:

@@ -20,6 +20,9 @@ One :class:`Claim` per option. Kinds:
   ``param_required``, ``cli_option`` and ``compound`` (prose that names code): the kinds of issue 13, built in
   :mod:`~retrieval_pipeline.core.verifier.claim_kinds`; each carries ``details["atoms"]``, the checks its
   proof runs;
+* ``snippet``: for a question about a code snippet, what running it does (raises, runs, prints, leaves a value):
+  :mod:`~retrieval_pipeline.core.verifier.snippet_claims`; with a snippet, every option is read this way or stays
+  ``unknown``;
 * ``none_of_the_above``: true iff no other option is true (derived, never tested);
 * ``unknown``: prose the heuristics cannot check; it stays unverifiable offline.
 
@@ -61,6 +64,7 @@ ClaimKind = Literal[
     "param_required",
     "cli_option",
     "compound",
+    "snippet",
     "none_of_the_above",
     "unknown",
 ]
@@ -295,10 +299,34 @@ def _literal_source(text: str, value: Any) -> str:
 # Options
 
 
-def decompose(case_id: str, question: str, options: Mapping[str, str]) -> list[Claim]:
-    """One claim per option, from the question and option texts only (see the module docstring)."""
+def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippet: str | None = None) -> list[Claim]:
+    """One claim per option, from the question and option texts only (see the module docstring).
+
+    Args:
+        case_id: The case's id.
+        question: The question text.
+        options: Letter -> option text.
+        snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are then read as
+            what running it does (:func:`_snippet_claim`), never on their own.
+    """
+    if snippet is not None:
+        claims = [_snippet_claim(case_id, str(letter), str(text), snippet) for letter, text in options.items()]
+        return [dataclasses.replace(c, question=question) for c in claims]
     frame = analyse_question(question)
     return [dataclasses.replace(_claim(case_id, str(letter), str(text), frame), question=question) for letter, text in options.items()]
+
+
+def _snippet_claim(case_id: str, letter: str, text: str, snippet: str) -> Claim:
+    """A ``snippet`` claim for an option of a question about code; None of the above stays derived, the rest ``unknown``."""
+    from retrieval_pipeline.core.verifier import snippet_claims  # noqa: PLC0415 - a leaf module, kept beside its kind
+
+    if _NONE_OF_THE_ABOVE.match(text.strip()):
+        return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
+    details = snippet_claims.snippet_details(text, snippet)
+    if details is None:
+        return _make(case_id, letter, text, "unknown", "no outcome of the snippet is named", None,
+                     reason="an option of a snippet question that names no outcome (raises, runs, prints, a value)")  # fmt: skip
+    return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(details), None, **details)
 
 
 def _make(case_id: str, letter: str, text: str, kind: str, hypothesis: str, subject: str | None, **details: Any):

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.verifier import snippet_claims
 from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, atoms_body
 from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, Claim
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_python, safe_text
@@ -812,6 +813,7 @@ class OfflineProver:
                 "signature_param": self._signature_body,
                 "constructor_kwarg": self._signature_body,
                 "expression": self._expression_body,
+                "snippet": self._snippet_body,
             }[claim.kind](claim)
         if body is None:
             return Proof(claim, None, "unverifiable_offline", None, "the claim's names cannot be resolved offline")
@@ -996,6 +998,10 @@ def test_option_{letter}():
     _true(SUBJECT + (" accepts " if accepted else " does not accept ") + PARAM + ": " + how)
 """
         )
+
+    def _snippet_body(self, claim: Claim) -> str:
+        """Run the question's snippet and check the outcome the option names (:mod:`.snippet_claims`)."""
+        return snippet_claims.proof_body(_safe(claim.letter), claim.details, _literal)
 
     def _expression_body(self, claim: Claim) -> str:
         d = claim.details

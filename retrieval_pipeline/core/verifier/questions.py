@@ -8,6 +8,12 @@ Markdown (titled with the dataset and the library under test, with the seconds e
 proposals to a separate file (never over an input). A dataset without multiple-choice cases gets an
 empty report: nothing is probed or run.
 
+**Library drift.** Every proposed fix is re-verified against the library under test *and* against each interpreter
+in ``verifier.compare_pythons`` (other versions of the same library, e.g. ``.venvs/adk120/bin/python``; each probed
+once, and only when something is flagged); a fix is accepted only when it is Valid against all of them. An
+Unverifiable question that is Valid as it stands against another version has a stale distractor, and gets a fix
+(:mod:`~retrieval_pipeline.core.verifier.remediation`). ``check_questions(compare_pythons=...)`` overrides the setting.
+
 **Which prover.** The offline prover always runs first. With ``verifier.prover: llm`` *and* an LLM client (an
 endpoint is configured), an :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver` is asked about the
 options the offline proofs left open; with ``llm`` but no client, the offline prover alone runs and the report
@@ -36,8 +42,8 @@ from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.reports import md_preview
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.llm_prover import LLMProver
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver
-from retrieval_pipeline.core.verifier.remediation import Proposal, remediate, write_proposals
+from retrieval_pipeline.core.verifier.provers import LibraryIndex, LibrarySettingError, OfflineProver, probe_environment
+from retrieval_pipeline.core.verifier.remediation import Environment, Proposal, flaggable, remediate, write_proposals
 from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
@@ -62,6 +68,8 @@ NO_ENDPOINT_WARNING = "verifier.prover is llm but no LLM endpoint is configured:
 #: The most options an LLM prover asks about in one check (its budget; the client caps retries per call).
 LLM_MAX_CALLS = 400
 FLAGGED_COLUMNS = ["case_id", "verdict", "status", "note", "proposed", "tries"]
+#: The ``VerifierSettings`` field listing the other interpreters a fix is re-verified against (read with a default).
+COMPARE_FIELD = "compare_pythons"
 #: Characters of the Markdown report shown in the asset metadata.
 REPORT_PREVIEW_CHARS = 20000
 
@@ -114,6 +122,7 @@ def check_questions(
     inputs: Sequence[str | Path] = (),
     registry_path: str | None = None,
     llm: LLMClient | None = None,
+    compare_pythons: Sequence[str | Path] | None = None,
 ) -> QuestionCheck:
     """Verify every multiple-choice case of a dataset, propose fixes and write the quality report.
 
@@ -126,9 +135,11 @@ def check_questions(
         inputs: The dataset's input files: proposals are never written over one of them.
         registry_path: The registry file, named in the error about a missing interpreter.
         llm: An open LLM client when an endpoint is configured; used only with ``verifier.prover: llm``.
+        compare_pythons: Other versions of the library a fix is re-verified against; None: ``verifier.compare_pythons``.
 
     Raises:
-        InputError: ``settings.python`` names an interpreter that does not exist, or ``verifier.prover`` is unknown.
+        InputError: ``settings.python`` or a comparison interpreter does not exist or cannot import the library,
+            or ``verifier.prover`` is unknown.
     """
     questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
     python = settings.python or sys.executable
@@ -153,8 +164,17 @@ def check_questions(
     )
     verdicts = run.verdicts if run else []
     started = time.monotonic()
-    proposals = propose_fixes(verdicts, questions, OfflineProver(run.index), sandbox) if run and sandbox else []
+    pythons = compare_setting(settings) if compare_pythons is None else [Path(p) for p in compare_pythons]
+    compare: list[Environment] = []
+    if run and sandbox and any(flaggable(v) for v in verdicts):
+        compare = compare_environments(pythons, settings, dataset=dataset, registry_path=registry_path, target=python)
+    proposals = (
+        propose_fixes(verdicts, questions, OfflineProver(run.index), sandbox, label=index_label(run.index), compare=compare)
+        if run and sandbox
+        else []
+    )
     meta = run_meta(run, suite=dataset, settings=sandbox) if run else unprobed_meta(dataset, settings, python)
+    meta["compare"] = [{"label": env.label, "python": str(env.settings.python)} for env in compare]
     meta.update({"dataset": dataset, "python": str(python), "remediation_seconds": round(time.monotonic() - started, 3) if run else 0.0,
                  "prover_setting": mode})  # fmt: skip
     if mode == "llm" and llm is None:
@@ -189,6 +209,52 @@ def check_questions(
         report_path=report_path,
         proposals_path=written,
     )
+
+
+def compare_setting(settings: VerifierSettings) -> list[Path]:
+    """``verifier.compare_pythons`` (:data:`COMPARE_FIELD`): the other environments of the library (none by default)."""
+    return [Path(p) for p in settings.compare_pythons]
+
+
+def index_label(index: LibraryIndex) -> str:
+    """``google-adk 2.13.0`` (the distribution and its version), else ``python 3.11.7`` for the standard library."""
+    if index.distribution:
+        return f"{index.distribution} {index.version or 'unknown'}"
+    return f"python {index.python_version}"
+
+
+def compare_environments(
+    pythons: Sequence[Path],
+    settings: VerifierSettings,
+    *,
+    dataset: str,
+    registry_path: str | None = None,
+    target: str | Path | None = None,
+) -> list[Environment]:
+    """Probe each comparison interpreter (same library, limits and import name as the target) into an environment.
+
+    Raises:
+        InputError: An interpreter that does not exist, is the library under test itself, or cannot import the
+            library (the message names ``verifier.compare_pythons[i]``, the interpreter and the dataset).
+    """
+    environments: list[Environment] = []
+    for position, python in enumerate(Path(p).absolute() for p in pythons):
+        name = f"verifier.{COMPARE_FIELD}[{position}] {python}"
+
+        def bad(why: str, name: str = name) -> InputError:
+            return InputError(f"{name}: {why}", path=registry_path, case_id=f"dataset {dataset}")
+
+        if not Path(python).exists():
+            raise bad("the interpreter does not exist")
+        if target is not None and Path(python).absolute() == Path(target).absolute():
+            raise bad("names the library under test itself (verifier.python)")
+        sandbox = SandboxSettings(python=Path(python), timeout_s=settings.timeout_s, memory_mb=settings.memory_mb)
+        try:
+            index = probe_environment(sandbox, settings.library, import_name=settings.import_name)
+        except (LibrarySettingError, RuntimeError, OSError) as exc:
+            raise bad(f"the library cannot be probed there: {exc}") from exc
+        environments.append(Environment(index_label(index), OfflineProver(index), sandbox))
+    return environments
 
 
 def prover_setting(settings: VerifierSettings, *, dataset: str, registry_path: str | None = None) -> str:
@@ -235,18 +301,24 @@ def propose_fixes(
     sandbox: SandboxSettings,
     *,
     parallel: int | None = None,
+    label: str = "target",
+    compare: Sequence[Environment] = (),
 ) -> list[Proposal]:
     """:func:`~retrieval_pipeline.core.verifier.remediation.remediate`, several flagged questions at once.
 
-    Each flagged question's candidate fixes are tried in turn, as ``remediate`` does; the questions run
-    in parallel (up to the number of cores, each proof batch in its own sandbox). Proposals come back in
-    the order of the verdicts.
+    Each flagged question's candidate fixes are tried in turn, as ``remediate`` does (re-verified against
+    ``compare`` too); the questions run in parallel (up to the number of cores, each proof batch in its own
+    sandbox). Proposals come back in the order of the verdicts.
     """
-    flagged = [v for v in verdicts if v.verdict in ("Ambiguous", "Incorrect")]
+    flagged = [v for v in verdicts if flaggable(v)]
     if not flagged:
         return []
+
+    def fix(verdict: Verdict) -> list[Proposal]:
+        return remediate([verdict], questions, prover, sandbox, label=label, compare=compare)
+
     with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(flagged)))) as pool:
-        batches = list(pool.map(lambda verdict: remediate([verdict], questions, prover, sandbox), flagged))
+        batches = list(pool.map(fix, flagged))
     return [proposal for batch in batches for proposal in batch]
 
 

@@ -6,11 +6,19 @@ Deterministic and offline (an LLM that rewrites questions is a later seam). Cand
 * **Ambiguous**: replace each distractor that is also true (or gives the same result as the marked
   answer) by a variant of it: another module for an import, another keyword name for a call or a
   parameter, another attribute name for a dotted name; the variant must be new among the options;
+* **a stale distractor** (library drift): the question is Unverifiable against the library under test only
+  because distractors now pass the same check as the marked answer (the marked answer true or consistent,
+  every other open option true or consistent), *and* the unchanged question is Valid against another
+  version of the library (``compare``): each such distractor is replaced by a variant, as for Ambiguous.
+  Without that second version nothing shows it drifted, and no fix is proposed (two consistent options can
+  be a fair semantic distractor);
 * nothing proven to stand on (the marked answer false and nothing proven true): no automatic fix.
 
 Every proposal goes through the same pipeline (decompose -> prove in the sandbox -> decide) and is
-accepted only when it comes back **Valid**; after ``max_tries`` (3) attempts the case is marked
-``needs_human_review``. Proposals are returned, and :func:`write_proposals` writes them to a separate
+accepted only when it comes back **Valid** against the library under test *and* against every other
+version given (``compare``: the dataset's ``verifier.compare_pythons``); after ``max_tries`` (3) attempts
+the case is marked ``needs_human_review``. Each attempt records its verdict per version, and each proposal
+the unchanged question's verdict per version (where the drift shows). Proposals are returned, and :func:`write_proposals` writes them to a separate
 file: it refuses to write over any input file.
 """
 
@@ -29,8 +37,8 @@ from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import Prover
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
-from retrieval_pipeline.core.verifier.verdict import Verdict
-from retrieval_pipeline.core.verifier.verify import verify_question
+from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.verify import case_snippet, verify_question
 
 ProposalStatus = Literal["verified", "needs_human_review"]
 MAX_TRIES = 3
@@ -39,11 +47,28 @@ _IMPORT_MODULE_POOL = ("types", "abc", "builtins", "operator", "functools", "ite
 #: Keyword names tried when a call or a parameter distractor turns out to be accepted.
 _KEYWORD_POOL = ("limit", "size", "capacity", "max_size", "length", "count", "options", "settings")
 _NAME_SUFFIXES = ("_all", "_ex", "_v2")
+#: Exceptions tried when a "raises" distractor of a code snippet turns out true.
+_EXCEPTION_POOL = ("TypeError", "ValueError", "KeyError", "AttributeError", "RuntimeError")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A library environment a proposal is re-verified against.
+
+    Attributes:
+        label: What is reported for it (``google-adk 1.20.0``).
+        prover: Writes the proofs (an :class:`~retrieval_pipeline.core.verifier.provers.OfflineProver` over its own index).
+        settings: Its sandbox (its ``python``).
+    """
+
+    label: str
+    prover: Prover
+    settings: SandboxSettings
 
 
 @dataclass
 class Attempt:
-    """One proposal and what re-verification said about it."""
+    """One proposal and what re-verification said about it (``verdict``: against the library under test)."""
 
     description: str
     question: str
@@ -51,6 +76,7 @@ class Attempt:
     correct_answer: str
     verdict: str
     reasons: list[str]
+    verdicts: dict[str, str] = field(default_factory=dict)  # environment label -> verdict (the library under test first)
 
 
 @dataclass
@@ -64,6 +90,13 @@ class Proposal:
     proposed: dict[str, Any] | None
     attempts: list[Attempt] = field(default_factory=list)
     note: str = ""
+    original_verdicts: dict[str, str] = field(default_factory=dict)  # label -> the unchanged question's verdict
+
+
+#: The label of the library under test when the caller names none.
+TARGET_LABEL = "target"
+#: States in which a distractor passes the same check as the marked answer.
+_PASSING = ("true", "consistent")
 
 
 def remediate(
@@ -74,16 +107,52 @@ def remediate(
     *,
     max_tries: int = MAX_TRIES,
     workers: int = 2,
+    label: str = TARGET_LABEL,
+    compare: Sequence[Environment] = (),
 ) -> list[Proposal]:
-    """A proposal for every Ambiguous or Incorrect verdict, each re-verified (bounded by ``max_tries``)."""
+    """A proposal for every Ambiguous or Incorrect verdict, and every stale distractor, each re-verified (bounded by ``max_tries``).
+
+    Args:
+        verdicts: The verdicts against the library under test.
+        cases: The cases they are about.
+        prover: The library under test's prover.
+        settings: The library under test's sandbox.
+        max_tries: Candidate fixes tried per case.
+        workers: Proofs run at once when they run one sandbox each.
+        label: The library under test's label (``google-adk 2.13.0``).
+        compare: Other versions of the library; a fix must be Valid against each of them too.
+    """
     by_id = {case.case_id: case for case in cases}
     proposals: list[Proposal] = []
     for verdict in verdicts:
-        if verdict.verdict not in ("Ambiguous", "Incorrect") or verdict.case_id not in by_id:
+        if not flaggable(verdict) or verdict.case_id not in by_id:
             continue
-        proposals.append(propose_fix(verdict, by_id[verdict.case_id], prover, settings, max_tries=max_tries,
-                                     workers=workers))  # fmt: skip
+        proposal = propose_fix(verdict, by_id[verdict.case_id], prover, settings, max_tries=max_tries, workers=workers,
+                               label=label, compare=compare)  # fmt: skip
+        if proposal is not None:
+            proposals.append(proposal)
     return proposals
+
+
+def flaggable(verdict: Verdict) -> bool:
+    """Ambiguous, Incorrect, or Unverifiable with a possibly stale distractor (:func:`stale_distractors`)."""
+    return verdict.verdict in ("Ambiguous", "Incorrect") or bool(stale_distractors(verdict))
+
+
+def stale_distractors(verdict: Verdict) -> list[OptionEvidence]:
+    """The distractors that keep an Unverifiable verdict from Valid by passing the marked answer's own check.
+
+    Only when the marked answer is true or consistent and every other open option (not None of the above) is
+    true or consistent, so hardening them is all the question needs; empty otherwise.
+    """
+    if verdict.verdict != "Unverifiable":
+        return []
+    by_letter = {e.letter: e for e in verdict.evidence}
+    mark = by_letter.get(verdict.marked)
+    if mark is None or mark.state not in _PASSING:
+        return []
+    open_ = [e for e in verdict.evidence if e.letter != verdict.marked and e.state != "false" and e.claim.kind != "none_of_the_above"]
+    return open_ if open_ and all(e.state in _PASSING for e in open_) else []
 
 
 def propose_fix(
@@ -94,28 +163,78 @@ def propose_fix(
     *,
     max_tries: int = MAX_TRIES,
     workers: int = 2,
-) -> Proposal:
-    """Try up to ``max_tries`` candidate fixes; the first that re-verifies as Valid is the proposal."""
+    label: str = TARGET_LABEL,
+    compare: Sequence[Environment] = (),
+) -> Proposal | None:
+    """Try up to ``max_tries`` candidate fixes; the first Valid against every version is the proposal.
+
+    Returns:
+        The proposal; None for an Unverifiable verdict that shows no drift (its question is not Valid against
+        any ``compare`` version either), which is not a case for a fix.
+    """
     original = {
         "question": case.query,
         "options": dict(case.options),
         "correct_answer": case.correct_answer,
         "explanation": case.explanation,
     }
+    snippet = case_snippet(case)
+    before = {label: verdict.verdict} | {
+        env.label: _verify(f"{case.case_id}#original", case.query, case.options, str(case.correct_answer), env, workers, snippet).verdict
+        for env in compare
+    }  # fmt: skip
+    drifted = [name for name, seen in before.items() if name != label and seen == "Valid"]
+    if verdict.verdict == "Unverifiable" and not drifted:
+        return None
+    target = Environment(label, prover, settings)
     attempts: list[Attempt] = []
-    candidates = list(_candidates(verdict, case))
+    candidates = list(_candidates(verdict, case, drifted))
     for number, (description, question, options, answer, explanation) in enumerate(candidates[:max_tries], 1):
-        checked = verify_question(f"{case.case_id}#fix{number}", question, options, answer, prover, settings, workers=workers)
-        attempts.append(Attempt(description, question, dict(options), answer, checked.verdict, checked.reasons))
-        if checked.verdict == "Valid":
+        attempt = _attempt(f"{case.case_id}#fix{number}", description, question, options, answer, [target, *compare], workers, snippet)
+        attempts.append(attempt)
+        if all(seen == "Valid" for seen in attempt.verdicts.values()):
             proposed = {"question": question, "options": dict(options), "correct_answer": answer,
                         "explanation": explanation}  # fmt: skip
-            return Proposal(case.case_id, verdict.verdict, "verified", original, proposed, attempts, description)
-    note = "no candidate fix" if not candidates else f"no candidate re-verified as Valid in {len(attempts)} tries"
-    return Proposal(case.case_id, verdict.verdict, "needs_human_review", original, None, attempts, note)
+            return Proposal(case.case_id, verdict.verdict, "verified", original, proposed, attempts, description, before)
+    note = "no candidate fix" if not candidates else f"no candidate re-verified as Valid against every version in {len(attempts)} tries"
+    if drifted and verdict.verdict != "Unverifiable":
+        note += f"; the question as it stands is Valid against {', '.join(drifted)}: its answer depends on the library version"
+    return Proposal(case.case_id, verdict.verdict, "needs_human_review", original, None, attempts, note, before)
 
 
-def _candidates(verdict: Verdict, case: Case):
+def _verify(
+    case_id: str, question: str, options: Mapping[str, str], answer: str, env: Environment, workers: int, snippet: str | None = None
+) -> Verdict:
+    """One question (about ``snippet``, when it has one) against one environment."""
+    if snippet is None:
+        return verify_question(case_id, question, options, answer, env.prover, env.settings, workers=workers)
+    return verify_question(case_id, question, options, answer, env.prover, env.settings, workers=workers, snippet=snippet)
+
+
+def _attempt(
+    case_id: str,
+    description: str,
+    question: str,
+    options: Mapping[str, str],
+    answer: str,
+    environments: Sequence[Environment],
+    workers: int,
+    snippet: str | None = None,
+) -> Attempt:
+    """Re-verify one candidate against each environment in turn, stopping at the first that is not Valid."""
+    verdicts: dict[str, str] = {}
+    reasons: list[str] = []
+    for position, env in enumerate(environments):
+        checked = _verify(case_id, question, options, answer, env, workers, snippet)
+        verdicts[env.label] = checked.verdict
+        reasons += checked.reasons if position == 0 else [f"against {env.label}: {r}" for r in checked.reasons]
+        if checked.verdict != "Valid":
+            break
+    first = next(iter(verdicts.values()))
+    return Attempt(description, question, dict(options), answer, first, reasons, verdicts)
+
+
+def _candidates(verdict: Verdict, case: Case, drifted: Sequence[str] = ()):
     """Yield ``(description, question, options, correct_answer, explanation)`` candidates, best first."""
     options = dict(case.options)
     evidence = {e.letter: e for e in verdict.evidence}
@@ -135,24 +254,33 @@ def _candidates(verdict: Verdict, case: Case):
             if e.letter != verdict.marked and (e.state == "true" or (e.fingerprint and e.fingerprint
                                                                       == evidence[verdict.marked].fingerprint))
         ]  # fmt: skip
-        variants = {e.letter: _variants(e.claim, options) for e in offending}
-        for round_ in range(MAX_TRIES):
-            new_options = dict(options)
-            changed: list[str] = []
-            for e in offending:
-                pool = variants[e.letter]
-                if round_ < len(pool):
-                    new_options[e.letter] = pool[round_]
-                    changed.append(f"{e.letter}: {options[e.letter]!r} -> {pool[round_]!r}")
-            if not changed:
-                break
-            yield (
-                "hardened distractor(s), each a variant that must be proven false: " + "; ".join(changed),
-                case.query,
-                new_options,
-                verdict.marked,
-                case.explanation or "",
-            )
+        yield from _hardened(offending, case, verdict.marked, "hardened distractor(s), each a variant that must be proven false")
+    stale = stale_distractors(verdict)
+    if stale and drifted:
+        why = (f"hardened stale distractor(s) (library drift: the question is Valid against {', '.join(drifted)}, but here "
+               f"{_letters(stale)} pass(es) the marked answer's check)")  # fmt: skip
+        yield from _hardened(stale, case, verdict.marked, why)
+
+
+def _letters(evidence: Sequence[OptionEvidence]) -> str:
+    return ", ".join(e.letter for e in evidence)
+
+
+def _hardened(offending: Sequence[OptionEvidence], case: Case, marked: str, why: str):
+    """Up to :data:`MAX_TRIES` rounds, each replacing every offending distractor by its next variant."""
+    options = dict(case.options)
+    variants = {e.letter: _variants(e.claim, options) for e in offending}
+    for round_ in range(MAX_TRIES):
+        new_options = dict(options)
+        changed: list[str] = []
+        for e in offending:
+            pool = variants[e.letter]
+            if round_ < len(pool):
+                new_options[e.letter] = pool[round_]
+                changed.append(f"{e.letter}: {options[e.letter]!r} -> {pool[round_]!r}")
+        if not changed:
+            break
+        yield (f"{why}: " + "; ".join(changed), case.query, new_options, marked, case.explanation or "")
 
 
 def _variants(claim: Claim, options: Mapping[str, str]) -> list[str]:
@@ -177,12 +305,32 @@ def _variants(claim: Claim, options: Mapping[str, str]) -> list[str]:
         for keyword in _KEYWORD_POOL:
             value = details.get("value")
             add(f"{keyword}={value}" if value is not None else keyword)
+    elif claim.kind == "snippet":
+        for text in _snippet_variants(claim):
+            add(text)
     elif claim.kind == "exists" and details.get("path"):
         text = claim.option_text.strip()
         last = details["path"].rsplit(".", 1)[-1]
         for suffix in _NAME_SUFFIXES:
             add(re.sub(rf"\b{re.escape(last)}\b", last + suffix, text, count=1))
     return found
+
+
+def _snippet_variants(claim: Claim) -> list[str]:
+    """Near misses of an outcome of a code snippet: another exception, or an integer value off by one or two."""
+    details, text = claim.details, claim.option_text
+    if details.get("outcome") == "raises":
+        name = str(details["exception"])
+        return [text.replace(name, other, 1) for other in _EXCEPTION_POOL if other != name.rsplit(".", 1)[-1]]
+    if details.get("outcome") == "value":
+        try:
+            value = ast.literal_eval(str(details["expected"]))
+        except (SyntaxError, ValueError):
+            return []
+        if isinstance(value, int) and not isinstance(value, bool):
+            head, _, tail = text.rpartition(f"`{details['expected']}`")
+            return [f"{head}`{value + delta}`{tail}" for delta in (1, 2, -1)] if head or tail else []
+    return []
 
 
 def _call_variants(expr: str, options: Mapping[str, str]) -> list[str]:
@@ -216,7 +364,10 @@ def _call_variants(expr: str, options: Mapping[str, str]) -> list[str]:
 
 
 def proposals_as_suite(proposals: Sequence[Proposal], cases: Sequence[Case]) -> dict[str, Any]:
-    """The proposals as a suite file (``{benchmarks: [...]}``) plus a ``remediation`` record per row."""
+    """The proposals as a suite file (``{benchmarks: [...]}``) plus a ``remediation`` record per row.
+
+    A question about code keeps its ``code_snippet_ref`` as written (relative to the same files root).
+    """
     by_id = {case.case_id: case for case in cases}
     rows: list[dict[str, Any]] = []
     for proposal in proposals:
@@ -229,12 +380,17 @@ def proposals_as_suite(proposals: Sequence[Proposal], cases: Sequence[Case]) -> 
             "correct_answer": chosen["correct_answer"],
             "explanation": chosen.get("explanation") or "",
             "benchmark_type": case.benchmark_type if case else "multiple_choice",
+            **({"code_snippet_ref": case.extra["code_snippet_ref"]} if case and "code_snippet_ref" in case.extra else {}),
             "remediation": {
                 "status": proposal.status,
                 "original_verdict": proposal.original_verdict,
                 "change": proposal.note,
                 "original_correct_answer": proposal.original["correct_answer"],
-                "attempts": [{"description": a.description, "verdict": a.verdict, "reasons": a.reasons} for a in proposal.attempts],
+                "verdicts_before": dict(proposal.original_verdicts),
+                "attempts": [
+                    {"description": a.description, "verdict": a.verdict, "verdicts": dict(a.verdicts), "reasons": a.reasons}
+                    for a in proposal.attempts
+                ],
             },
         }
         rows.append(row)

@@ -241,8 +241,22 @@ def markdown_report(report: Mapping[str, Any]) -> str:
         lines += ["## Proposed fixes", ""]
         for p in report["proposals"]:
             lines.append(f"- `{p['case_id']}` ({p['original_verdict']}): **{p['status']}**: {_one_line(p['note'])}")
+            lines += _version_lines(p)
         lines.append("")
     return "\n".join(lines)
+
+
+def _version_lines(proposal: Mapping[str, Any]) -> list[str]:
+    """The verdict per library version, as it stands and for the last fix tried (only when more than one version was checked)."""
+    before = proposal.get("original_verdicts") or {}
+    attempts = proposal.get("attempts") or []
+    after = attempts[-1].get("verdicts", {}) if attempts else {}
+    if len(before) < 2:
+        return []
+    lines = ["  - as it stands: " + ", ".join(f"{markdown_text(k)}: {v}" for k, v in before.items())]
+    if after:
+        lines.append("  - last fix tried: " + ", ".join(f"{markdown_text(k)}: {v}" for k, v in after.items()))
+    return lines
 
 
 def _timing_line(report: Mapping[str, Any]) -> str:

@@ -64,6 +64,7 @@ def verify_question(
     workers: int = 2,
     batch: bool = True,
     fallback: Prover | None = None,
+    snippet: str | None = None,
 ) -> Verdict:
     """Verify one question; ``marked`` reaches only the verdict step.
 
@@ -78,9 +79,10 @@ def verify_question(
             did not report).
         batch: Run the question's proofs in one sandbox (:func:`run_pytest_batch`); False: one sandbox each.
         fallback: A second prover for the options the first did not settle (see the module docstring).
+        snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are claims about running it.
     """
     started = time.monotonic()
-    claims = decompose(case_id, question, options)
+    claims = decompose(case_id, question, options, snippet=snippet)
     proofs = [prover.prove(claim) for claim in claims]
     executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
     evidence: list[OptionEvidence] = [option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)]
@@ -215,7 +217,7 @@ def run_verification(
 
     def verify(case: Case) -> Verdict:
         return verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
-                               workers=workers, fallback=fallback)  # fmt: skip
+                               workers=workers, fallback=fallback, snippet=case_snippet(case))  # fmt: skip
 
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool:
@@ -227,6 +229,12 @@ def run_verification(
     if fallback is not None:
         name += "+" + getattr(fallback, "name", type(fallback).__name__)
     return VerificationRun(verdicts, index, name, round(time.monotonic() - started, 3), skipped)
+
+
+def case_snippet(case: Case) -> str | None:
+    """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None."""
+    snippet = case.extra.get("code_snippet")
+    return snippet if isinstance(snippet, str) else None
 
 
 def verify_suite(

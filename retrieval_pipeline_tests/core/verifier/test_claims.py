@@ -14,8 +14,10 @@ def kinds(claims):
 
 
 def test_signature_takes_question_and_options_not_the_case():
-    params = list(inspect.signature(decompose).parameters)
-    assert params == ["case_id", "question", "options"]
+    params = inspect.signature(decompose).parameters
+    # the snippet is part of the question (issue 13, item 6), keyword-only; nothing carries the marked answer
+    assert list(params) == ["case_id", "question", "options", "snippet"]
+    assert params["snippet"].kind is inspect.Parameter.KEYWORD_ONLY and params["snippet"].default is None
 
 
 def test_import_statements():

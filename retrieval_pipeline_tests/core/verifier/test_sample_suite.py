@@ -40,7 +40,7 @@ def sample_run(project_root):
 def test_every_planted_fault_is_caught_and_nothing_else_is_flagged(sample_run, project_root):
     _, _, cases, run = sample_run
     faults = planted_faults(project_root)
-    assert len(faults) == 6 and len(run.verdicts) == len(cases) == 32
+    assert len(faults) == 9 and len(run.verdicts) == len(cases) == 39
     verdicts = {v.case_id: v for v in run.verdicts}
     for case_id, kind in faults.items():
         assert verdicts[case_id].verdict == EXPECTED_VERDICT[kind], (case_id, verdicts[case_id].reasons)
@@ -50,9 +50,27 @@ def test_every_planted_fault_is_caught_and_nothing_else_is_flagged(sample_run, p
     assert verdicts["stdlib_mc:what_does_bisect_bisect_left_1_2_2_3_2_return"].proven_true == ["A"]
     assert verdicts["stdlib_mc:what_does_datetime_date_2024_1_31_isoweekday_retur"].proven_true == ["B"]
     assert verdicts["stdlib_mc:which_time_function_returns_the_processor_time_use"].proven_true == ["E"]
+    assert verdicts["stdlib_mc:snippet_json_set"].proven_true == ["B"]  # TypeError, found by running the snippet
+    assert verdicts["stdlib_mc:snippet_insort_position"].proven_true == ["B"]
+    assert verdicts["stdlib_mc:snippet_stack_pop"].proven_true == ["A", "B"]
     # the rest is Valid or honestly Unverifiable, never guessed
     counts = {label: sum(v.verdict == label for v in run.verdicts) for label in ("Valid", "Unverifiable")}
-    assert counts["Valid"] >= 20 and counts["Valid"] + counts["Unverifiable"] == 26
+    assert counts["Valid"] >= 20 and counts["Valid"] + counts["Unverifiable"] == 30
+
+
+def test_questions_about_code_are_decided_by_running_their_snippets(sample_run):
+    _, _, cases, run = sample_run
+    snippet_ids = {c.case_id for c in cases if "code_snippet" in c.extra}
+    assert len(snippet_ids) == 7
+    verdicts = {v.case_id: v for v in run.verdicts if v.case_id in snippet_ids}
+    # the four without a planted fault are Valid, each option settled by a run of the snippet
+    valid = {"stdlib_mc:snippet_dataclass_mutable_default", "stdlib_mc:snippet_unique_enum", "stdlib_mc:snippet_defaultdict_counts",
+             "stdlib_mc:snippet_chain_print"}  # fmt: skip
+    assert {case_id for case_id, v in verdicts.items() if v.verdict == "Valid"} == valid
+    for verdict in verdicts.values():
+        assert all(e.claim.kind in ("snippet", "none_of_the_above") and e.state != "undecided" for e in verdict.evidence)
+    dataclass_case = verdicts["stdlib_mc:snippet_dataclass_mutable_default"]
+    assert "mutable default" in dataclass_case.evidence[0].note  # the exception the snippet really raised
 
 
 def test_report_and_remediation(sample_run, tmp_path):
@@ -62,18 +80,23 @@ def test_report_and_remediation(sample_run, tmp_path):
     from retrieval_pipeline.core.verifier.sandbox import SandboxSettings  # noqa: PLC0415
 
     proposals = remediate(flagged, flagged_cases, OfflineProver(run.index), SandboxSettings())
-    assert [p.status for p in proposals] == ["verified"] * 6
+    assert [p.status for p in proposals] == ["verified"] * 9
+    by_id = {p.case_id: p for p in proposals}
+    assert by_id["stdlib_mc:snippet_json_set"].proposed["correct_answer"] == "B"
+    assert by_id["stdlib_mc:snippet_stack_pop"].proposed["options"]["B"] == "`stack[-1] + 1` is `4`"
     out = write_proposals(proposals, cases, tmp_path / "proposals.yaml", inputs=[path])
-    assert load_suite(out).total == 6 and len(load_suite(out).cases) == 6
+    reloaded = load_suite(out, files_root=path.parent)  # snippet refs are relative to the sample folder
+    assert reloaded.total == 9 and len(reloaded.cases) == 9
+    assert sum("code_snippet" in c.extra for c in reloaded.cases) == 3
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest  # the input is untouched
 
     report = quality_report(run.verdicts, run_meta(run, suite="stdlib"), proposals)
     written = write_quality_report(report, tmp_path / "quality_report.json")
     data = json.loads(written.read_text())
-    assert data["counts"]["Incorrect"] == 4 and data["counts"]["Ambiguous"] == 2
+    assert data["counts"]["Incorrect"] == 6 and data["counts"]["Ambiguous"] == 3
     assert data["meta"]["python_version"].startswith("3.")
     assert data["seconds_per_question"]["mean"] > 0
     first = data["cases"][0]["evidence"][0]
     assert first["execution"]["test_source"].startswith('"""Proof for case')
     text = markdown_report(report)
-    assert "## Incorrect (4)" in text and "## Proposed fixes" in text
+    assert "## Incorrect (6)" in text and "## Proposed fixes" in text

@@ -1,0 +1,147 @@
+"""Claims and proofs for questions about a code snippet ("what happens when this code runs").
+
+A question of the "diagnose setup errors" or "predict runtime behaviour" suites carries a snippet
+(``Case.extra["code_snippet"]``, loaded by :func:`~retrieval_pipeline.core.sources.suites.load_snippet`).
+Running it in the sandbox is exactly what proves such options, so each option becomes a ``snippet`` claim
+with one of these outcomes (:data:`OUTCOMES`, first match wins):
+
+* ``raises``: "It raises `ValueError`", "`KeyError` is raised": the snippet raises that exception (or a subclass);
+* ``runs``: "It runs without error": the snippet raises nothing;
+* ``prints``: "It prints `3`": what the snippet writes to stdout, stripped, is that text;
+* ``value``: "`x.count` ends up `2`", "`d['a']` is `[1]`", "`f(2)` returns `4`": after the snippet ran, the
+  expression equals the literal (same type, as the offline prover compares values).
+
+Every outcome ``decides`` the truth: the snippet is run, not just inspected. A snippet that raises makes every
+``value`` and ``prints`` option false (the state it describes is never reached), with the exception as the
+reason. An option none of these patterns reads becomes ``unknown`` (undecided): an option of a snippet question
+is never decomposed without its snippet, since ``x`` there means the snippet's ``x``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from typing import Any
+
+#: A backticked or bare dotted exception name.
+_EXC = r"`?(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt|Iteration))`?"
+
+
+def _raises(match: re.Match[str]) -> dict[str, Any] | None:
+    return {"outcome": "raises", "exception": match.group("exc")}
+
+
+def _runs(match: re.Match[str]) -> dict[str, Any] | None:
+    return {"outcome": "runs"}
+
+
+def _prints(match: re.Match[str]) -> dict[str, Any] | None:
+    return {"outcome": "prints", "printed": match.group("text")}
+
+
+def _value(match: re.Match[str]) -> dict[str, Any] | None:
+    expr, value = match.group("expr").strip(), match.group("value").strip()
+    try:
+        ast.parse(expr, mode="eval")
+        ast.literal_eval(value)
+    except (SyntaxError, ValueError):
+        return None
+    return {"outcome": "value", "expr": expr, "expected": value}
+
+
+#: Option pattern -> the claim details it gives (None: not this outcome after all).
+OUTCOMES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], dict[str, Any] | None]], ...] = (
+    (re.compile(rf"^(?:it\s+)?(?:raises|fails with|throws)\s+(?:an?\s+)?{_EXC}", re.I), _raises),
+    (re.compile(rf"^(?:an?\s+)?{_EXC}\s+is\s+raised", re.I), _raises),
+    (re.compile(r"^(?:it\s+)?runs\s+(?:without|with no)\s+(?:an?\s+)?(?:error|exception)s?\b", re.I), _runs),
+    (re.compile(r"^no\s+(?:error|exception)\s+is\s+raised", re.I), _runs),
+    (re.compile(r"^(?:it\s+)?prints\s+`(?P<text>[^`]*)`", re.I), _prints),
+    (re.compile(r"^`(?P<expr>[^`]+)`\s+(?:is|equals|ends up(?: as)?|evaluates to|returns|==)\s+`(?P<value>[^`]+)`", re.I), _value),
+)
+
+
+def snippet_details(option: str, snippet: str) -> dict[str, Any] | None:
+    """The ``snippet`` claim details for one option text, or None when no outcome pattern reads it."""
+    text = option.strip()
+    for pattern, build in OUTCOMES:
+        match = pattern.match(text)
+        details = build(match) if match else None
+        if details is not None:
+            return {**details, "snippet": snippet, "decides": "truth"}
+    return None
+
+
+def hypothesis(details: dict[str, Any]) -> str:
+    """What the claim says, in words."""
+    return {
+        "raises": lambda d: f"running the snippet raises {d['exception']}",
+        "runs": lambda d: "the snippet runs without an exception",
+        "prints": lambda d: f"the snippet prints {d['printed']!r}",
+        "value": lambda d: f"after the snippet runs, {d['expr']} == {d['expected']}",
+    }[details["outcome"]](details)
+
+
+def proof_body(letter: str, details: dict[str, Any], literal: Callable[[Any], str]) -> str:
+    """The test function for a ``snippet`` claim (after the offline prover's prelude: ``_true``/``_false``, ...).
+
+    Args:
+        letter: The option's letter, safe for a function name.
+        details: The claim's details.
+        literal: Writes a Python literal into the source (the prover's own, so quoting is the same).
+    """
+    return f"""import contextlib
+import io
+
+SNIPPET = {literal(details["snippet"])}
+DETAILS = {literal({k: v for k, v in details.items() if k != "snippet"})}
+
+
+def _run_snippet():
+    ns = {{"__name__": "__snippet__"}}
+    out = io.StringIO()
+    raised = None
+    try:
+        code = compile(SNIPPET, "<snippet>", "exec")
+    except (SyntaxError, ValueError) as exc:
+        _undecided("the snippet does not compile: " + type(exc).__name__ + ": " + str(exc))
+    with contextlib.redirect_stdout(out):
+        try:
+            exec(code, ns)
+        except Exception as exc:
+            raised = exc
+    return ns, out.getvalue(), raised
+
+
+def test_option_{letter}():
+    ns, printed, raised = _run_snippet()
+    outcome = DETAILS["outcome"]
+    what = "raises " + type(raised).__name__ + ": " + str(raised) if raised is not None else "runs without an exception"
+    if outcome == "raises":
+        if raised is None:
+            _false("the snippet " + what)
+        if not _exception_matches(raised, DETAILS["exception"], {{}}):
+            _false("the snippet " + what + ", not " + DETAILS["exception"])
+        _true("the snippet " + what)
+        return
+    if outcome == "runs":
+        if raised is not None:
+            _false("the snippet " + what)
+        _true("the snippet " + what)
+        return
+    if raised is not None:
+        _false("the snippet " + what + " before that state is reached")
+    if outcome == "prints":
+        if printed.strip() != DETAILS["printed"].strip():
+            _false("the snippet prints " + repr(printed.strip()))
+        _true("the snippet prints " + repr(printed.strip()))
+        return
+    expected = ast.literal_eval(DETAILS["expected"])
+    try:
+        result = eval(compile(DETAILS["expr"], "<option>", "eval"), ns)
+    except Exception as exc:
+        _false(DETAILS["expr"] + " raises " + type(exc).__name__ + ": " + str(exc) + " after the snippet")
+    if not _same(result, expected):
+        _false(DETAILS["expr"] + " is " + repr(result) + " after the snippet")
+    _true(DETAILS["expr"] + " is " + repr(result) + " after the snippet")
+"""
