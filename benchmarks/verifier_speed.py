@@ -12,6 +12,10 @@ option's state differs).
     .venv/bin/python benchmarks/verifier_speed.py                         # the stdlib sample, 32 questions
     .venv/bin/python benchmarks/verifier_speed.py --dataset adk_v1_24_1   # the real ADK suite (.venvs/adk)
     .venv/bin/python benchmarks/verifier_speed.py --verify-only --verdicts /tmp/before.json
+    .venv/bin/python benchmarks/verifier_speed.py --cache-dir /tmp/vc   # twice: cold, then an unchanged re-run
+
+``--cache-dir DIR`` uses the verdict cache there, as the asset does with the project's cache folder
+(:mod:`~retrieval_pipeline.core.verifier.verdict_cache`); it prints how many verdicts were reused and proven.
 """
 
 from __future__ import annotations
@@ -145,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verdicts", type=Path, help="write the verdicts and option states as JSON here")
     parser.add_argument("--compare", type=Path, help="compare with verdicts written earlier by --verdicts")
     parser.add_argument("--reports", type=Path, help="keep quality_report.json/.md (and proposals) in this folder")
+    parser.add_argument("--cache-dir", type=Path, help="use the verdict cache in this folder (default: none, every question proven)")
     args = parser.parse_args(argv)
 
     config = load_registry().get(args.dataset)
@@ -164,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 dataset=args.dataset,
                 report_path=Path(out) / "quality_report.json",
                 proposals_path=Path(out) / "proposed_fixes.yaml",
+                cache_dir=args.cache_dir,
             )
             report_md = (Path(out) / "quality_report.md").read_text()
             probe_seconds = json.loads((Path(out) / "quality_report.json").read_text())["meta"].get("probe_seconds")
@@ -181,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"cpu cores:          {os.cpu_count()}")
     print(f"load average:       {' '.join(f'{x:.2f}' for x in load_before)} before, {' '.join(f'{x:.2f}' for x in load_after)} after")
     print(f"questions:          {len(checked.verdicts)}  {verdict_counts}")
+    if args.cache_dir is not None:
+        reused, proven = checked.verdicts_metadata.get("verdicts_reused", 0), checked.verdicts_metadata.get("verdicts_proven", 0)
+        print(f"verdict cache:      {reused} reused, {proven} proven now ({args.cache_dir})")
     if probe_seconds is not None:
         print(f"probe seconds:      {probe_seconds} (inside the verify phase)")
     for phase in ("probe", "verify", "remediate"):

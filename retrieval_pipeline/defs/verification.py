@@ -52,6 +52,7 @@ def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettin
             inputs=config.input_paths(),
             registry_path=str(settings.registry_path),
             llm=client,
+            cache_dir=settings.cache_path(),
         )
     yield dg.Output(checked.verdicts, "question_verdicts", metadata=dagster_metadata(checked.verdicts_metadata))
     yield dg.Output(checked.flagged, "quality_report", metadata=dagster_metadata(checked.report_metadata))

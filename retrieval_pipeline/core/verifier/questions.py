@@ -22,6 +22,7 @@ says so (:data:`NO_ENDPOINT_WARNING`). Every option records which prover decided
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import sys
@@ -47,7 +48,8 @@ from retrieval_pipeline.core.verifier.remediation import Environment, Proposal, 
 from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
-from retrieval_pipeline.core.verifier.verify import default_parallel, run_verification
+from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, using_verdict_cache
+from retrieval_pipeline.core.verifier.verify import VerificationRun, default_parallel, run_verification
 
 VERDICT_COLUMNS = [
     "case_id",
@@ -123,6 +125,7 @@ def check_questions(
     registry_path: str | None = None,
     llm: LLMClient | None = None,
     compare_pythons: Sequence[str | Path] | None = None,
+    cache_dir: str | Path | None = None,
 ) -> QuestionCheck:
     """Verify every multiple-choice case of a dataset, propose fixes and write the quality report.
 
@@ -136,6 +139,9 @@ def check_questions(
         registry_path: The registry file, named in the error about a missing interpreter.
         llm: An open LLM client when an endpoint is configured; used only with ``verifier.prover: llm``.
         compare_pythons: Other versions of the library a fix is re-verified against; None: ``verifier.compare_pythons``.
+        cache_dir: The project's cache folder: a question whose proofs cannot have changed reuses its verdict from
+            there (:mod:`~retrieval_pipeline.core.verifier.verdict_cache`); None: every question is proven.
+            Proposed fixes are always re-verified.
 
     Raises:
         InputError: ``settings.python`` or a comparison interpreter does not exist or cannot import the library,
@@ -151,28 +157,32 @@ def check_questions(
         )
     mode = prover_setting(settings, dataset=dataset, registry_path=registry_path)
     sandbox = SandboxSettings(python=python, timeout_s=settings.timeout_s, memory_mb=settings.memory_mb) if questions else None
-    run = (
-        run_verification(
-            questions,
-            sandbox_settings=sandbox,
-            library=settings.library,
-            import_name=settings.import_name,
-            fallback_for=lambda index: llm_fallback(mode, llm, index),
-        )  # fmt: skip
-        if questions
-        else None
-    )
-    verdicts = run.verdicts if run else []
-    started = time.monotonic()
-    pythons = compare_setting(settings) if compare_pythons is None else [Path(p) for p in compare_pythons]
-    compare: list[Environment] = []
-    if run and sandbox and any(flaggable(v) for v in verdicts):
-        compare = compare_environments(pythons, settings, dataset=dataset, registry_path=registry_path, target=python)
-    proposals = (
-        propose_fixes(verdicts, questions, OfflineProver(run.index), sandbox, label=index_label(run.index), compare=compare)
-        if run and sandbox
-        else []
-    )
+    with VerdictCache.open(cache_dir) if cache_dir is not None and questions else contextlib.nullcontext() as cache:
+        run = (
+            run_verification(
+                questions,
+                sandbox_settings=sandbox,
+                library=settings.library,
+                import_name=settings.import_name,
+                fallback_for=lambda index: llm_fallback(mode, llm, index),
+                cache=cache,
+            )  # fmt: skip
+            if questions
+            else None
+        )
+        verdicts = run.verdicts if run else []
+        started = time.monotonic()
+        pythons = compare_setting(settings) if compare_pythons is None else [Path(p) for p in compare_pythons]
+        compare: list[Environment] = []
+        if run and sandbox and any(flaggable(v) for v in verdicts):
+            compare = compare_environments(pythons, settings, dataset=dataset, registry_path=registry_path, target=python)
+        proposals = (
+            propose_fixes(
+                verdicts, questions, OfflineProver(run.index), sandbox, label=index_label(run.index), compare=compare, cache=cache
+            )
+            if run and sandbox
+            else []
+        )
     meta = run_meta(run, suite=dataset, settings=sandbox) if run else unprobed_meta(dataset, settings, python)
     meta["compare"] = [{"label": env.label, "python": str(env.settings.python)} for env in compare]
     meta.update({"dataset": dataset, "python": str(python), "remediation_seconds": round(time.monotonic() - started, 3) if run else 0.0,
@@ -196,11 +206,13 @@ def check_questions(
             "seconds_per_question": round(per_question, 3),
             "library": str(meta["library"]),
             "library_version": str(meta["library_version"] or "unknown"),
+            **cache_counts(run),
             "preview": Markdown(md_preview(frame[["case_id", "verdict", "marked", "proven_true"]], n=40)),
         },
         report_metadata={
             **counts,
             "proposals": len(proposals),
+            **cache_counts(run),
             "report_json": report_path,
             "report": Markdown(md[:REPORT_PREVIEW_CHARS]),
             **({"proposed_fixes": written} if written else {}),
@@ -209,6 +221,13 @@ def check_questions(
         report_path=report_path,
         proposals_path=written,
     )
+
+
+def cache_counts(run: VerificationRun | None) -> dict[str, int]:
+    """``verdicts_reused`` (from the verdict cache) and ``verdicts_proven`` (in this run); empty when no cache was asked for."""
+    if run is None or run.cache_status is None:
+        return {}
+    return {"verdicts_reused": len(run.reused), "verdicts_proven": run.proven}
 
 
 def compare_setting(settings: VerifierSettings) -> list[Path]:
@@ -303,19 +322,22 @@ def propose_fixes(
     parallel: int | None = None,
     label: str = "target",
     compare: Sequence[Environment] = (),
+    cache: VerdictCache | None = None,
 ) -> list[Proposal]:
     """:func:`~retrieval_pipeline.core.verifier.remediation.remediate`, several flagged questions at once.
 
     Each flagged question's candidate fixes are tried in turn, as ``remediate`` does (re-verified against
     ``compare`` too); the questions run in parallel (up to the number of cores, each proof batch in its own
-    sandbox). Proposals come back in the order of the verdicts.
+    sandbox). Proposals come back in the order of the verdicts. With ``cache``, a re-verification whose proofs cannot
+    have changed reuses its verdict (:func:`~retrieval_pipeline.core.verifier.verdict_cache.using_verdict_cache`).
     """
     flagged = [v for v in verdicts if flaggable(v)]
     if not flagged:
         return []
 
     def fix(verdict: Verdict) -> list[Proposal]:
-        return remediate([verdict], questions, prover, sandbox, label=label, compare=compare)
+        with using_verdict_cache(cache):  # in the worker thread: a context variable does not cross into it by itself
+            return remediate([verdict], questions, prover, sandbox, label=label, compare=compare)
 
     with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(flagged)))) as pool:
         batches = list(pool.map(fix, flagged))

@@ -65,7 +65,8 @@ def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[
         ``suite``; ``library`` (the distribution, else the module probed, else :data:`STANDARD_LIBRARY`),
         ``import_name``, ``distribution``, ``library_version`` (the Python version for the standard
         library), ``python_version``, ``python``, ``prover``, ``total_seconds``, ``probe_seconds``,
-        ``skipped_cases``, ``probe`` and, with ``settings``, ``sandbox``.
+        ``skipped_cases``, ``probe``; with ``settings``, ``sandbox``; with a verdict cache, ``verdict_cache``
+        (:func:`cache_meta`).
     """
     index = run.index
     named = index.distribution or index.import_name
@@ -83,9 +84,16 @@ def run_meta(run: VerificationRun, *, suite: str, settings: Any = None) -> dict[
         "skipped_cases": run.skipped,
         "probe": probe_meta(index),
     }
+    if run.cache_status is not None:
+        meta["verdict_cache"] = cache_meta(run)
     if settings is not None:
         meta["sandbox"] = {k: str(v) for k, v in vars(settings).items()}
     return meta
+
+
+def cache_meta(run: VerificationRun) -> dict[str, Any]:
+    """The verdict cache's part of the report: ``status`` (``used`` or ``not used: <why>``), ``reused``, ``proven``, ``reused_cases``."""
+    return {"status": run.cache_status, "reused": len(run.reused), "proven": run.proven, "reused_cases": list(run.reused)}
 
 
 def library_label(meta: Mapping[str, Any]) -> str:
@@ -271,9 +279,19 @@ def _timing_line(report: Mapping[str, Any]) -> str:
         line += f" in {seconds} s"
     if per_q.get("mean") is not None:
         line += f" (mean {per_q['mean']} s, median {per_q['median']} s per question)"
+    line += _cache_text(meta.get("verdict_cache"))
     if report.get("proposals") and meta.get("remediation_seconds"):
         line += f"; {len(report['proposals'])} fixes proposed and re-verified in {meta['remediation_seconds']} s"
     return line
+
+
+def _cache_text(cache: Mapping[str, Any] | None) -> str:
+    """``; 30 reused from the verdict cache, 2 proven now`` (or why the cache was not used); empty without a cache."""
+    if not cache:
+        return ""
+    if cache.get("status") != "used":
+        return f"; verdict cache {markdown_text(cache.get('status'))}"
+    return f"; {cache.get('reused', 0)} reused from the verdict cache, {cache.get('proven', 0)} proven now"
 
 
 def _probe_lines(probe: Mapping[str, Any] | None, causes: int = 8) -> list[str]:

@@ -21,6 +21,13 @@ undecided. Questions run in parallel, up to the number of cores, each in its own
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
 result replaces the first one only when it settles more (true/false, or consistent where nothing was known);
 each option records which prover decided it.
+
+**A verdict cache** (``cache``, :class:`~retrieval_pipeline.core.verifier.verdict_cache.VerdictCache`) returns the
+verdict of a question whose proofs cannot have changed (same question, library files, verifier source, sandbox
+settings; offline prover only) instead of proving it again; the run lists the reused case ids. Without one
+passed, :func:`verify_question` asks the active cache (set by the caller with
+:func:`~retrieval_pipeline.core.verifier.verdict_cache.using_verdict_cache`), so re-verifications made below
+other code (the proposed fixes) are covered by the same keys.
 """
 
 from __future__ import annotations
@@ -30,13 +37,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
 from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
+from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache
 
 #: A proof stopped by the wall clock is retried once with this many times the limit.
 TIMEOUT_RETRY_FACTOR = 3.0
@@ -51,6 +59,13 @@ class VerificationRun:
     prover: str
     total_seconds: float
     skipped: list[str]  # case ids that are not multiple choice
+    reused: list[str] = field(default_factory=list)  # case ids whose verdict came from the verdict cache
+    cache_status: str | None = None  # None: no verdict cache asked for; "used"; or "not used: <why>"
+
+    @property
+    def proven(self) -> int:
+        """Questions proven in this run (not reused from the verdict cache)."""
+        return len(self.verdicts) - len(self.reused)
 
 
 def verify_question(
@@ -65,6 +80,7 @@ def verify_question(
     batch: bool = True,
     fallback: Prover | None = None,
     snippet: str | None = None,
+    cache: VerdictCache | None = None,
 ) -> Verdict:
     """Verify one question; ``marked`` reaches only the verdict step.
 
@@ -80,7 +96,62 @@ def verify_question(
         batch: Run the question's proofs in one sandbox (:func:`run_pytest_batch`); False: one sandbox each.
         fallback: A second prover for the options the first did not settle (see the module docstring).
         snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are claims about running it.
+        cache: Reuse the verdict of an unchanged question from it, and store a new one; default: the
+            :func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache` (None: prove it).
     """
+    return reuse_or_verify(case_id, question, options, marked, prover, settings, workers=workers, batch=batch,
+                           fallback=fallback, snippet=snippet, cache=cache)[0]  # fmt: skip
+
+
+def reuse_or_verify(
+    case_id: str,
+    question: str,
+    options: Mapping[str, str],
+    marked: str,
+    prover: Prover,
+    settings: SandboxSettings,
+    *,
+    workers: int = 2,
+    batch: bool = True,
+    fallback: Prover | None = None,
+    snippet: str | None = None,
+    cache: VerdictCache | None = None,
+) -> tuple[Verdict, bool]:
+    """:func:`verify_question`, saying whether the verdict was reused from the verdict cache.
+
+    Returns:
+        ``(verdict, reused)``.
+    """
+    cache = cache if cache is not None else active_verdict_cache()
+    key = None
+    if cache is not None:
+        key = cache.key(prover, settings, fallback=fallback, batch=batch, case_id=case_id, question=question, options=options,
+                        marked=marked, snippet=snippet)  # fmt: skip
+    if key is not None and cache is not None:
+        found = cache.get(key)
+        if found is not None:
+            return found, True
+    verdict = prove_question(case_id, question, options, marked, prover, settings, workers=workers, batch=batch, fallback=fallback,
+                             snippet=snippet)  # fmt: skip
+    if key is not None and cache is not None:
+        cache.put(key, verdict)
+    return verdict, False
+
+
+def prove_question(
+    case_id: str,
+    question: str,
+    options: Mapping[str, str],
+    marked: str,
+    prover: Prover,
+    settings: SandboxSettings,
+    *,
+    workers: int = 2,
+    batch: bool = True,
+    fallback: Prover | None = None,
+    snippet: str | None = None,
+) -> Verdict:
+    """Decompose, prove in the sandbox, decide (no cache): the arguments are those of :func:`verify_question`."""
     started = time.monotonic()
     claims = decompose(case_id, question, options, snippet=snippet)
     proofs = [prover.prove(claim) for claim in claims]
@@ -178,6 +249,7 @@ def run_verification(
     progress: Callable[[Verdict], None] | None = None,
     fallback: Prover | None = None,
     fallback_for: Callable[[LibraryIndex], Prover | None] | None = None,
+    cache: VerdictCache | None = None,
 ) -> VerificationRun:
     """Probe the environment once, then verify every multiple-choice case, several questions at once.
 
@@ -194,6 +266,9 @@ def run_verification(
         progress: Called with each verdict, in the order of the cases.
         fallback: A second prover for the options the first did not settle (an LLM prover); None: none.
         fallback_for: Makes the second prover from the probed index (it names the library), when ``fallback`` is None.
+        cache: Verdicts of unchanged questions to reuse, and where new ones are stored; None: every question is
+            proven; default: the active one (:func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache`).
+            Used only with an offline prover and no second prover (:meth:`VerdictCache.status`).
 
     Returns:
         The verdicts in the order of the cases, the index, the prover's name, the seconds and the skipped ids.
@@ -215,9 +290,16 @@ def run_verification(
         else:
             questions.append(case)
 
+    cache = cache if cache is not None else active_verdict_cache()
+    cache_status = None if cache is None else cache.status(prover, settings, fallback=fallback)
+    reused: list[str] = []
+
     def verify(case: Case) -> Verdict:
-        return verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
-                               workers=workers, fallback=fallback, snippet=case_snippet(case))  # fmt: skip
+        verdict, hit = reuse_or_verify(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
+                                       workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache)  # fmt: skip
+        if hit:
+            reused.append(case.case_id)
+        return verdict
 
     verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool:
@@ -228,7 +310,9 @@ def run_verification(
     name = getattr(prover, "name", type(prover).__name__)
     if fallback is not None:
         name += "+" + getattr(fallback, "name", type(fallback).__name__)
-    return VerificationRun(verdicts, index, name, round(time.monotonic() - started, 3), skipped)
+    order = {case.case_id: position for position, case in enumerate(questions)}
+    reused.sort(key=lambda case_id: order.get(case_id, len(order)))
+    return VerificationRun(verdicts, index, name, round(time.monotonic() - started, 3), skipped, reused, cache_status)
 
 
 def case_snippet(case: Case) -> str | None:
