@@ -9,7 +9,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-local-llm dev bench adk-env add-retriever lint
+.PHONY: install run test test-local-llm dev bench adk-env add-retriever lint mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ add-retriever: install
 	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --partition $$d \
 	    --select 'retrievers/$(RETRIEVER)/index,retrievers/$(RETRIEVER)/runs,retrieval_runs*' || exit 1; \
 	done
+
+# mutation score per module of the evaluation path (slow: not part of `make test`); copies under /tmp
+mutation: install
+	$(BIN)/pip install -q -e '.[mutation]'
+	$(BIN)/python benchmarks/mutation.py
 
 lint: install
 	$(BIN)/ruff check .
