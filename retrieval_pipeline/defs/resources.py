@@ -138,21 +138,7 @@ class LLMResource(dg.ConfigurableResource):
 
 def llm_metadata(client: LLMClient | None) -> dict[str, object]:
     """Token counts, cost (when priced), calls and cache hits of an LLM client, for asset metadata."""
-    if client is None:
-        return {}
-    st = client.stats
-    meta: dict[str, object] = {
-        "llm_model": client.settings.model,
-        "llm_calls": st.calls,
-        "llm_cache_hits": st.cache_hits,
-        "llm_retries": st.retries,
-        "llm_failures": st.failures,
-        "llm_prompt_tokens": st.prompt_tokens,
-        "llm_completion_tokens": st.completion_tokens,
-    }
-    if st.cost is not None:
-        meta["llm_cost"] = st.cost
-    return meta
+    return {} if client is None else {f"llm_{k}": v for k, v in client.usage().items()}
 
 
 def llm_from_environment() -> LLMResource:

@@ -355,6 +355,22 @@ class LLMClient(Closing):
         """Return a snapshot of the counters."""
         return self._counters.snapshot(self.settings)
 
+    def usage(self) -> dict[str, Any]:
+        """Model, calls, cache hits, retries, failures and tokens (and cost when priced), as plain values for reports."""
+        st = self.stats
+        out: dict[str, Any] = {
+            "model": self.settings.model,
+            "calls": st.calls,
+            "cache_hits": st.cache_hits,
+            "retries": st.retries,
+            "failures": st.failures,
+            "prompt_tokens": st.prompt_tokens,
+            "completion_tokens": st.completion_tokens,
+        }
+        if st.cost is not None:
+            out["cost"] = st.cost
+        return out
+
     def key_for(self, messages: Messages, schema: Schema) -> str:
         """Return the cache key of a request under these settings."""
         return cache_key(self.settings.model, messages, self.settings.generation_params(), schema)

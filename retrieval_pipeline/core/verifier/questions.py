@@ -190,7 +190,7 @@ def check_questions(
     if mode == "llm" and llm is None:
         meta["prover_warning"] = NO_ENDPOINT_WARNING
     if llm is not None and mode == "llm":
-        meta["llm"] = llm_stats(llm)
+        meta["llm"] = llm.usage()
     report = quality_report(verdicts, meta, proposals, index=run.index if run else None)
     md = write_report(report, report_path)
     written = write_proposals(proposals, questions, proposals_path, inputs=[str(p) for p in inputs]) if proposals else None
@@ -294,23 +294,6 @@ def llm_fallback(mode: str, llm: LLMClient | None, index: LibraryIndex) -> LLMPr
         return None
     library = f"{index.distribution} {index.version}" if index.distribution else index.import_name
     return LLMProver(llm, library=library, import_name=index.import_name, max_calls=LLM_MAX_CALLS)
-
-
-def llm_stats(llm: LLMClient) -> dict[str, Any]:
-    """The LLM client's counters for the report: model, calls, cache hits, retries, failures, tokens (and cost when priced)."""
-    stats = llm.stats
-    out: dict[str, Any] = {
-        "model": llm.settings.model,
-        "calls": stats.calls,
-        "cache_hits": stats.cache_hits,
-        "retries": stats.retries,
-        "failures": stats.failures,
-        "prompt_tokens": stats.prompt_tokens,
-        "completion_tokens": stats.completion_tokens,
-    }
-    if stats.cost is not None:
-        out["cost"] = stats.cost
-    return out
 
 
 def propose_fixes(
