@@ -48,6 +48,7 @@ import pandas as pd
 from dagster import DagsterEvent, EventLogEntry
 from tabulate import tabulate
 
+from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
@@ -359,15 +360,49 @@ def run_datasets(
         if unknown:
             raise UsageError(f"unknown dataset(s) {', '.join(unknown)}; the registry has: {', '.join(known)}")
         settings = definitions.resources["settings"]
-        plan = _Plan.of(definitions, list(keys))
         graph = definitions.resolve_asset_graph()
         blocking = {(k.asset_key, k.name) for k in graph.asset_check_keys if graph.get_check_spec(k).blocking}
         config = {**(run_config or {}), "loggers": {**(run_config or {}).get("loggers", {}), **QUIET_CONSOLE["loggers"]}}
+        runs: list[DatasetRun] = []
         with _instance(instance, out) as dagster_instance:
-            return [
-                _run_one(job, config, dataset, (i, len(datasets)), keys, plan, blocking, stream, dagster_instance, settings, out)
-                for i, dataset in enumerate(datasets, 1)
-            ]
+            for i, dataset in enumerate(datasets, 1):
+                used, unused = used_by_dataset(keys, settings.registry(), dataset)
+                if unused:
+                    out.write(f"   ({dataset} does not use {', '.join(unused)}: their steps are left out)\n")
+                plan = _Plan.of(definitions, sorted(used))
+                runs.append(
+                    _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
+                )
+        return runs
+
+
+def _retriever_step(key: dg.AssetKey) -> tuple[str, str] | None:
+    """``(retriever, "index" | "runs")`` of a ``retrievers/<name>/<what>`` asset key, else None."""
+    path = key.path
+    return (path[1], path[2]) if len(path) == 3 and path[0] == "retrievers" and path[2] in {"index", "runs"} else None
+
+
+def used_by_dataset(keys: AbstractSet[dg.AssetKey], registry: Any, dataset: str) -> tuple[set[dg.AssetKey], list[str]]:
+    """The selection without the steps the dataset does not use, and the retrievers it does not use at all.
+
+    A dataset uses the retrievers it lists (their index and runs) and their components (index only: a
+    component's runs are not evaluated). The other retrievers' steps would only record "not evaluated here";
+    ``retrieval_runs`` reads missing runs partitions as absent. A selection made only of unused steps is
+    kept whole: asked for explicitly, they run and say so.
+    """
+    config = registry.get(dataset)
+    try:
+        needed = set(registry.retrievers.closure(config.retrievers))
+    except RetrieverError:  # an invalid retriever spec: the run itself reports it, on the step that needs it
+        return set(keys), []
+    listed = set(config.retrievers)
+    unused = {
+        key for key in keys if (step := _retriever_step(key)) is not None and step[0] not in (listed if step[1] == "runs" else needed)
+    }
+    if unused == set(keys):
+        return set(keys), []
+    names = sorted({step[0] for key in unused if (step := _retriever_step(key)) is not None and step[0] not in needed})
+    return set(keys) - unused, names
 
 
 def _run_one(

@@ -14,11 +14,17 @@ A section without data says so in one line instead of failing.
 
 :func:`chart_png_base64` and :func:`chart_pngs` give the same charts as base64 PNGs, and
 :func:`summary_markdown` a compact table with one or two charts, for the Dagster UI.
+
+Drawing the charts is most of the report's time (about 0.4 s a chart with matplotlib). Inside
+:func:`~retrieval_pipeline.core.result_cache.using_result_cache`, a chart's PNG is stored under the content
+key of what it draws (:data:`CHART_INPUTS`, the retriever order, the resolution, this module's source and
+matplotlib's version: :func:`chart_key`), so an unchanged re-run reuses every chart and only writes text.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import json
@@ -26,8 +32,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -35,6 +43,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from retrieval_pipeline.core.metric_registry import UnknownMetricError, describe_metric, headline_columns, higher_is_better, resolve_metric
+from retrieval_pipeline.core.result_cache import active_result_cache, content_key
 
 #: Metrics of the bar chart (those present in the metric table are drawn).
 BAR_METRICS: tuple[str, ...] = ("hit_rate@5", "mrr", "ndcg@10")
@@ -529,20 +538,84 @@ CHARTS: dict[str, Callable[[ReportData], Figure | None]] = {
 }
 
 
+#: The :class:`ReportData` fields each chart draws from, besides :meth:`ReportData.retriever_order` (part of every
+#: chart's key). A chart must read nothing else: ``test_html_report`` proves it by changing every other field.
+CHART_INPUTS: dict[str, tuple[str, ...]] = {
+    "bars": ("metrics", "significance"),
+    "ranks": ("query_results",),
+    "sweep": ("fusion_sweep", "objective"),
+    "trend": ("trend",),
+}
+#: Columns left out of a chart's key: the trend plots the week's value, not when within the week it was measured.
+_UNDRAWN_COLUMNS: dict[str, tuple[str, ...]] = {"trend": ("timestamp",)}
+#: The result cache's namespace of rendered charts.
+CHART_NAMESPACE = "report_chart_png"
+
+
+@cache
+def _drawing_version() -> str:
+    """This module's source and matplotlib's version: any change to how charts are drawn gives new keys."""
+    with open(__file__, "rb") as source:
+        return f"{hashlib.sha256(source.read()).hexdigest()}/matplotlib-{matplotlib.__version__}"
+
+
+def _field_digest(value: Any, undrawn: Sequence[str] = ()) -> Any:
+    """A JSON-able digest of one report field: a frame's columns, dtypes and values; other values as they are."""
+    if not isinstance(value, pd.DataFrame):
+        return value
+    frame = value.drop(columns=[c for c in undrawn if c in value.columns])
+    text = frame.to_json(orient="split", double_precision=15, default_handler=str, date_format="iso")
+    return {"dtypes": [str(t) for t in frame.dtypes], "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+
+
+def chart_key(data: ReportData, name: str, dpi: int = _DPI) -> str:
+    """The content key of one chart's PNG: what it draws (:data:`CHART_INPUTS`), the retriever order and the resolution."""
+    undrawn = _UNDRAWN_COLUMNS.get(name, ())
+    inputs = {f: _field_digest(getattr(data, f), undrawn) for f in CHART_INPUTS[name]}
+    return content_key(_drawing_version(), name, dpi, data.retriever_order(), inputs)
+
+
+def _render_png(data: ReportData, name: str, dpi: int) -> str | None:
+    figure = CHARTS[name](data)
+    return None if figure is None else chart_png_base64(figure, dpi)
+
+
+def chart_png(data: ReportData, name: str, dpi: int = _DPI) -> str | None:
+    """One chart as base64 PNG, or None when it has no data; reused from the active result cache when unchanged."""
+    store = active_result_cache()
+    if store is None:
+        return _render_png(data, name, dpi)
+    png, _ = store.get_or_compute(
+        CHART_NAMESPACE,
+        chart_key(data, name, dpi),
+        lambda: _render_png(data, name, dpi),
+        encode=lambda value: {"png": value},
+        decode=_stored_png,
+    )
+    return png
+
+
+def _stored_png(stored: Any) -> str | None:
+    """A cached chart entry back to its PNG text (None: the chart had no data); anything else is corrupt."""
+    png = stored["png"]
+    if png is not None and not isinstance(png, str):
+        raise TypeError(f"a chart entry holds {type(png).__name__}, not base64 text")
+    return png
+
+
 def chart_pngs(data: ReportData, names: Sequence[str] = tuple(CHARTS), dpi: int = _DPI) -> dict[str, str]:
     """``{chart name: base64 PNG}`` of the named :data:`CHARTS` that have data (reusable as Dagster metadata images)."""
     unknown = [n for n in names if n not in CHARTS]
     if unknown:
         raise ValueError(f"unknown chart(s) {unknown}: known charts are {list(CHARTS)}")
-    figures = {name: CHARTS[name](data) for name in names}
-    return {name: chart_png_base64(fig, dpi) for name, fig in figures.items() if fig is not None}
+    pngs = {name: chart_png(data, name, dpi) for name in names}
+    return {name: png for name, png in pngs.items() if png is not None}
 
 
 def _chart_html(data: ReportData, name: str, alt: str, caption: str) -> str | None:
-    figure = CHARTS[name](data)
-    if figure is None:
+    src = chart_png(data, name)
+    if src is None:
         return None
-    src = chart_png_base64(figure)
     return (
         f'<figure class="chart"><img class="chart" data-chart="{_e(name)}" alt="{_e(alt)}" '
         f'src="data:image/png;base64,{src}"><figcaption>{caption}</figcaption></figure>'

@@ -9,6 +9,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.html_report import ReportData, build_report, headline_metadata, summary_markdown, trend_frame
+from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.scoring import metric_table
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
@@ -94,7 +95,9 @@ def evaluation_report(
         confidence=config.statistics.confidence,
         objective=config.tuning.objective,
     )
-    text = build_report(data)
+    with using_result_cache(settings.cache_path()):  # charts drawn once per content (html_report.chart_key)
+        text = build_report(data)
+        summary = summary_markdown(data, max_bytes=SUMMARY_MAX_BYTES)
     path = atomic_write_text(settings.export_path(dataset, "report.html"), text)
     empty = [name for name, frame in data.frames().items() if frame.empty]
     if empty:
@@ -123,6 +126,6 @@ def evaluation_report(
             "trend_points": len(trend),
             "inputs_without_data": dg.MetadataValue.json(empty),
             "headline": dg.MetadataValue.json(headline_metadata(data)),
-            "summary": dg.MetadataValue.md(summary_markdown(data, max_bytes=SUMMARY_MAX_BYTES)),
+            "summary": dg.MetadataValue.md(summary),
         }
     )

@@ -10,10 +10,11 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.cli.run import DatasetRun, FailedCheck, format_summary, main, metrics_table
+from retrieval_pipeline.cli.run import DatasetRun, FailedCheck, format_summary, main, metrics_table, used_by_dataset
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
 from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline.defs.retrievers import REGISTRY
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 
@@ -115,8 +116,11 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
     # recorded as `dagster asset materialize` records it (job, partition tag, check results): what the alert sensor reads
     (record,) = instance.get_runs()
     assert record.job_name == "__ASSET_JOB" and record.tags["dagster/partition"] == DATASET
-    every_asset = defs().resolve_asset_graph().materializable_asset_keys
-    assert record.status == dg.DagsterRunStatus.FAILURE and set(record.asset_selection or ()) == set(every_asset)
+    unused = set(REGISTRY.retrievers.names) - {"bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"}
+    every_used_asset = {
+        k for k in defs().resolve_asset_graph().materializable_asset_keys if not (k.path[0] == "retrievers" and k.path[1] in unused)
+    }
+    assert record.status == dg.DagsterRunStatus.FAILURE and set(record.asset_selection or ()) == every_used_asset
     failed = failed_checks_of_run(instance, record.run_id, DATASET, dg.AssetKey("retrieval_metrics"))
     assert [f["check"] for f in failed] == ["min_hit_rate_at_5"] and failed[0]["severity"] == "ERROR"
 
@@ -130,6 +134,8 @@ def test_passing_run_exits_0_and_is_kept_in_dagster_home(tmp_path: Path, dagster
     assert "(* best per column; 2 queries;" in stdout
     assert list(table_rows(stdout)) == RETRIEVERS
     assert "DEBUG" not in stdout + stderr and "note: DAGSTER_HOME" not in stdout
+    unused = sorted(set(REGISTRY.retrievers.names) - {"bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"})
+    assert f"({DATASET} does not use {', '.join(unused)}: their steps are left out)" in stdout
 
     with dg.DagsterInstance.get() as instance:  # a new instance object: the run outlived the command, for drift and the sensor
         (record,) = instance.get_runs()
@@ -206,3 +212,34 @@ def test_summary_names_only_the_error_checks_that_failed_the_run(tmp_path: Path)
     run = DatasetRun("insurance", "abcdef12", False, 1.0, [], failed, None, tmp_path)
     last = format_summary([run], tmp_path / "run.log").rstrip().splitlines()[-1]
     assert last == "FAILED: 1 of 1 run(s): insurance (ERROR check min_hit_rate_at_5). Exit code 1"
+
+
+class _Specs:
+    """A retriever registry: ``hybrid`` fuses ``a`` and ``b``."""
+
+    def closure(self, names):
+        order: list[str] = []
+        for name in names:
+            order += [n for n in ({"hybrid": ["a", "b", "hybrid"]}.get(name, [name])) if n not in order]
+        return order
+
+
+class _Registry:
+    retrievers = _Specs()
+
+    def get(self, dataset):
+        return type("Config", (), {"retrievers": ["hybrid", "c"]})()
+
+
+def test_a_run_leaves_out_the_steps_of_retrievers_the_dataset_does_not_use() -> None:
+    def steps(name: str) -> set[dg.AssetKey]:
+        return {dg.AssetKey(["retrievers", name, "index"]), dg.AssetKey(["retrievers", name, "runs"])}
+
+    other = {dg.AssetKey("corpus"), dg.AssetKey("retrieval_runs"), dg.AssetKey(["retrievers", "a", "notes"])}
+    keys = other | steps("a") | steps("b") | steps("c") | steps("hybrid") | steps("unused")
+    used, unused = used_by_dataset(keys, _Registry(), "toy")
+    # listed retrievers keep both steps, components only their index, the unused one nothing
+    assert used == other | steps("c") | steps("hybrid") | {dg.AssetKey(["retrievers", n, "index"]) for n in ("a", "b")}
+    assert unused == ["unused"]
+    # asked for explicitly, an unused retriever's steps still run (and say "not evaluated here")
+    assert used_by_dataset(steps("unused"), _Registry(), "toy") == (steps("unused"), [])

@@ -15,7 +15,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from retrieval_pipeline.core import html_report
+from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.html_report import (
+    CHART_INPUTS,
+    CHART_NAMESPACE,
     NOT_FOUND_BIN,
     RANK_BINS,
     SECTIONS,
@@ -25,6 +29,7 @@ from retrieval_pipeline.core.html_report import (
     bars_figure,
     bucket_counts,
     build_report,
+    chart_key,
     chart_pngs,
     headline_metadata,
     iso_week,
@@ -34,6 +39,7 @@ from retrieval_pipeline.core.html_report import (
     trend_frame,
     worst_queries,
 )
+from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 REAL_OUT = PROJECT_ROOT / "data" / "out"
@@ -525,3 +531,92 @@ def test_report_from_the_real_stdlib_frames():
     assert f"<span>queries</span>{n}<" in document
     worst = section(document, "worst")
     assert worst.count("<article") == min(data.worst_n, len(worst_queries(present["query_results"], 5, 100)))
+
+
+# -- the chart cache: a chart's PNG is reused while what it draws is unchanged ----------------------
+
+
+def _perturbed(value):
+    """Another value of one report field, keeping the retrievers (so the retriever order stays the same)."""
+    if isinstance(value, pd.DataFrame):
+        if value.empty:
+            return value
+        frame = value.copy()
+        numeric = [c for c in frame.select_dtypes("number").columns if c != "timestamp"]
+        for c in numeric:
+            frame[c] = frame[c] * 0.5 + 1
+        return frame
+    if isinstance(value, datetime):
+        return value.replace(year=2030)
+    if isinstance(value, float):
+        return value / 2
+    if isinstance(value, int):
+        return value + 3
+    if isinstance(value, str):
+        return value + " changed"
+    return value
+
+
+UNDECLARED_CHANGES = {  # every field a chart might read by mistake, changed without touching the retriever order
+    "description": "another description",
+    "generated_at": datetime(2030, 1, 1, tzinfo=timezone.utc),
+    "baseline": "dense",
+    "failure_buckets": pd.DataFrame(),
+    "retrieval_dataset": pd.DataFrame(),
+    "corpus": pd.DataFrame(),
+    "alpha": 0.01,
+    "confidence": 0.9,
+    "objective": "mrr",
+    "k": 3,
+    "worst_n": 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHART_INPUTS))
+def test_a_chart_draws_only_what_its_key_covers(name):
+    """Change every field outside CHART_INPUTS[name]: the key stays and the PNG is byte for byte the same."""
+    base = synthetic_data()
+    frames = ("metrics", "significance", "query_results", "fusion_sweep", "trend")
+    changes = {f: v for f, v in UNDECLARED_CHANGES.items() if f not in CHART_INPUTS[name]}
+    changes |= {f: _perturbed(getattr(base, f)) for f in frames if f not in CHART_INPUTS[name]}
+    if name == "trend":  # the time within the week is not drawn
+        changes["trend"] = base.trend.assign(timestamp=base.trend["timestamp"] + 1.0)
+    other = synthetic_data(**changes)
+    assert other.retriever_order() == base.retriever_order()
+    assert chart_key(other, name) == chart_key(base, name)
+    assert chart_pngs(other, [name]) == chart_pngs(base, [name])
+
+
+@pytest.mark.parametrize("name", sorted(CHART_INPUTS))
+def test_a_chart_key_changes_with_each_thing_it_draws(name):
+    base = synthetic_data()
+    for field_name in CHART_INPUTS[name]:
+        changed = synthetic_data(**{field_name: _perturbed(getattr(base, field_name))})
+        assert chart_key(changed, name) != chart_key(base, name), field_name
+    assert chart_key(base, name, dpi=60) != chart_key(base, name)
+
+
+def test_an_unchanged_report_reuses_every_chart_and_the_html_is_the_same(tmp_path, monkeypatch):
+    data = synthetic_data()
+    uncached = build_report(data)
+    with using_result_cache(tmp_path):
+        first = build_report(data)
+    drawn: list[object] = []
+    original = html_report.chart_png_base64
+    monkeypatch.setattr(html_report, "chart_png_base64", lambda figure, dpi=100: drawn.append(figure) or original(figure, dpi))
+    with using_result_cache(tmp_path):
+        second = build_report(data)
+        assert drawn == []  # nothing drawn: all four read back
+        changed = build_report(synthetic_data(fusion_sweep=_perturbed(data.fusion_sweep)))
+    assert len(drawn) == 1  # only the sweep changed
+    assert first == second == uncached
+    assert changed != second
+
+
+def test_a_corrupt_chart_entry_is_drawn_again(tmp_path):
+    data = synthetic_data()
+    with ResultCache(tmp_path / RESULTS_FILE) as store:
+        store.put(CHART_NAMESPACE, chart_key(data, "bars"), {"png": 5})
+    with using_result_cache(tmp_path), pytest.warns(CorruptFileWarning, match="corrupt"):
+        png = chart_pngs(data, ["bars"])["bars"]
+    assert decoded_png(png).width > 300
