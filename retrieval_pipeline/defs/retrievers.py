@@ -68,6 +68,7 @@ def _index_asset(name: str) -> dg.AssetsDefinition:
             settings.index_dir(context.partition_key, name).parent,
             settings.cache_path(),
             encoder.encoder_for,
+            log=context.log.info,  # a dense build logs each embedded shard (at most one line per 5 s)
         )
         return dg.MaterializeResult(
             metadata={

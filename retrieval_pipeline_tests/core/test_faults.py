@@ -40,6 +40,7 @@ from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
 from retrieval_pipeline.core.retrieval_dataset import write_jsonl
+from retrieval_pipeline_tests.core.retrieval.kit import committed_vectors
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 VOCAB = ["cat", "dog", "fish", "bird"]
@@ -106,23 +107,12 @@ def _start_child(path: Path, n: int, delay: float) -> subprocess.Popen[str]:
     )
 
 
-def _committed(path: Path) -> int:
-    """Rows in the cache, read by a separate connection (0 while the file or table does not exist yet)."""
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_sigkill_mid_embedding_loses_at_most_one_chunk_and_the_rerun_embeds_only_the_rest(tmp_path: Path) -> None:
     path, n = tmp_path / "embeddings.sqlite", 1000
     child = _start_child(path, n, delay=0.005)  # 40 texts = one chunk = 0.2 s; all of them 5 s
     deadline = time.monotonic() + 90
     try:
-        while _committed(path) < 5 * CHUNK:  # five chunks committed
+        while committed_vectors(path) < 5 * CHUNK:  # five chunks committed
             assert child.poll() is None, child.communicate()
             assert time.monotonic() < deadline, "the child committed nothing in 90 s"
             time.sleep(0.02)
@@ -135,7 +125,7 @@ def test_sigkill_mid_embedding_loses_at_most_one_chunk_and_the_rerun_embeds_only
             child.wait()
     assert child.returncode == -signal.SIGKILL
     encoded_by_child = out.count("t\n")
-    committed = _committed(path)
+    committed = committed_vectors(path)
     lost = encoded_by_child - committed
     assert committed % CHUNK == 0 and 5 * CHUNK <= committed < n  # whole chunks only, and not finished
     assert 0 <= lost <= CHUNK
@@ -292,7 +282,7 @@ def test_two_processes_embedding_the_same_texts_embed_each_text_once(tmp_path: P
     misses = [int(out.strip().splitlines()[-1].split()[1]) for out, _ in outputs]
     assert encoded == misses
     assert n <= sum(encoded) <= n + CHUNK
-    assert _committed(path) == n
+    assert committed_vectors(path) == n
     print(f"\n[concurrency/processes] N={n} chunk={CHUNK}: embedded {encoded[0]} + {encoded[1]} = {sum(encoded)}")
 
 

@@ -1,4 +1,4 @@
-"""Dense retrieval: exact cosine search over sentence embeddings with a FAISS flat index.
+"""Dense retrieval: cosine search over sentence embeddings in FAISS, exact (flat) or, on large corpora, HNSW.
 
 Documents and queries are embedded by an :class:`~retrieval_pipeline.core.retrieval.encoders.Encoder`
 into unit vectors, so the inner product IS the cosine similarity:
@@ -17,6 +17,20 @@ Models such as e5 and bge expect a prefix before queries and passages (``"query:
 ``"passage: "``). The retriever prepends them itself, so the prefixed text is what is embedded and
 what the embedding cache is keyed by, and saves them in ``params.json``: a loaded index embeds its
 queries exactly as the one that was built.
+
+Index choice by size (:class:`~retrieval_pipeline.core.retrieval.faiss_index.IndexSettings`): exact
+``IndexFlatIP`` up to ``flat_max_docs`` documents, an approximate index (HNSW) above; see
+:mod:`~retrieval_pipeline.core.retrieval.faiss_index`, which also measures the approximation's recall. The
+tie-break still applies to the hits an approximate index returns, but which documents it returns is
+approximate. ``params.json`` records the index kind, its parameters, the build seconds with and without
+embedding and the serialised index's bytes, and :meth:`DenseRetriever.load` restores ``efSearch``.
+
+Shards and progress: with an embedding cache the corpus is embedded in shards, the cache's committed
+chunks of ``batch_size x BATCHES_PER_COMMIT`` texts (see
+:mod:`~retrieval_pipeline.core.retrieval.embed_cache`). A killed build loses at most the one shard in
+progress, and the next build embeds only the shards still missing. ``build(..., progress=...)`` is
+called after every committed shard (:class:`~retrieval_pipeline.core.retrieval.progress.ProgressLog`
+turns those calls into throttled log lines).
 """
 
 from __future__ import annotations
@@ -24,17 +38,25 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache, ProgressCallback
 from retrieval_pipeline.core.retrieval.encoders import Encoder, l2_normalise
+from retrieval_pipeline.core.retrieval.faiss_index import (
+    FLAT,
+    IndexSettings,
+    faiss_threads,
+    filled_index,
+    index_kind,
+    index_settings,
+    serialised_bytes,
+)
 from retrieval_pipeline.core.types import Hit
 
 INDEX_FILE = "index.faiss"
@@ -51,21 +73,29 @@ class EncoderMismatchError(ValueError):
 class BuildStats:
     """What :meth:`DenseRetriever.build` did.
 
+    The timings and the size are left out of ``==`` (two builds of one corpus are equal).
+
     Attributes:
         n_docs: Documents indexed.
         embedded_now: Distinct texts embedded by this build (all of them without a cache).
         from_cache: Distinct texts read from the embedding cache.
         seconds: Wall time of the build, embedding included.
+        embed_seconds: Wall time of embedding (cache look-ups included).
+        index_seconds: Wall time of building the FAISS index alone.
+        index_bytes: Size of the serialised FAISS index (what it holds in memory, give or take).
     """
 
     n_docs: int
     embedded_now: int
     from_cache: int
     seconds: float
+    embed_seconds: float = field(default=0.0, compare=False)
+    index_seconds: float = field(default=0.0, compare=False)
+    index_bytes: int = field(default=0, compare=False)
 
 
 class DenseRetriever:
-    """Exact inner-product (= cosine) search over normalised embeddings.
+    """Inner-product (= cosine) search over normalised embeddings: exact, or approximate on large corpora.
 
     Use ``DenseRetriever(name).build(doc_ids, texts, encoder, cache)`` or :meth:`load`.
 
@@ -73,17 +103,31 @@ class DenseRetriever:
         name: The retriever's name in runs and reports.
         query_prefix: Prepended to every query before it is embedded (e5: ``"query: "``).
         passage_prefix: Prepended to every document text before it is embedded (e5: ``"passage: "``).
+        index: Which index to build by corpus size (:class:`IndexSettings`, a mapping of them, or ``None``
+            for the defaults: flat up to 50,000 documents).
 
     Attributes:
         build_stats: Set by :meth:`build`; ``None`` after :meth:`load`.
+        index_settings: The validated :class:`IndexSettings`.
+
+    Raises:
+        ValueError: Invalid ``index`` settings (the message names the retriever).
     """
 
-    def __init__(self, name: str = "dense_minilm", query_prefix: str = "", passage_prefix: str = "") -> None:
+    def __init__(
+        self,
+        name: str = "dense_minilm",
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        index: IndexSettings | Mapping[str, Any] | None = None,
+    ) -> None:
         self.name = name
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
+        self.index_settings = index_settings(name, index)
         self.build_stats: BuildStats | None = None
         self._index: Any | None = None
+        self._index_kind = FLAT
         self._doc_ids: list[str] = []
         self._encoder: Encoder | None = None
         self._cache: EmbeddingCache | None = None
@@ -96,14 +140,21 @@ class DenseRetriever:
         texts: Sequence[str],
         encoder: Encoder,
         cache: EmbeddingCache | None = None,
+        progress: ProgressCallback | None = None,
     ) -> DenseRetriever:
-        """Embed the corpus (through ``cache`` when given) and index it.
+        """Embed the corpus (through ``cache`` when given, shard by shard) and index it.
+
+        With a cache, the texts not cached yet are embedded in shards (the cache's committed chunks of
+        ``batch_size x BATCHES_PER_COMMIT`` texts): a build killed mid-way loses at most the shard in
+        progress, and the next build reads every committed shard back and embeds only the rest.
 
         Args:
             doc_ids: Unique document ids; their order is the corpus position used to break ties.
             texts: One text per document.
             encoder: The encoder for documents and, later, queries.
             cache: Optional embedding cache; unchanged texts are never embedded again.
+            progress: Called as ``progress(done, total)`` over the distinct texts to embed, after each
+                committed shard (once, at the end, without a cache; never when nothing is missing).
 
         Returns:
             ``self``, built.
@@ -111,11 +162,19 @@ class DenseRetriever:
         Raises:
             ValueError: On length mismatch or duplicate doc ids.
         """
+        import faiss  # noqa: F401  (imported before the clock starts: index_seconds times the build alone)
+
         _check_corpus(doc_ids, texts)
         start = time.perf_counter()
-        vectors, embedded_now, from_cache = _embed(encoder, cache, [self.passage_prefix + t for t in texts])
-        self._install(_make_index(vectors, encoder), list(doc_ids), encoder, cache)
-        self.build_stats = BuildStats(len(doc_ids), embedded_now, from_cache, time.perf_counter() - start)
+        vectors, embedded_now, from_cache = _embed(encoder, cache, [self.passage_prefix + t for t in texts], progress)
+        embedded = time.perf_counter()
+        self._index_kind = self.index_settings.kind_for(len(doc_ids))
+        index = _make_index(vectors, encoder, self._index_kind, self.index_settings)
+        indexed = time.perf_counter()
+        self._install(index, list(doc_ids), encoder, cache)
+        self.build_stats = BuildStats(
+            len(doc_ids), embedded_now, from_cache, indexed - start, embedded - start, indexed - embedded, serialised_bytes(index)
+        )
         return self
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
@@ -138,7 +197,7 @@ class DenseRetriever:
         if k <= 0 or index.ntotal == 0:
             return [[] for _ in queries]
         vectors, _, _ = _embed(encoder, self._cache, [self.query_prefix + q for q in queries])
-        with _faiss_threads(1 if len(queries) == 1 else None):
+        with faiss_threads(1 if len(queries) == 1 else None):
             scores, positions = _search_past_ties(index, vectors, min(k, index.ntotal))
         return [self._ranked(s, p, k) for s, p in zip(scores, positions)]
 
@@ -174,6 +233,12 @@ class DenseRetriever:
             "dim": int(index.d),
             "metric": METRIC,
             "index_type": type(index).__name__,
+            "index": {
+                "kind": self._index_kind,
+                "exact": self._index_kind == FLAT,
+                "settings": self.index_settings.model_dump(),
+                **index_kind(self._index_kind).describe(index),
+            },
             "n_docs": int(index.ntotal),
             "normalised": True,
             "query_prefix": self.query_prefix,
@@ -200,11 +265,13 @@ class DenseRetriever:
             cache: Optional embedding cache for queries.
 
         Returns:
-            The loaded retriever (``build_stats`` is ``None``).
+            The loaded retriever (``build_stats`` is ``None``), with the saved index settings and the
+            approximate index's search-time parameters (``efSearch``) restored. An index saved before
+            index settings existed is a flat one with the default settings.
 
         Raises:
             EncoderMismatchError: If the encoder's ``model_id`` or ``dim`` differs from ``params.json``.
-            ValueError: If the saved files disagree with each other.
+            ValueError: If the saved files disagree with each other or name an unknown index kind.
         """
         import faiss
 
@@ -215,7 +282,10 @@ class DenseRetriever:
         index = faiss.read_index(str(directory / INDEX_FILE))
         doc_ids = json.loads((directory / DOC_IDS_FILE).read_text(encoding="utf-8"))
         _check_saved(params, index, doc_ids, directory)
-        retriever = cls(params["name"], params.get("query_prefix", ""), params.get("passage_prefix", ""))
+        saved = params.get("index") or {}
+        retriever = cls(params["name"], params.get("query_prefix", ""), params.get("passage_prefix", ""), saved.get("settings"))
+        retriever._index_kind = str(saved.get("kind", FLAT))
+        index_kind(retriever._index_kind, directory / PARAMS_FILE).tune(index, retriever.index_settings)
         retriever._install(index, doc_ids, encoder, cache)
         return retriever
 
@@ -225,6 +295,18 @@ class DenseRetriever:
     def doc_ids(self) -> list[str]:
         """Document ids in corpus order."""
         return list(self._doc_ids)
+
+    @property
+    def faiss_index(self) -> Any:
+        """The FAISS index itself (to inspect its parameters; searching it directly skips the tie-break)."""
+        index, _ = self._require_built()
+        return index
+
+    @property
+    def index_type(self) -> str:
+        """The FAISS index class (``IndexFlatIP``, ``IndexHNSWFlat``)."""
+        index, _ = self._require_built()
+        return type(index).__name__
 
     @property
     def dim(self) -> int:
@@ -257,24 +339,23 @@ def _check_corpus(doc_ids: Sequence[str], texts: Sequence[str]) -> None:
         raise ValueError(f"duplicate doc ids: {dupes[:10]}")
 
 
-def _embed(encoder: Encoder, cache: EmbeddingCache | None, texts: Sequence[str]) -> tuple[np.ndarray, int, int]:
+def _embed(
+    encoder: Encoder, cache: EmbeddingCache | None, texts: Sequence[str], progress: ProgressCallback | None = None
+) -> tuple[np.ndarray, int, int]:
     """Normalised vectors for ``texts`` plus ``(embedded_now, from_cache)`` counts of distinct texts."""
     if cache is None:
         vectors = encoder.encode(list(texts)) if texts else np.zeros((0, encoder.dim), np.float32)
+        if progress is not None and texts:
+            progress(len(texts), len(texts))
         return l2_normalise(vectors), len(texts), 0
-    vectors, stats = cache.get_or_encode(encoder, list(texts))
+    vectors, stats = cache.get_or_encode(encoder, list(texts), progress=progress)
     return l2_normalise(vectors), stats.misses, stats.hits
 
 
-def _make_index(vectors: np.ndarray, encoder: Encoder) -> Any:
-    """An ``IndexFlatIP`` holding ``vectors`` (shape ``(n, dim)``)."""
-    import faiss
-
+def _make_index(vectors: np.ndarray, encoder: Encoder, kind: str, settings: IndexSettings) -> Any:
+    """An index of ``kind`` (:data:`FLAT` or approximate) holding ``vectors`` (shape ``(n, dim)``)."""
     dim = int(vectors.shape[1]) if vectors.shape[0] else int(encoder.dim)
-    index = faiss.IndexFlatIP(dim)
-    if vectors.shape[0]:
-        index.add(vectors)
-    return index
+    return filled_index(index_kind(kind), vectors, dim, settings)
 
 
 def _search_past_ties(index: Any, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -292,22 +373,6 @@ def _search_past_ties(index: Any, vectors: np.ndarray, k: int) -> tuple[np.ndarr
         if fetch == n or not np.any(scores[:, k - 1] <= scores[:, fetch - 1]):
             return scores, positions
         fetch = min(n, fetch * 2)
-
-
-@contextmanager
-def _faiss_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` FAISS OpenMP threads (``None``: leave as is), then restore."""
-    if n is None:
-        yield
-        return
-    import faiss
-
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(n)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(before)
 
 
 def _library_versions() -> dict[str, str | None]:

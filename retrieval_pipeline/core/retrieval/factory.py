@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -169,7 +170,7 @@ def build_index(spec: RetrieverSpec, ctx: RetrieverContext) -> dict[str, Any]:
 
 
 def _with_dir(ctx: RetrieverContext, directory: Path) -> RetrieverContext:
-    return RetrieverContext(ctx.dataset, ctx.documents, directory, ctx.cache_dir, ctx.encoder_for, ctx.component)
+    return dataclasses.replace(ctx, index_dir=directory)
 
 
 def _swap_in(staging: Path, final: Path) -> None:
@@ -267,13 +268,14 @@ def build_context(
     cache_dir: Path,
     encoder_for: Callable[[Any], Any],
     name: str,
+    log: Callable[[str], None] | None = None,
 ) -> RetrieverContext:
-    """The context in which ``name``'s index is built: its components load from ``index_root``."""
+    """The context in which ``name``'s index is built: its components load from ``index_root``; progress goes to ``log``."""
 
     def component(part: str) -> Retriever:
         return load_retriever(registry, part, dataset, documents, index_root, cache_dir, encoder_for)
 
-    return RetrieverContext(dataset, documents, Path(index_root) / name, cache_dir, encoder_for, component)
+    return RetrieverContext(dataset, documents, Path(index_root) / name, cache_dir, encoder_for, component, log)
 
 
 class CheckedRetriever:

@@ -37,10 +37,14 @@ def build_retriever(
     index_root: Path,
     cache_dir: Path,
     encoder_for: EncoderFor,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Build retriever ``name`` for ``dataset`` into ``index_root/name``; returns its ``retriever.json``."""
+    """Build retriever ``name`` for ``dataset`` into ``index_root/name``; returns its ``retriever.json``.
+
+    ``log`` receives progress lines of a long build (a dense corpus's embedding, shard by shard).
+    """
     spec = registry.get(name)
-    ctx = build_context(registry, dataset, documents, index_root, cache_dir, encoder_for, name)
+    ctx = build_context(registry, dataset, documents, index_root, cache_dir, encoder_for, name, log)
     started = time.perf_counter()
     params = build_index(spec, ctx)
     params["build_seconds"] = round(time.perf_counter() - started, 3)

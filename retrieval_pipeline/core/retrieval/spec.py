@@ -38,6 +38,8 @@ class RetrieverContext:
         encoder_for: Returns the model a spec needs (a dense spec's encoder, a rerank spec's cross-encoder);
             tests swap in keyword fakes here.
         component: Loads another named retriever of the same dataset (for hybrids and rerankers).
+        log: Where a long build reports progress, a line at a time (the asset's ``context.log.info``);
+            ``None``: silent.
     """
 
     dataset: str
@@ -46,6 +48,7 @@ class RetrieverContext:
     cache_dir: Path
     encoder_for: Callable[[Any], Any]
     component: Callable[[str], Retriever]
+    log: Callable[[str], None] | None = None
 
     @property
     def doc_ids(self) -> list[str]:

@@ -8,6 +8,7 @@ there, for dataset :data:`DATASET`; ``docs`` defaults to the toy corpus :data:`D
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,10 +77,16 @@ def registry_of(*specs: RetrieverSpec, root: Path) -> RetrieverRegistry:
 
 
 def build_one(
-    registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS
+    registry: RetrieverRegistry,
+    name: str,
+    root: Path,
+    encoder_for: EncoderFor = no_encoder,
+    *,
+    docs: Sequence[Document] = DOCS,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Build ``name`` alone (its components must be built already); returns its ``retriever.json``."""
-    ctx = build_context(registry, DATASET, docs, root / "indexes", root / "cache", encoder_for, name)
+    ctx = build_context(registry, DATASET, docs, root / "indexes", root / "cache", encoder_for, name, log)
     return build_index(registry.get(name), ctx)
 
 
@@ -93,9 +100,16 @@ def build_all(
     return params
 
 
-def build(spec: RetrieverSpec, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS) -> dict[str, Any]:
+def build(
+    spec: RetrieverSpec,
+    root: Path,
+    encoder_for: EncoderFor = no_encoder,
+    *,
+    docs: Sequence[Document] = DOCS,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Build ``spec`` in a registry of its own; returns its ``retriever.json``."""
-    return build_one(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs)
+    return build_one(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs, log=log)
 
 
 def load_from(
@@ -108,3 +122,17 @@ def load_from(
 def load(spec: RetrieverSpec, root: Path, encoder_for: EncoderFor = no_encoder, *, docs: Sequence[Document] = DOCS) -> CheckedRetriever:
     """Load the built ``spec`` from a registry of its own."""
     return load_from(registry_of(spec, root=root), spec.name, root, encoder_for, docs=docs)
+
+
+def committed_vectors(path: Path) -> int:
+    """Vectors in an embedding cache file, read by a separate read-only connection (0 while it has none yet).
+
+    What a killed writer left behind: only committed shards are visible to another connection.
+    """
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0

@@ -1,4 +1,4 @@
-"""``kind: dense``: a sentence-transformers bi-encoder, exact cosine search in FAISS (:class:`DenseRetriever`).
+"""``kind: dense``: a sentence-transformers bi-encoder, cosine search in FAISS (:class:`DenseRetriever`).
 
 Settings:
 
@@ -16,13 +16,22 @@ Settings:
   and dev ADK at about 3x the passages per second.
   The encoder's ``model_id`` names a backend other than torch (``;backend=onnx_int8``), so the
   embedding cache and saved indexes never mix the two backends' vectors.
+* ``index``: which FAISS index by corpus size (:class:`~retrieval_pipeline.core.retrieval.faiss_index.IndexSettings`),
+  e.g. ``{flat_max_docs: 50000, approximate: hnsw, hnsw_m: 32, ef_construction: 200, ef_search: 128}``
+  (those are the defaults; give only what differs). Up to ``flat_max_docs`` documents the search is exact
+  (``IndexFlatIP``); above, HNSW. Left out, the entry's identity is what it was before the block existed,
+  so indexes built then stay valid.
 
 The encoder comes from ``ctx.encoder_for(self)``: the real one
 (:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`) in the pipeline, a keyword fake in
 tests. Its ``model_id`` names the model and hashes its weights and configuration (and carries
 ``max_seq_length`` when set); the embedding cache ``<cache_dir>/embeddings.sqlite`` is keyed by it and
 by the prefixed text, so an unchanged corpus is never embedded twice, and another model, weights file,
-sequence length or prefix never reuses a vector. Vectors are always L2-normalised (cosine).
+sequence length or prefix never reuses a vector. Vectors are always L2-normalised (cosine). The corpus is
+embedded in shards that the cache commits as they finish: a killed build loses at most one shard, and the
+next one embeds only the missing shards. With ``ctx.log`` set (the index asset passes its logger),
+the build writes a progress line per shard (at most one per 5 s, plus the last) and a line on the
+index it built.
 
 The index is saved in the retriever's index folder (``index.faiss``, ``doc_ids.json`` and the engine's own
 ``params.json``, beside the factory's ``retriever.json``); loading it with an encoder of another
@@ -38,7 +47,9 @@ from pydantic import Field
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import ModelSource, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.faiss_index import IndexSettings
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
+from retrieval_pipeline.core.retrieval.progress import ProgressLog
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 
 #: The embedding cache, shared by every dense retriever, inside ``ctx.cache_dir``.
@@ -58,6 +69,14 @@ class DenseSpec(RetrieverSpec):
     max_seq_length: int | None = Field(None, gt=0)
     batch_size: int = Field(32, ge=1)
     backend: Backend = DEFAULT_BACKEND
+    index: IndexSettings | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """Every parameter; ``index`` only when given, so entries without it keep their earlier identity."""
+        settings = super().settings()
+        if self.index is None:
+            settings.pop("index", None)
+        return settings
 
     def real_model(self) -> Any:
         """The encoder this spec names, on its backend (the pipeline's ``encoder_for``)."""
@@ -68,16 +87,25 @@ class DenseSpec(RetrieverSpec):
 
         Returns:
             The model's identity (``model_id``, ``weights_sha256``, path, package version, ...), ``dim``,
-            ``embedded_now`` / ``from_cache`` (distinct texts) and ``build_seconds``.
+            ``embedded_now`` / ``from_cache`` (distinct texts), ``build_seconds`` (embedding included),
+            ``embed_seconds``, ``index_seconds`` (the FAISS index alone), ``index_type`` and ``index_bytes``
+            (the serialised index).
         """
         encoder = ctx.encoder_for(self)
-        index = DenseRetriever(self.name, self.query_prefix, self.passage_prefix)
+        index = DenseRetriever(self.name, self.query_prefix, self.passage_prefix, self.index)
+        emit = ctx.log
         with EmbeddingCache(ctx.cache_dir / CACHE_FILE) as cache:
-            index.build(ctx.doc_ids, ctx.texts, encoder, cache)
+            index.build(ctx.doc_ids, ctx.texts, encoder, cache, ProgressLog(self.name, emit) if emit else None)
         index.save(ctx.index_dir)
         stats = index.build_stats
         if stats is None:  # build() always sets it
             raise RuntimeError(f"{self.name}: the dense build left no statistics")
+        index_type = index.index_type
+        if emit is not None:
+            emit(
+                f"{self.name}: {stats.from_cache:,} texts from the embedding cache, {stats.embedded_now:,} embedded now; "
+                f"{index_type} over {stats.n_docs:,} documents built in {stats.index_seconds:.2f} s, {stats.index_bytes:,} bytes"
+            )
         # index.dim, not encoder.dim: when every vector came from the cache the model is never loaded
         return {
             **describe_model(encoder),
@@ -85,6 +113,10 @@ class DenseSpec(RetrieverSpec):
             "embedded_now": stats.embedded_now,
             "from_cache": stats.from_cache,
             "build_seconds": round(stats.seconds, 3),
+            "embed_seconds": round(stats.embed_seconds, 3),
+            "index_seconds": round(stats.index_seconds, 3),
+            "index_type": index_type,
+            "index_bytes": stats.index_bytes,
         }
 
     def load(self, ctx: RetrieverContext) -> DenseRetriever:
