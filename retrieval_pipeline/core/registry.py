@@ -133,6 +133,7 @@ class DatasetConfig(_Strict):
     statistics: StatisticsSettings = StatisticsSettings()
     tuning: TuningSettings = TuningSettings()
     checked_retrievers: list[str] | None = None
+    weekly: bool = True  # false: the weekly schedule leaves it out (evaluated on demand only, e.g. the scale benchmark's corpus)
 
     @model_validator(mode="after")
     def _retrievers_consistent(self) -> DatasetConfig:

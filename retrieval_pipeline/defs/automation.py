@@ -29,13 +29,17 @@ weekly_evaluation_job = dg.define_asset_job(
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Every Monday 03:00 UTC: re-evaluate every dataset of data/config/datasets.yaml whose input files are present "
-    "(one run per dataset; a dataset with missing inputs is skipped and named in the tick's log).",
+    "(one run per dataset; a dataset with missing inputs is skipped and named in the tick's log; one marked `weekly: false` "
+    "is evaluated on demand only).",
 )
 def weekly_evaluation_schedule(context: dg.ScheduleEvaluationContext):
-    """Every Monday 03:00 UTC: one run per dataset in the registry whose input files are all present."""
+    """Every Monday 03:00 UTC: one run per weekly dataset in the registry whose input files are all present."""
     registry = load_registry(REGISTRY_PATH)
     requests = []
     for name, config in registry.datasets.items():
+        if not config.weekly:
+            context.log.info(f"leaving out dataset {name}: weekly: false (evaluated on demand only)")
+            continue
         missing = config.missing_inputs()
         if missing:
             context.log.warning(f"skipping dataset {name}: missing input {', '.join(map(str, missing))}")

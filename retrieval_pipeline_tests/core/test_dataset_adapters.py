@@ -41,7 +41,7 @@ from retrieval_pipeline.core.pairs import QAPair, build_pairs
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DatasetConfig, load_registry
 from retrieval_pipeline.core.types import Case, Document, Rejected
 
-BUILT_IN_KINDS = {"suite", "nq", "context_qa", "beir"}
+BUILT_IN_KINDS = {"suite", "nq", "context_qa", "beir", "known_item"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_a_new_kind_works_end_to_end_without_touching_other_files(tmp_path, json
         ("    kind: jsonl\n    jsonl: {path: toy.jsonl, extra: 1}\n", "jsonl.extra"),
         ("    kind: jsonl\n    jsonl: {}\n", "jsonl.path: Field required"),
         ("    kind: jsonl\n    jsnol: {path: toy.jsonl}\n", "unknown settings ['jsnol']"),
-        ("    kind: jsonll\n", "unknown dataset kind 'jsonll'; known: beir, context_qa, jsonl, nq, suite"),
+        ("    kind: jsonll\n", "unknown dataset kind 'jsonll'; known: beir, context_qa, jsonl, known_item, nq, suite"),
     ],
 )
 def test_the_registry_validates_a_new_kinds_blocks(tmp_path, jsonl_kind, entry, message):

@@ -157,7 +157,7 @@ def test_schedule_tick_two_materialisations_drift_history_and_alert(deployed: De
 
     # 1. The daemon's scheduler: one queued run per dataset whose inputs are present, held by the run queue.
     tick_schedule(instance)
-    expected = sorted(name for name, config in load_registry().datasets.items() if not config.missing_inputs())
+    expected = sorted(name for name, config in load_registry().datasets.items() if config.weekly and not config.missing_inputs())
     scheduled = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/schedule_name": "weekly_evaluation_schedule"}))
     assert sorted(run.tags["dagster/partition"] for run in scheduled) == expected
     assert {run.status for run in scheduled} == {dg.DagsterRunStatus.QUEUED}
