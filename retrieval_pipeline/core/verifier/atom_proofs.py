@@ -13,7 +13,19 @@ What makes an atom false, and only that (everything else leaves it undecided):
   having none only with ``extra="forbid"``); a parameter said to be required that is not a named parameter;
 * an expression that returns where it should raise, raises another exception, or gives another value/type;
 * a flag missing from a click command that was loaded; an environment variable no installed ``.py`` file
-  mentions, where none holds a string the name could be built from (``"ADK_"``, ``f"ADK_{``).
+  mentions, where none holds a string the name could be built from (``"ADK_"``, ``f"ADK_{``);
+* a class said to be abstract that has no abstract methods, no ``abc.ABC`` base or ``abc.ABCMeta`` metaclass of
+  its own, no method of its distribution that raises ``NotImplementedError``, every such method's source read,
+  and neither a base-like name (``Base*``, ``*Mixin``) nor a docstring that says "abstract", "base class",
+  "interface" or "subclass";
+* a combination of fields (``presence``) a model accepts where it should reject it; or one it rejects where it
+  should accept it, when every sample value given was accepted in another combination (so the rejection is the
+  model's rule, not a bad sample value). Sample values are truthy (``"x"``, ``1``, ``True``, a one-item list,
+  a model built from its required fields), so a field given one counts as provided;
+* a technology (``mentions``: SQLite, a file, Cloud Storage) that no module behind a class mentions: the modules
+  of the class and of its bases in its distribution, and every module of the distribution they import;
+* a field said to be deprecated that pydantic does not mark deprecated, whose setting gives no deprecation
+  warning, and whose defining class's source never mentions deprecation.
 
 A name bound two ways (``("either", [...])``: ``app`` is a module the library imports *and* an instance of
 ``App``) is read both ways: an atom holds if one reading holds, and is false only if every reading fails.
@@ -406,6 +418,296 @@ def _atom_import(atom, names):
     return module + " imports"
 
 
+def _own_functions(klass):
+    """(name, function) of every method ``klass`` resolves that its own distribution defines (not pydantic's, abc's...)."""
+    top = (klass.__module__ or "").split(".")[0]
+    for name in dir(klass):
+        try:
+            static = inspect.getattr_static(klass, name)
+        except AttributeError:
+            continue
+        func = getattr(static, "__func__", static)
+        if inspect.isfunction(func) and (getattr(func, "__module__", "") or "").split(".")[0] == top:
+            yield name, func
+
+
+def _atom_abstract(atom, names):
+    """A class is abstract: abstract methods, ``abc.ABC`` among its own bases (or ``abc.ABCMeta`` as its very
+    metaclass; pydantic's, which derives from it, does not count), or a method left to subclasses
+    (``raise NotImplementedError``). False only for a class with none of these whose name and docstring do not
+    call it a base either."""
+    klass = _get(atom["path"], names)
+    if not isinstance(klass, type):
+        raise _Open(atom["path"] + " is not a class")
+    if inspect.isabstract(klass):
+        return atom["path"] + " has abstract methods: " + ", ".join(sorted(klass.__abstractmethods__))
+    if any(base.__module__ == "abc" for base in klass.__bases__) or type(klass).__module__ == "abc":
+        return atom["path"] + " names abc.ABC among its own bases, or abc.ABCMeta as its metaclass"
+    unread = []
+    for name, func in _own_functions(klass):
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            unread.append(name)
+            continue
+        if re.search(r"\braise\s+NotImplementedError\b", source):
+            return atom["path"] + "." + name + " raises NotImplementedError: it is left to subclasses"
+    if unread:
+        raise _Open("no source to read for " + ", ".join(unread[:5]) + " of " + atom["path"])
+    if re.search(r"^(?:Base|Abstract)[A-Z]|(?:Base|Abstract|Mixin|Interface|Protocol)$", klass.__name__):
+        raise _Open(klass.__name__ + " is named as a base class")
+    if re.search(r"\babstract\b|\bbase class\b|\binterface\b|\bsubclass", klass.__doc__ or "", re.I):
+        raise _Open("the docstring of " + klass.__name__ + " calls it a base or an interface")
+    raise _No(atom["path"] + " is a concrete class: no abstract methods, no abc.ABC among its bases (" + ", ".join(
+        b.__qualname__ for b in klass.__bases__) + "), every method implemented, and neither its name nor its docstring "
+        "calls it a base")
+
+
+def _distribution_root(module):
+    """The first package of a dotted module name that is not a namespace package: ``google.adk`` for ``google.adk.x``."""
+    parts = module.split(".")
+    for end in range(1, len(parts) + 1):
+        name = ".".join(parts[:end])
+        if getattr(sys.modules.get(name), "__file__", None):
+            return name
+    return module
+
+
+def _module_closure(klass):
+    """The sources of the modules that define ``klass`` and its bases in its distribution, and of every module of that
+    distribution they import (anywhere in their code): what the class's behaviour can reach by name."""
+    import importlib.util
+
+    top = _distribution_root(klass.__module__ or "")
+    inside = lambda name: name == top or name.startswith(top + ".")  # noqa: E731
+    roots = [k.__module__ for k in klass.__mro__ if inside(k.__module__ or "")]
+    seen, sources = set(), {}
+
+    def read(name):
+        module = sys.modules.get(name)
+        if module is None or name in seen or not getattr(module, "__file__", None):  # not loaded, or a namespace package
+            return None
+        seen.add(name)
+        try:
+            sources[name] = inspect.getsource(module)
+        except (OSError, TypeError):
+            raise _Open("no source to read for module " + name) from None
+        return sources[name]
+
+    for root in dict.fromkeys(roots):
+        text = read(root)
+        if text is None:
+            continue
+        package = root if hasattr(sys.modules[root], "__path__") else root.rpartition(".")[0]
+        for node in ast.walk(ast.parse(text)):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                try:
+                    base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) if node.level else node.module
+                except (ImportError, ValueError):
+                    continue
+                targets = [base] + [base + "." + a.name for a in node.names]
+            for target in targets:
+                if target and inside(target):
+                    read(target)
+    return sources
+
+
+def _atom_mentions(atom, names):
+    """The code behind a class mentions one of ``patterns`` (a technology: ``sqlite``); false when none of it does."""
+    klass = _get(atom["path"], names)
+    if not isinstance(klass, type):
+        raise _Open(atom["path"] + " is not a class")
+    sources = _module_closure(klass)
+    if not sources:
+        raise _Open("no module source found for " + atom["path"])
+    for name, text in sources.items():
+        for pattern in atom["patterns"]:
+            if re.search(pattern, text, re.I):
+                return name + " mentions " + atom["what"] + " (" + pattern + ")"
+    raise _No("nothing in the modules behind " + atom["path"] + " (" + ", ".join(sorted(sources)) + ") mentions "
+              + atom["what"])
+
+
+def _atom_holds(atom, names):
+    """An instance of a class built without arguments holds a ``dict`` in one of its attributes (never false)."""
+    klass = _get(atom["path"], names)
+    if not isinstance(klass, type):
+        raise _Open(atom["path"] + " is not a class")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            instance = klass()
+    except Exception as exc:
+        raise _Open(atom["path"] + "() cannot be built without arguments: " + type(exc).__name__) from None
+    held = [key for key, value in vars(instance).items() if isinstance(value, dict)] if hasattr(instance, "__dict__") else []
+    if held:
+        return atom["path"] + "() holds dicts in " + ", ".join(held[:5])
+    raise _Open(atom["path"] + "() holds no dict in its attributes")
+
+
+_SAMPLE_DEPTH = 4
+
+
+def _model_fields(owner):
+    """Field name -> (annotation, required) of a pydantic model or dataclass; None for anything else."""
+    import dataclasses
+    import typing
+
+    fields = getattr(owner, "model_fields", None) if isinstance(owner, type) else None
+    if isinstance(fields, dict):
+        return {name: (info.annotation, info.is_required()) for name, info in fields.items()}
+    if isinstance(owner, type) and dataclasses.is_dataclass(owner):
+        try:
+            hints = typing.get_type_hints(owner)
+        except Exception as exc:
+            raise _Open("cannot read the field types of " + owner.__qualname__ + ": " + str(exc)) from None
+        missing = dataclasses.MISSING
+        return {f.name: (hints.get(f.name, typing.Any), f.default is missing and f.default_factory is missing)
+                for f in dataclasses.fields(owner) if f.init}
+    return None
+
+
+def _sample(annotation, depth=0):
+    """A truthy value of a type, so that a field given it counts as provided; _Open when none can be made."""
+    import collections.abc as abc
+    import typing
+
+    if depth > _SAMPLE_DEPTH:
+        raise _Open("the field types nest too deep to build a value")
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is typing.Any:
+        return "x"
+    if origin is typing.Annotated:
+        return _sample(args[0], depth)
+    if origin is typing.Union or origin is getattr(_types_module, "UnionType", None):
+        for arg in args:
+            if arg is not type(None):
+                try:
+                    return _sample(arg, depth)
+                except _Open:
+                    continue
+        raise _Open("no member of " + repr(annotation) + " can be built")
+    if origin is typing.Literal:
+        return args[0]
+    if origin in (list, abc.Sequence, abc.MutableSequence, abc.Iterable):
+        return [_sample(args[0], depth + 1) if args else "x"]
+    if origin in (dict, abc.Mapping, abc.MutableMapping):
+        return {"x": _sample(args[1], depth + 1) if len(args) == 2 else "x"}
+    simple = {bool: True, int: 1, float: 1.0, str: "x", bytes: b"x"}
+    if annotation in simple:
+        return simple[annotation]
+    if isinstance(annotation, type) and issubclass(annotation, _enum_module.Enum) and list(annotation):
+        return list(annotation)[0]
+    if isinstance(annotation, type) and _model_fields(annotation) is not None:
+        return _construct(annotation, (), depth + 1)
+    raise _Open("cannot build a value of " + repr(annotation)[:120])
+
+
+def _construct(owner, given, depth=0, omit=(), quiet=True):
+    """``owner(**kwargs)`` with every field in ``given`` and every required field not in ``omit`` set to a sample value."""
+    fields = _model_fields(owner)
+    if fields is None:
+        raise _Open(getattr(owner, "__qualname__", repr(owner)) + " is not a pydantic model or dataclass")
+    unknown = [name for name in given if name not in fields]
+    if unknown:
+        raise _Open(owner.__qualname__ + " has no field " + ", ".join(unknown))
+    kwargs = {name: _sample(annotation, depth) for name, (annotation, required) in fields.items()
+              if name in given or (required and name not in omit)}
+    if not quiet:
+        return owner(**kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return owner(**kwargs)
+
+
+def _attempt(owner, given, tried, omit):
+    """Whether ``owner`` is built with the fields of ``given`` provided and the rest of ``omit`` left out (memoised)."""
+    key = frozenset(given)
+    if key not in tried:
+        try:
+            _construct(owner, sorted(key), omit=omit)
+            tried[key] = (True, "")
+        except _Open:
+            raise
+        except Exception as exc:
+            tried[key] = (False, type(exc).__name__ + ": " + " ".join(str(exc).split())[:160])
+    return tried[key]
+
+
+def _valid_values(owner, given, tried, omit):
+    """Each field of ``given`` was accepted with its sample value in some construction (tried on demand): a
+    rejection of ``given`` is then the rule's, not a bad sample's."""
+    for name in given:
+        if any(ok and name in key for key, (ok, _) in tried.items()):
+            continue
+        bases = [key for key, (ok, _) in list(tried.items()) if ok and name not in key]
+        if not any(_attempt(owner, key | {name}, tried, omit)[0] for key in bases):
+            return False
+    return True
+
+
+def _atom_presence(atom, names):
+    """Which combinations of provided fields ``owner`` accepts: each of ``sets`` is built and compared; ``controls``
+    are built only to learn which sample values are acceptable. A field any combination names is set only where it
+    is given (even a required one); every other required field always gets a sample value."""
+    owner = _get(atom["owner"], names)
+    tried = {}
+    combinations = [case["given"] for case in atom["sets"]] + list(atom.get("controls") or [])
+    omit = frozenset(name for given in combinations for name in given)  # a field the atom speaks of is only set when given
+    for given in combinations:
+        _attempt(owner, given, tried, omit)
+    if not any(ok for ok, _ in tried.values()):
+        raise _Open("no combination could be built, so a rejection may be the sample values': "
+                    + "; ".join(why for _, why in tried.values())[:200])
+    shown = lambda given: atom["owner"] + "(" + ", ".join(sorted(given)) + ")"  # noqa: E731
+    held = []
+    for case in atom["sets"]:
+        ok, why = tried[frozenset(case["given"])]
+        if ok and not case["accepted"]:
+            raise _No(shown(case["given"]) + " is accepted")
+        if not ok and not _valid_values(owner, case["given"], tried, omit):
+            raise _Open(shown(case["given"]) + " is rejected, but a sample value was never accepted: " + why)
+        if not ok and case["accepted"]:
+            raise _No(shown(case["given"]) + " is rejected: " + why)
+        held.append(shown(case["given"]) + (" is accepted" if ok else " is rejected (" + why + ")"))
+    return "; ".join(held)
+
+
+def _atom_deprecated(atom, names):
+    """A field is deprecated: pydantic's ``deprecated`` mark, or a warning when it is set; false when neither and
+    the defining class's source never mentions deprecation."""
+    owner = _get(atom["owner"], names)
+    name = atom["name"]
+    fields = getattr(owner, "model_fields", None) if isinstance(owner, type) else None
+    if not isinstance(fields, dict) or name not in fields:
+        raise _Open(atom["owner"] + " is not a pydantic model with a field " + repr(name))
+    if getattr(fields[name], "deprecated", None):
+        return atom["owner"] + "." + name + " is marked deprecated"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _construct(owner, [name], quiet=False)
+        except _Open:
+            raise
+        except Exception:
+            pass
+    if any(issubclass(w.category, DeprecationWarning) or "deprecat" in str(w.message).lower() for w in caught):
+        return "setting " + atom["owner"] + "." + name + " warns of deprecation"
+    definers = [k for k in owner.__mro__ if name in getattr(k, "__annotations__", {})] or [owner]
+    for klass in definers:
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            raise _Open("no source to read for " + klass.__qualname__) from None
+        if re.search(r"deprecat", source, re.I):
+            raise _Open("the source of " + klass.__qualname__ + " mentions deprecation")
+    raise _No(atom["owner"] + "." + name + " is not marked deprecated, setting it gives no deprecation warning, and the "
+              "source of " + definers[0].__qualname__ + " never mentions deprecation")
+
+
 _ATOM_CHECKS = {
     "exists": _atom_exists,
     "member": _atom_member,
@@ -420,6 +722,11 @@ _ATOM_CHECKS = {
     "env_var": _atom_env_var,
     "cli_option": _atom_cli_option,
     "import": _atom_import,
+    "presence": _atom_presence,
+    "abstract": _atom_abstract,
+    "mentions": _atom_mentions,
+    "holds": _atom_holds,
+    "deprecated": _atom_deprecated,
 }
 
 

@@ -16,7 +16,14 @@ claim it makes carries ``details["atoms"]``: the checks its proof runs against t
 * ``default`` (``owner``, ``name``, ``expected``): the default of a parameter, field or class attribute;
 * ``enum_member`` (``enum``, ``member``); ``required`` (``owner``, ``name``, ``required``);
 * ``env_var`` (``name``): some installed source mentions the variable; ``cli_option`` (``command``, ``option``):
-  a console script's (sub)command has that flag; ``import`` (``module``).
+  a console script's (sub)command has that flag; ``import`` (``module``);
+* ``mentions`` (``path``, ``patterns``, ``what``): the code behind a class mentions a technology;
+  ``holds`` (``path``, ``type``): an instance built without arguments holds a ``dict``;
+* ``abstract`` (``path``): a class is abstract (abstract methods, ``abc.ABC`` among its bases, a method that
+  raises ``NotImplementedError``);
+* ``presence`` (``owner``, ``sets``, ``controls``) and ``deprecated`` (``owner``, ``name``): which combinations of
+  fields a model accepts, and whether a field is deprecated (built by
+  :mod:`~retrieval_pipeline.core.verifier.field_claims`).
 
 The kinds (``details["decides"]`` as in :mod:`claims`):
 
@@ -27,6 +34,9 @@ The kinds (``details["decides"]`` as in :mod:`claims`):
 * ``subclass``: one class derives from another (``truth``);
 * ``param_required``: a parameter is required / optional (``truth``);
 * ``cli_option``: a flag of a command named in the question (``necessary``);
+* ``compound`` for "which abstract (base) class ...?": the named class exists and is abstract (``necessary``);
+* ``compound`` for "how is data persisted with `X`?": the storage an option names is used by the code behind
+  ``X`` (``necessary``);
 * ``compound``: a prose option whose backticked code is turned into atoms, all of which must hold
   (``necessary``; an option that says "or ..." can never be proven false, and one that negates or
   retires what it names ("not", "deprecated", "instead of") gets no claim at all).
@@ -67,6 +77,11 @@ ATOM_CHECKS: tuple[str, ...] = (
     "env_var",
     "cli_option",
     "import",
+    "presence",
+    "deprecated",
+    "abstract",
+    "mentions",
+    "holds",
 )
 
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
@@ -398,6 +413,70 @@ def subclass_claim(case_id: str, letter: str, text: str, option: str, frame: _Fr
     return _claim(case_id, letter, text, "subclass", f"`{cls}` is a subclass of `{base}`", cls, [atom], frame, decides="truth")
 
 
+_ABSTRACT_QUESTION = re.compile(r"\bwhich\b[^?]*?\babstract\s+(?:base\s+)?class(?:es)?\b", re.I)
+_CLASS_OPTION = re.compile(r"^\s*`?(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)`?\s*\.?\s*$")
+
+
+def abstract_class_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
+    """A class named in answer to "which abstract (base) class ...?": it must exist and be abstract (``necessary``).
+
+    Not for a negated question ("which is NOT an abstract class"), nor for an option that is more than one name.
+    """
+    if frame.negated or not _ABSTRACT_QUESTION.search(frame.question):
+        return None
+    named, alternative = clean_name_option(option)
+    match = _CLASS_OPTION.match(named)
+    if match is None or not _camelish(match.group("path")):
+        return None
+    path = match.group("path")
+    atoms = [{"check": "exists", "path": path}, {"check": "abstract", "path": path}]
+    return _claim(case_id, letter, text, "compound", f"`{path}` exists and is an abstract class", path, atoms, frame,
+                  decides="necessary", disjunctive=alternative)  # fmt: skip
+
+
+_STORAGE_QUESTION = re.compile(r"\b(?:how|where)\s+(?:is|are)\b[^?]*\b(?:persisted|stored|saved|kept)\b", re.I)
+#: (what, pattern on the option, patterns on the code behind the class): a storage an option may name, and the
+#: text any code that uses it must hold (a module, a call). Absent from every module behind the class: not used.
+STORAGE_TECHNOLOGIES: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
+    ("SQLite", re.compile(r"\bsqlite\d?\b", re.I), (r"sqlite",)),
+    ("PostgreSQL", re.compile(r"\bpostgres(?:ql)?\b", re.I), (r"postgres", r"psycopg", r"asyncpg")),
+    ("MySQL", re.compile(r"\bmysql\b", re.I), (r"mysql",)),
+    ("Redis", re.compile(r"\bredis\b", re.I), (r"redis",)),
+    ("Firestore", re.compile(r"\bfirestore\b", re.I), (r"firestore",)),
+    ("Google Cloud Storage", re.compile(r"\bgoogle cloud storage\b|\bgcs\b", re.I),
+     (r"google\.cloud\b[^\n]*\bstorage\b", r"\bgcs\b", r"\bstorage\.Client\b", r"gs://")),
+    ("a file", re.compile(r"\bfiles?\b|\bon disk\b", re.I),
+     (r"\bopen\(", r"\.write_text\(", r"\.write_bytes\(", r"\baiofiles\b", r"\bjson\.dump\(", r"\bpickle\b", r"\bshelve\b",
+      r"\bshutil\b", r"\bos\.replace\(", r"\btempfile\b")),
+)  # fmt: skip
+_IN_MEMORY_DICT = re.compile(r"\bdict(?:ionary)?\b[^.;]*\b(?:ram|memory)\b|\b(?:ram|memory)\b[^.;]*\bdict(?:ionary)?\b", re.I)
+
+
+def storage_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
+    """Where a class keeps its data ("How is session data persisted with `X`?"): each storage the option names must
+    be mentioned by the code behind `X` (:data:`STORAGE_TECHNOLOGIES`); "a dictionary in memory" needs an ``X()`` that
+    holds a dict. ``necessary``: using SQLite somewhere does not show the data goes there. No claim for an option
+    that negates or offers an alternative ("or"), nor for one that names no storage."""
+    subject = frame.subject
+    if not (_STORAGE_QUESTION.search(frame.question) and subject and _camelish(subject)):
+        return None
+    plain = _plain(option)
+    if _NEGATING.search(plain) or _DISJUNCTIVE.search(plain):
+        return None
+    atoms: list[dict[str, Any]] = [
+        {"check": "mentions", "path": subject, "patterns": list(patterns), "what": what}
+        for what, pattern, patterns in STORAGE_TECHNOLOGIES
+        if pattern.search(plain)
+    ]
+    if _IN_MEMORY_DICT.search(plain):
+        atoms.append({"check": "holds", "path": subject, "type": "dict"})
+    if not atoms:
+        return None
+    shown = ", ".join(str(a.get("what") or "a dict in memory") for a in atoms)
+    return _claim(case_id, letter, text, "compound", f"the code behind `{subject}` uses {shown}", subject, atoms, frame,
+                  decides="necessary")  # fmt: skip
+
+
 # --------------------------------------------------------------------------------------------------
 # Command-line flags
 
@@ -578,6 +657,8 @@ def clean_name_option(option: str) -> tuple[str, bool]:
 
 __all__ = [
     "ATOM_CHECKS",
+    "STORAGE_TECHNOLOGIES",
+    "abstract_class_claim",
     "call_sketch_claim",
     "clean_name_option",
     "cli_flag_claim",
@@ -590,6 +671,7 @@ __all__ = [
     "returns_type_claim",
     "role_bases",
     "stated_behaviour_claim",
+    "storage_claim",
     "subclass_claim",
     "type_name",
 ]

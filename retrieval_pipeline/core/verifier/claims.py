@@ -18,7 +18,8 @@ One :class:`Claim` per option. Kinds:
   (``mode`` = ``evaluates``);
 * ``raises``, ``returns``, ``attribute`` (a member's default), ``enum_member``, ``subclass``,
   ``param_required``, ``cli_option`` and ``compound`` (prose that names code): the kinds of issue 13, built in
-  :mod:`~retrieval_pipeline.core.verifier.claim_kinds`; each carries ``details["atoms"]``, the checks its
+  :mod:`~retrieval_pipeline.core.verifier.claim_kinds` (and, for statements about a pair of fields of a model,
+  :mod:`~retrieval_pipeline.core.verifier.field_claims`); each carries ``details["atoms"]``, the checks its
   proof runs;
 * ``snippet``: for a question about a code snippet, what running it does (raises, runs, prints, leaves a value):
   :mod:`~retrieval_pipeline.core.verifier.snippet_claims`; with a snippet, every option is read this way or stays
@@ -340,10 +341,12 @@ Builder = Callable[[str, str, str, str, _Frame], "Claim | None"]
 def builders() -> tuple[Builder, ...]:
     """The claim builders, most specific first: the first that recognises an option makes its claim.
 
-    The kinds of issue 13 live in :mod:`~retrieval_pipeline.core.verifier.claim_kinds` (imported here, on first
-    use, because they build on this module).
+    The kinds of issue 13 live in :mod:`~retrieval_pipeline.core.verifier.claim_kinds` and, for statements about
+    a pair of fields, :mod:`~retrieval_pipeline.core.verifier.field_claims` (imported here, on first use, because
+    they build on this module).
     """
     from retrieval_pipeline.core.verifier import claim_kinds as more  # noqa: PLC0415 - it imports this module
+    from retrieval_pipeline.core.verifier import field_claims  # noqa: PLC0415 - it imports this module
 
     return (
         _import_claim,
@@ -357,9 +360,12 @@ def builders() -> tuple[Builder, ...]:
         more.subclass_claim,
         _param_claim,
         more.cli_flag_claim,
+        more.abstract_class_claim,
+        more.storage_claim,
         _name_claim,
         more.call_sketch_claim,
         _call_claim,
+        field_claims.field_pair_claim,
         more.prose_claim,
     )
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 import pydantic
 import pytest
 
-from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE
 from retrieval_pipeline.core.verifier.claims import Claim, decompose
-from retrieval_pipeline.core.verifier.provers import _PRELUDE, OfflineProver, parse_evidence
+from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
 from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 
@@ -103,13 +102,6 @@ def test_a_disjunctive_option_is_never_false(sandbox):
 
 # --------------------------------------------------------------------------------------------------
 # The proof-side helpers in this process: pydantic models, dataclasses, "either" readings
-
-
-@pytest.fixture(scope="module")
-def helpers():
-    namespace: dict[str, object] = {"__name__": "atoms_under_test"}
-    exec(compile(_PRELUDE.format(doc='"""helpers"""', evidence="unused.json") + ATOM_SOURCE, "<atoms>", "exec"), namespace)
-    return namespace
 
 
 class Forbid(pydantic.BaseModel):

@@ -132,7 +132,13 @@ def test_library_symbols_methods_and_signatures():
 def test_prose_is_unknown():
     claims = decompose(
         "c",
-        "When using `InMemorySessionService`, how is session data persisted?",
-        {"A": "It is stored in a SQLite database.", "B": "It is kept in a Python dictionary in RAM.", **OPTIONS_E},
+        "What is the primary purpose of `InvocationContext`?",
+        {"A": "To configure the LLM's generation parameters.", "B": "To store the chat history of the session.", **OPTIONS_E},
     )
     assert kinds(claims) == {"A": "unknown", "B": "unknown", "E": "none_of_the_above"}
+    storage = decompose(  # a storage the option names is checkable (test_storage_claims); the rest of the prose is not
+        "c",
+        "When using `InMemorySessionService`, how is session data persisted?",
+        {"A": "It is stored in a SQLite database.", "B": "It is handled for you.", **OPTIONS_E},
+    )
+    assert kinds(storage) == {"A": "compound", "B": "unknown", "E": "none_of_the_above"}
