@@ -80,7 +80,7 @@ lint: install
 test: install .venvs/adk/bin/python /usr/bin/chromium /usr/lib/postgresql
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -m "not local_llm"
+	$(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder
 
 test-local-llm: install $(VENV)/.installed-local-llm
 	$(BIN)/python -m pytest -m local_llm

@@ -14,6 +14,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``heavy`` (a minute or more on 2 cores) start first, the rest keep their order.
+
+    ``make test`` runs the suite on every core, a file per worker at a time, in this order (pytest-xdist,
+    ``-n auto --dist loadfile --no-loadscope-reorder``); a long test that started last would leave the
+    other workers idle while it runs alone.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)  # stable sort
+
+
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return PROJECT_ROOT

@@ -70,6 +70,7 @@ def test_missing_column_and_no_usable_rows_exit_2(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.integration
+@pytest.mark.heavy
 def test_semantic_and_hybrid_with_the_real_model_then_warm_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--csv", str(SAMPLE_CSV), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]
     args += ["--search-types", "semantic", "hybrid"]

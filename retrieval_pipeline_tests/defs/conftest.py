@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline.defs.resources import EncoderResource, KeywordEncoderResource
 from retrieval_pipeline_tests.defs.support import resources_in
 
 API_SUITE = """
@@ -97,3 +97,9 @@ def tiny_resources(tmp_path: Path):
         return resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), write_dataset(tmp_path / "in", thresholds))
 
     return make
+
+
+@pytest.fixture
+def real_resources(tmp_path):
+    """Every output and cache under ``tmp_path``, with the real encoders (all-MiniLM-L6-v2 and co., offline)."""
+    return resources_in(tmp_path, EncoderResource())

@@ -88,6 +88,7 @@ def assert_trec_exports_reproduce_the_metrics(result, resources, partition):
         assert theirs["mrr"] == pytest.approx(table.loc[retriever, "mrr"], abs=1e-9)
 
 
+@pytest.mark.heavy
 def test_nq_sample_dedups_long_answers_and_exports_evaluation_results(resources):
     result = run("python_nq", resources)
     corpus, pairs = meta(result, "corpus"), meta(result, "qa_pairs")
@@ -113,6 +114,7 @@ def test_nq_sample_dedups_long_answers_and_exports_evaluation_results(resources)
     assert_trec_exports_reproduce_the_metrics(result, resources, "python_nq")
 
 
+@pytest.mark.heavy
 def test_context_qa_sample_relevance_by_similarity_with_settings_recorded(resources):
     result = run("python_reference_qa", resources)
     pairs = meta(result, "qa_pairs")
@@ -144,6 +146,7 @@ def test_real_beir_graded_qrels_through_the_assets(shared_data, resources):
 
 
 @pytest.mark.integration
+@pytest.mark.heavy
 def test_real_nq_and_insurance_counts_add_up(shared_data, resources):
     nq = run("nq", resources)
     corpus = meta(nq, "corpus")

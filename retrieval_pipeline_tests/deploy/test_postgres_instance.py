@@ -42,7 +42,7 @@ from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.deploy import multiprocess_job
 from retrieval_pipeline_tests.deploy.postgres_server import PostgresServer, PostgresUnavailable, running_postgres
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.heavy]
 pytest.importorskip("dagster_postgres", reason="dagster-postgres is not installed: pip install -e '.[deploy]'")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -25,6 +25,8 @@ from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verify import run_verification
 from retrieval_pipeline_tests.core.verifier.fake_adk import cpu_hog
 
+pytestmark = pytest.mark.heavy
+
 SUITE = "adk/benchmark_definitions/configure_adk_features_mc/benchmark.yaml"
 DATASET = "adk_v1_24_1"
 #: The classes issue 12 saw called "not defined anywhere in google-adk"; all exist.

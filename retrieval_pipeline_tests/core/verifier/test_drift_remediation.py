@@ -192,6 +192,7 @@ LOOP_CASE = "configure_adk_features_mc:you_are_using_a_loopagent_and_want_to_pre
 
 
 @pytest.mark.integration
+@pytest.mark.heavy
 def test_the_loop_agent_timeout_distractor_is_fixed_for_both_google_adk_versions(project_root, shared_data):
     from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
 

@@ -139,6 +139,7 @@ def verdicts_of(acme, **kwargs):
     return run, {v.case_id: v.verdict for v in run.verdicts}
 
 
+@pytest.mark.heavy
 def test_adk_shaped_suite_verdicts_are_right_and_the_same_under_a_cpu_hog(acme, acme_index):
     idle_run, idle = verdicts_of(acme, index=acme_index)
     assert idle == expected(), {v.case_id: v.reasons for v in idle_run.verdicts if idle[v.case_id] != expected()[v.case_id]}

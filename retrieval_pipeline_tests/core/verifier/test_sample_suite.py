@@ -17,6 +17,8 @@ from retrieval_pipeline.core.verifier.remediation import remediate, write_propos
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
 from retrieval_pipeline.core.verifier.verify import run_verification
 
+pytestmark = pytest.mark.heavy
+
 EXPECTED_VERDICT = {"wrong answer": "Incorrect", "drifted": "Incorrect", "ambiguous": "Ambiguous"}
 
 
