@@ -33,9 +33,13 @@ class IndexSettings(BaseModel):
     """Which FAISS index a dense retriever builds: exact up to ``flat_max_docs``, approximate above.
 
     Defaults follow the FAISS wiki's guidance for HNSW: ``M = 32`` (within 4..64; more links, better
-    recall, more memory), ``efConstruction = 200`` (a well-connected graph; build time only) and
-    ``efSearch = 128`` (the candidate list per query: well above ``k = 10``, where recall on
-    clustered 384-d vectors has levelled off; see ``test_dense_ann.py``).
+    recall, more memory) and ``efConstruction = 200`` (a well-connected graph; build time only).
+    ``efSearch = 192`` (the candidate list per query) was chosen on real vectors: all-MiniLM-L6-v2 over
+    the 100,000-document subset of ``installed_packages`` with its 2,000 known-item queries, split in
+    seeded halves. The smallest efSearch whose recall@10 against flat reached 0.98 on the dev half was
+    192 (dev 0.985; 128 gave 0.975). On the test half it gives 0.986 at a single-query P50 of 0.59 ms
+    (flat: 9.4 ms). Short queries are harder for the graph than document vectors are: with held-out
+    documents as queries, 128 already reached 0.999.
 
     Attributes:
         flat_max_docs: Largest corpus that keeps the exact ``IndexFlatIP`` (>= 0).
@@ -51,7 +55,7 @@ class IndexSettings(BaseModel):
     approximate: str = "hnsw"
     hnsw_m: int = Field(32, ge=4)
     ef_construction: int = Field(200, ge=1)
-    ef_search: int = Field(128, ge=1)
+    ef_search: int = Field(192, ge=1)
 
     @field_validator("approximate")
     @classmethod

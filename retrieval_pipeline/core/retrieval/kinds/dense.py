@@ -17,7 +17,7 @@ Settings:
   The encoder's ``model_id`` names a backend other than torch (``;backend=onnx_int8``), so the
   embedding cache and saved indexes never mix the two backends' vectors.
 * ``index``: which FAISS index by corpus size (:class:`~retrieval_pipeline.core.retrieval.faiss_index.IndexSettings`),
-  e.g. ``{flat_max_docs: 50000, approximate: hnsw, hnsw_m: 32, ef_construction: 200, ef_search: 128}``
+  e.g. ``{flat_max_docs: 50000, approximate: hnsw, hnsw_m: 32, ef_construction: 200, ef_search: 192}``
   (those are the defaults; give only what differs). Up to ``flat_max_docs`` documents the search is exact
   (``IndexFlatIP``); above, HNSW. Left out, the entry's identity is what it was before the block existed,
   so indexes built then stay valid.
