@@ -20,7 +20,7 @@ from retrieval_pipeline.core.mining.gold import CorpusLookup
 from retrieval_pipeline.core.pairs import build_pairs
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DatasetConfig, load_registry
 from retrieval_pipeline.core.sources.api_index import introspect_modules, package_modules
-from retrieval_pipeline.core.sources.installed_corpus import collapse
+from retrieval_pipeline.core.sources.installed_corpus import collapse, nested_subsets
 from retrieval_pipeline.core.types import Case
 
 N_QUERIES = 6
@@ -141,3 +141,20 @@ def test_the_project_registry_holds_the_scale_dataset() -> None:
     assert config.kind == "known_item" and config.retrievers == ["bm25", "dense_minilm", "hybrid_rrf_k60"]
     assert config.filter.judge == "none" and config.known_item.n_queries == 2000 and config.known_item.min_documents == 100_000
     assert config.missing_inputs() == []
+
+
+def test_max_documents_keeps_the_benchmarks_subset_with_the_golds_of_its_queries(cache_dir: Path) -> None:
+    whole = _config(cache_dir)
+    part = _config(cache_dir, max_documents=60, gold_share=0.05)  # 3 of the queries; their golds stay in the 60
+    all_docs = dataset_inputs.build_corpus(whole).documents
+    docs, cases = dataset_inputs.build_corpus(part).documents, dataset_inputs.load_cases(part).cases
+    assert len(docs) == 60 and len(cases) == 3
+    ids = [d.doc_id for d in docs]
+    assert {c.extra["gold_doc_id"] for c in cases} <= set(ids)
+    assert ids == [d.doc_id for d in all_docs if d.doc_id in set(ids)]  # corpus order kept
+    # exactly the documents benchmarks/scale.py evaluates at this size (its nested, seeded subsets)
+    golds = [(c.case_id, c.extra["gold_doc_id"]) for c in dataset_inputs.load_cases(whole).cases]
+    subset = nested_subsets([d.doc_id for d in all_docs], golds, [30, 60], seed=3, gold_share=0.05)[0]
+    assert [all_docs[i].doc_id for i in subset[60].positions] == ids
+    assert set(ids) >= {all_docs[i].doc_id for i in subset[30].positions}  # nested
+    assert dataset_inputs.build_corpus(_config(cache_dir, max_documents=10_000_000)).documents == all_docs

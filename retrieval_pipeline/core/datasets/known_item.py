@@ -2,8 +2,11 @@
 
 Registry block: ``known_item`` (optional; every key has a default): which packages are introspected and
 the bounds of the build (``include``, ``exclude``, ``max_modules_per_package``, ``module_timeout_s``,
-``child_timeout_s``, ``min_documents``), how queries are drawn (``n_queries``, ``min_words``, ``seed``) and
-where the built corpus is cached (``cache_dir``). The corpus is built by
+``child_timeout_s``, ``min_documents``), how queries are drawn (``n_queries``, ``min_words``, ``seed``),
+where the built corpus is cached (``cache_dir``), and an optional size (``max_documents``, ``gold_share``):
+the nested, seeded subset that ``benchmarks/scale.py`` evaluates at that size
+(:func:`~retrieval_pipeline.core.sources.installed_corpus.nested_subsets`, seeded with ``seed``), so the
+whole graph can run on exactly the documents the benchmark measured, and read their vectors from its cache. The corpus is built by
 :mod:`retrieval_pipeline.core.sources.installed_corpus` in child processes and cached per environment.
 
 A case is one known-item query: a docstring's first sentence, whose one gold document is the object it
@@ -14,6 +17,7 @@ would be a verbatim substring of its gold). The dataset reads no input file, so 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +42,7 @@ from retrieval_pipeline.core.sources.installed_corpus import (
     KnownItemSettings,
     build_installed_corpus,
     known_items,
+    nested_subsets,
 )
 from retrieval_pipeline.core.types import Case, Document
 
@@ -61,6 +66,8 @@ class KnownItemSource(SettingsBlock):
     min_words: int = Field(6, ge=1)
     seed: int = 13
     cache_dir: Path = DEFAULT_CACHE_DIR
+    max_documents: int | None = Field(None, ge=1)  # None: every document
+    gold_share: float = Field(0.02, gt=0, le=1)  # with max_documents: queries kept per document of the subset
 
     def introspection(self) -> IntrospectionSettings:
         """The corpus-building settings."""
@@ -132,7 +139,27 @@ def _build(config: DatasetConfig) -> tuple[InstalledCorpus, KnownItemSet]:
     source = _source(config)
     label = f"dataset {config.name!r}"
     corpus = build_installed_corpus(source.introspection(), source.cache_dir, label=label)
-    return corpus, known_items(corpus, source.queries(), label=label)
+    return corpus, limited(known_items(corpus, source.queries(), label=label), source)
+
+
+def limited(built: KnownItemSet, source: KnownItemSource) -> KnownItemSet:
+    """The ``max_documents`` subset of ``built`` (nested and seeded, holding the gold of every query it keeps).
+
+    Without ``max_documents``, or with one at least the corpus size, ``built`` as it is.
+    """
+    if source.max_documents is None or source.max_documents >= len(built.documents):
+        return built
+    golds = [(q.query_id, q.gold_doc_id) for q in built.queries]
+    doc_ids = [d.doc_id for d in built.documents]
+    subset = nested_subsets(doc_ids, golds, [source.max_documents], seed=source.seed, gold_share=source.gold_share)[0][source.max_documents]
+    kept = set(subset.query_ids)
+    counts = {**built.counts, "subset_documents": len(subset.positions), "subset_queries": len(kept)}
+    return replace(
+        built,
+        documents=[built.documents[i] for i in subset.positions],
+        queries=[q for q in built.queries if q.query_id in kept],
+        counts=counts,
+    )
 
 
 def known_item_pair(case: Case, known: set[str] | frozenset[str]) -> QAPair:

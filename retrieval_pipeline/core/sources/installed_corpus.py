@@ -55,6 +55,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from retrieval_pipeline.core.atomic import atomic_write, file_lock
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.sources.api_index import CorpusLoad, introspect_modules, package_modules
@@ -491,6 +493,67 @@ def remove_sentence(text: str, sentence: str) -> tuple[str, int]:
     return removed, count
 
 
+# -- subsets: the same documents and queries at every size --------------------------------------
+
+
+@dataclass(frozen=True)
+class Subset:
+    """One size's documents (positions in the corpus, ascending) and the queries whose gold it holds."""
+
+    size: int
+    positions: list[int]
+    query_ids: list[str]
+
+
+def nested_subsets(
+    doc_ids: Sequence[str], golds: Sequence[tuple[str, str]], sizes: Sequence[int], *, seed: int, gold_share: float
+) -> tuple[dict[int, Subset], list[str]]:
+    """Nested, seeded subsets that hold the gold of every query kept at their size.
+
+    Queries are shuffled first (seeded); the subset of ``n`` documents keeps the first
+    ``min(len(golds), round(n x gold_share))`` of them and holds their golds, and is filled with other
+    documents in a seeded order (golds of queries never kept come last, as plain documents). Since both
+    prefixes only grow with ``n``, a smaller subset is contained in every larger one.
+
+    Args:
+        doc_ids: The corpus's document ids, in corpus order.
+        golds: ``(query_id, gold_doc_id)`` of every query.
+        sizes: Subset sizes (each at most ``len(doc_ids)``).
+        seed: Seed of both shuffles.
+        gold_share: Kept queries per document (0 < share <= 1).
+
+    Returns:
+        ``({size: Subset}, query ids in the shuffled order)``.
+
+    Raises:
+        ValueError: A size outside ``1..len(doc_ids)``, a share outside ``(0, 1]``, or a gold not in the corpus.
+    """
+    if not 0 < gold_share <= 1:
+        raise ValueError(f"gold_share must be in (0, 1], got {gold_share}")
+    bad = [s for s in sizes if not 1 <= s <= len(doc_ids)]
+    if bad:
+        raise ValueError(f"subset sizes {bad} are outside 1..{len(doc_ids):,} (the corpus size)")
+    position = {d: i for i, d in enumerate(doc_ids)}
+    missing = [q for q, g in golds if g not in position]
+    if missing:
+        raise ValueError(f"{len(missing)} queries have a gold that is not in the corpus, e.g. {missing[:3]}")
+    rng = np.random.default_rng(seed)
+    order = [golds[i] for i in rng.permutation(len(golds))]
+    gold_positions = {position[g] for _, g in golds}
+    fillers = [int(i) for i in rng.permutation(len(doc_ids)) if int(i) not in gold_positions]
+    fillers += [position[g] for _, g in order]  # used only when the plain documents run out
+    subsets: dict[int, Subset] = {}
+    for size in sorted(set(sizes)):
+        kept = order[: min(len(order), max(1, round(size * gold_share)), size)]
+        chosen = {position[g] for _, g in kept}
+        for i in fillers:
+            if len(chosen) == size:
+                break
+            chosen.add(i)
+        subsets[size] = Subset(size, sorted(chosen), [q for q, _ in kept])
+    return subsets, [q for q, _ in order]
+
+
 def known_items(corpus: InstalledCorpus, settings: KnownItemSettings, *, label: str = "installed corpus") -> KnownItemSet:
     """Draw the known-item queries and remove each one's sentence from its gold's text.
 
@@ -507,8 +570,6 @@ def known_items(corpus: InstalledCorpus, settings: KnownItemSettings, *, label: 
     Raises:
         InputError: Fewer eligible documents than ``n_queries``, or too many passed over.
     """
-    import numpy as np
-
     sentences = {d.doc_id: first_sentence(docstring_of(d)) for d in corpus.documents}
     sentences = {k: v for k, v in sentences.items() if v}
     shared = Counter(collapse(s).casefold() for s in sentences.values())
