@@ -158,3 +158,24 @@ def test_max_documents_keeps_the_benchmarks_subset_with_the_golds_of_its_queries
     assert [all_docs[i].doc_id for i in subset[60].positions] == ids
     assert set(ids) >= {all_docs[i].doc_id for i in subset[30].positions}  # nested
     assert dataset_inputs.build_corpus(_config(cache_dir, max_documents=10_000_000)).documents == all_docs
+
+
+def test_an_id_with_whitespace_is_a_reject_and_so_is_its_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Introspection found ``DgApiList[dict[str, Any]]``: a TREC file cannot hold that id, so it is rejected, with its query."""
+    from retrieval_pipeline.core.datasets import known_item
+    from retrieval_pipeline.core.sources.installed_corpus import InstalledCorpus, KnownItemQuery, KnownItemSet
+    from retrieval_pipeline.core.types import Document
+
+    bad = "pkg.mod.DgApiList[dict[str, Any]]"
+    docs = [Document(i, f"text of {i}", i, module="pkg.mod") for i in ("pkg.mod.a", bad, "pkg.mod.b")]
+    queries = [KnownItemQuery("ki:pkg.mod.a", "what a does", "pkg.mod.a", 1), KnownItemQuery(f"ki:{bad}", "what the list does", bad, 1)]
+    report = {"by_package": {}, "by_kind": {}, "wall_s_by_package": {}, "packages": 1, "cache_file": "x.parquet"}
+    built = (InstalledCorpus(docs, [], report), KnownItemSet(queries, docs, {"sampled": 2}))
+    monkeypatch.setattr(known_item, "_build", lambda config: built)
+    config = _config(tmp_path)
+    corpus, cases = known_item.KnownItemAdapter().build_corpus(config), known_item.KnownItemAdapter().load_cases(config)
+    assert [d.doc_id for d in corpus.documents] == ["pkg.mod.a", "pkg.mod.b"]
+    assert [(r.case_id, "whitespace" in r.reason) for r in corpus.rejects] == [(bad, True)]
+    assert [c.case_id for c in cases.cases] == ["ki:pkg.mod.a"] and [r.case_id for r in cases.rejects] == [f"ki:{bad}"]
+    assert cases.total == len(cases.cases) + len(cases.rejects) == 2
+    assert bad in cases.rejects[0].reason and "TREC" in cases.rejects[0].reason

@@ -44,13 +44,20 @@ from retrieval_pipeline.core.sources.installed_corpus import (
     known_items,
     nested_subsets,
 )
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.types import Case, Document, Rejected
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.registry import DatasetConfig
 
 #: The ``benchmark_type`` of a known-item case.
 KNOWN_ITEM_TYPE = "known_item"
+#: Why a document (and a query with it as gold) is rejected: introspection found e.g. ``DgApiList[dict[str, Any]]``.
+UNWRITABLE_ID = "contains whitespace: TREC run and qrels files are whitespace-separated"
+
+
+def exportable_id(doc_id: str) -> bool:
+    """Whether the id can be written to TREC files (no whitespace); the others become rejects, after the subset."""
+    return not any(ch.isspace() for ch in doc_id)
 
 
 class KnownItemSource(SettingsBlock):
@@ -98,6 +105,12 @@ class KnownItemAdapter(DatasetAdapter):
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
         _, built = _build(config)
+        unwritable = {d.doc_id for d in built.documents if not exportable_id(d.doc_id)}
+        rejects = [
+            Rejected(f"introspection:{q.gold_doc_id}", q.query_id, i, f"the gold's id {q.gold_doc_id!r} {UNWRITABLE_ID}")
+            for i, q in enumerate(built.queries)
+            if q.gold_doc_id in unwritable
+        ]
         cases = [
             Case(
                 q.query_id,
@@ -109,8 +122,9 @@ class KnownItemAdapter(DatasetAdapter):
                 extra={"gold_doc_id": q.gold_doc_id, "removed": q.removed},
             )
             for i, q in enumerate(built.queries)
+            if q.gold_doc_id not in unwritable
         ]
-        return CasesBuild(cases, [], len(cases), {f"known_item/{k}": v for k, v in built.counts.items()})
+        return CasesBuild(cases, rejects, len(cases) + len(rejects), {f"known_item/{k}": v for k, v in built.counts.items()})
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
         corpus, built = _build(config)
@@ -119,7 +133,13 @@ class KnownItemAdapter(DatasetAdapter):
         extra = {"by_package": report["by_package"], "by_kind": report["by_kind"], "wall_s_by_package": report["wall_s_by_package"]}
         counts = {f"known_item/{k}": v for k, v in built.counts.items()}
         source = f"introspection of {report['packages']} installed packages (cached in {report['cache_file']})"
-        return CorpusBuild(built.documents, corpus.rejects, {**scalars, **counts, **extra}, source)
+        kept = [d for d in built.documents if exportable_id(d.doc_id)]
+        unwritable = [
+            Rejected(f"introspection:{d.module}", d.doc_id, None, f"document id {d.doc_id!r} {UNWRITABLE_ID}")
+            for d in built.documents
+            if not exportable_id(d.doc_id)
+        ]
+        return CorpusBuild(kept, [*corpus.rejects, *unwritable], {**scalars, **counts, **extra}, source)
 
     def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
         known = {d.doc_id for d in documents}
