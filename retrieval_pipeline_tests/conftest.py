@@ -12,6 +12,11 @@ SHARED_DATA = Path(os.environ.get("RETRIEVAL_PIPELINE_SHARED_DATA", PROJECT_ROOT
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# ranx, the reference the parity tests hold our metrics, fusion and tests to, runs its Numba kernels as the plain
+# Python they are written in. Compiling them costs about 105 s of CPU on a fresh venv (Numba's cache is empty
+# there), more than every parity test takes interpreted; the numbers are the same code's. Set
+# NUMBA_DISABLE_JIT=0 to compare against the compiled kernels.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

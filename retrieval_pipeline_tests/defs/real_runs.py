@@ -8,8 +8,12 @@ from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 
 
-def run(partition, resources, instance):
-    return dg.materialize(list(defs().assets), partition_key=partition, resources=resources, instance=instance, raise_on_error=False)
+def run(partition, resources, instance, *, without=()):
+    """Materialise every asset of ``partition`` but the assets named in ``without`` (user strings)."""
+    selection = dg.AssetSelection.all() - dg.AssetSelection.assets(*without) if without else None
+    return dg.materialize(
+        list(defs().assets), partition_key=partition, resources=resources, instance=instance, raise_on_error=False, selection=selection
+    )
 
 
 def metadata(result, key):

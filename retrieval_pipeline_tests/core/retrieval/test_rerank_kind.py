@@ -120,12 +120,29 @@ def test_defaults_and_components(model_dir: Path) -> None:
         ({"model": {}}, "exactly one of path, package or hub"),
         ({"model": {"path": "/nowhere/cross-encoder"}}, re.escape("model folder /nowhere/cross-encoder does not exist")),
         ({"rescore": "all"}, "rescore"),
+        ({"backend": "onnx_int8"}, "needs scorer: bi_encoder"),  # a cross-encoder has no ONNX backend here
+        ({"backend": "cuda", "scorer": "bi_encoder"}, "backend"),
     ],
 )
 def test_invalid_settings_are_validation_errors(settings: dict[str, Any], message: str) -> None:
     raw = {"kind": "rerank", "base": "bm25", "model": {"hub": "cross-encoder/ms-marco-MiniLM-L6-v2"}, **settings}
     with pytest.raises(ValueError, match=message):
         parse_spec("rerank_bad", raw)
+
+
+def test_backend_is_part_of_the_identity_only_when_not_torch(model_dir: Path) -> None:
+    torch_spec = rerank("rerank_bm25", model_dir, scorer="bi_encoder")
+    onnx_spec = rerank("rerank_bm25", model_dir, scorer="bi_encoder", backend="onnx_int8")
+    assert "backend" not in torch_spec.settings()  # entries written before the field keep their identity
+    assert onnx_spec.settings()["backend"] == "onnx_int8" and onnx_spec.settings() != torch_spec.settings()
+
+
+@pytest.mark.integration
+def test_the_shipped_bi_encoder_rerank_reads_the_passage_vectors_dense_minilm_cached(project_root: Path) -> None:
+    """rerank_rrf_minilm embeds with dense_minilm's model id, so the embedding cache serves its candidates."""
+    registry = load_retriever_specs(project_root / "data" / "config" / "retrievers.yaml")
+    scorer, dense = encoder_for_spec(registry.get("rerank_rrf_minilm")), encoder_for_spec(registry.get("dense_minilm"))
+    assert scorer.encoder.model_id == dense.model_id and "backend=onnx_int8" in dense.model_id
 
 
 def test_base_is_required() -> None:

@@ -9,6 +9,8 @@ needs ``fieldnames``; ``http.HTTPStatus.NOT_FOUND`` exists; ``json.JSONDecodeErr
 from __future__ import annotations
 
 import enum
+import os
+import sys
 from dataclasses import dataclass, field
 
 import pydantic
@@ -167,3 +169,20 @@ def test_a_head_the_index_proved_absent_is_false_and_an_unresolvable_one_undecid
     assert check({"check": "exists", "path": "NoSuch"}, missing)[0] == "false"
     assert check({"check": "exists", "path": "no_such_variable.attr"}, {})[0] == "undecided"
     assert check({"check": "member", "owner": "json", "name": "decoder"}, {})[0] == "true"  # a submodule, imported on demand
+
+
+def test_the_source_scan_has_a_cpu_budget_not_a_wall_clock_one(helpers, monkeypatch):
+    """A search that burns CPU is stopped (undecided); one that waits (a cold disk) is not, however long it waits."""
+    monkeypatch.setitem(helpers, "ENV_SCAN_CPU_S", 1)
+    with pytest.raises(helpers["_Open"], match="used up its 1 s of CPU time"):
+        helpers["_grep"]([sys.executable, "-c", "while True: pass"], [])
+    waited = helpers["_grep"]([sys.executable, "-c", "import time; time.sleep(1.5); print('done')"], [])
+    assert waited.returncode == 0 and waited.stdout.strip() == "done"
+
+
+def test_the_standard_library_is_searched_first(helpers):
+    import sysconfig  # noqa: PLC0415
+
+    groups = helpers["_scan_roots"]()
+    assert os.path.realpath(sysconfig.get_path("stdlib")) in groups[0]
+    assert not any(os.path.realpath(p) in groups[0] for p in sys.path if "site-packages" in p)

@@ -11,6 +11,9 @@ Settings:
   sentence-transformers bi-encoder's query and passage embeddings (``model`` then names a bi-encoder;
   passage vectors come from the shared embedding cache). No PyPI package ships a trained cross-encoder,
   so the offline rerank this project can run here is ``bi_encoder`` (see the README).
+* ``backend`` (``bi_encoder`` only): ``torch`` (default) or ``onnx_int8``, as for ``kind: dense``. Name the
+  backend of the dense retriever that embeds the same model, and the rerank reads the passage vectors
+  that retriever's index already put in the embedding cache instead of embedding its candidates again.
 * ``top_n``: how many of the base's hits are rescored (default 50).
 * ``batch_size``: pairs per forward pass (>= 1); ``max_length``: tokens per pair (default: the model's).
 
@@ -38,10 +41,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer, ModelSource, cross_encoder, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN, RetrieverContext, RetrieverSpec, register_kind
 from retrieval_pipeline.core.types import Hit
 
@@ -55,12 +59,26 @@ class RerankSpec(RetrieverSpec):
     top_n: int = Field(50, ge=1)
     batch_size: int = Field(32, ge=1)
     max_length: int | None = Field(None, gt=0)
+    backend: Backend = "torch"
 
     def real_model(self) -> Any:
         """The scorer this spec names (the pipeline's ``encoder_for``): a cross-encoder, or a bi-encoder's cosine."""
         if self.scorer == "bi_encoder":
-            return BiEncoderScorer(dense_encoder(self.model, self.batch_size, self.max_length))
+            return BiEncoderScorer(dense_encoder(self.model, self.batch_size, self.max_length, self.backend))
         return cross_encoder(self.model, self.batch_size, self.max_length)
+
+    def settings(self) -> dict[str, Any]:
+        """Every parameter; ``backend`` only when not torch, so entries without it keep their earlier identity."""
+        settings = super().settings()
+        if self.backend == "torch":
+            settings.pop("backend", None)
+        return settings
+
+    @model_validator(mode="after")
+    def _backend_needs_a_bi_encoder(self) -> RerankSpec:
+        if self.backend != "torch" and self.scorer != "bi_encoder":
+            raise ValueError(f"backend {self.backend!r} needs scorer: bi_encoder (a cross-encoder runs on torch)")
+        return self
 
     @field_validator("base")
     @classmethod
