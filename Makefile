@@ -76,8 +76,12 @@ lint: install
 .venvs/adk/bin/python:
 	bash benchmarks/make_adk_env.sh
 
-# lint first (ruff check + format --check), then every test but the opt-in llama.cpp ones
-test: install .venvs/adk/bin/python /usr/bin/chromium /usr/lib/postgresql
+# lint first (ruff check + format --check), then every test but the opt-in llama.cpp ones. The pipeline's
+# environment and google-adk's are installed side by side (a sub-make with -j2: pip is mostly single-threaded),
+# the Debian packages one after another (apt takes one lock).
+test:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed .venvs/adk/bin/python
+	@$(MAKE) --no-print-directory install /usr/bin/chromium /usr/lib/postgresql
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder

@@ -24,6 +24,7 @@ matplotlib's version: :func:`chart_key`), so an unchanged re-run reuses every ch
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import html
 import io
@@ -538,16 +539,17 @@ CHARTS: dict[str, Callable[[ReportData], Figure | None]] = {
 }
 
 
-#: The :class:`ReportData` fields each chart draws from, besides :meth:`ReportData.retriever_order` (part of every
-#: chart's key). A chart must read nothing else: ``test_html_report`` proves it by changing every other field.
-CHART_INPUTS: dict[str, tuple[str, ...]] = {
-    "bars": ("metrics", "significance"),
-    "ranks": ("query_results",),
-    "sweep": ("fusion_sweep", "objective"),
-    "trend": ("trend",),
+#: The :class:`ReportData` fields each chart draws from, with the columns it reads of a frame (None: all of the field),
+#: besides :meth:`ReportData.retriever_order` (part of every chart's key). A chart is drawn from a copy of the data
+#: holding only these columns, so it cannot read another; ``test_html_report`` changes everything else and checks
+#: the PNG stays the same. Columns a re-run changes without changing the drawing (latencies, when in the week a
+#: trend point was measured) are left out, so an unchanged re-run reuses every chart.
+CHART_INPUTS: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "bars": {"metrics": ("retriever", *BAR_METRICS), "significance": ("retriever", "metric", "ci_low", "ci_high")},
+    "ranks": {"query_results": ("retriever", "first_relevant_rank")},
+    "sweep": {"fusion_sweep": None, "objective": None},
+    "trend": {"trend": ("week", "metric", "retriever", "value")},
 }
-#: Columns left out of a chart's key: the trend plots the week's value, not when within the week it was measured.
-_UNDRAWN_COLUMNS: dict[str, tuple[str, ...]] = {"trend": ("timestamp",)}
 #: The result cache's namespace of rendered charts.
 CHART_NAMESPACE = "report_chart_png"
 
@@ -559,24 +561,42 @@ def _drawing_version() -> str:
         return f"{hashlib.sha256(source.read()).hexdigest()}/matplotlib-{matplotlib.__version__}"
 
 
-def _field_digest(value: Any, undrawn: Sequence[str] = ()) -> Any:
+def _drawn(value: Any, columns: tuple[str, ...] | None) -> Any:
+    """The part of one report field a chart reads: a frame's drawn ``columns`` (those it has), else the value."""
+    if columns is None or not isinstance(value, pd.DataFrame):
+        return value
+    return value[[c for c in columns if c in value.columns]]
+
+
+def _drawn_data(data: ReportData, name: str) -> ReportData:
+    """``data`` with each frame chart ``name`` draws cut to the columns it reads (see :data:`CHART_INPUTS`).
+
+    A shallow copy with the fields set directly: the cut frames lack columns the whole report needs, so they
+    would not pass :class:`ReportData`'s checks, which the data already passed.
+    """
+    drawn = copy.copy(data)
+    for field_name, columns in CHART_INPUTS[name].items():
+        object.__setattr__(drawn, field_name, _drawn(getattr(data, field_name), columns))
+    return drawn
+
+
+def _field_digest(value: Any) -> Any:
     """A JSON-able digest of one report field: a frame's columns, dtypes and values; other values as they are."""
     if not isinstance(value, pd.DataFrame):
         return value
-    frame = value.drop(columns=[c for c in undrawn if c in value.columns])
-    text = frame.to_json(orient="split", double_precision=15, default_handler=str, date_format="iso")
-    return {"dtypes": [str(t) for t in frame.dtypes], "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    text = value.to_json(orient="split", double_precision=15, default_handler=str, date_format="iso")
+    return {"dtypes": [str(t) for t in value.dtypes], "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
 
 def chart_key(data: ReportData, name: str, dpi: int = _DPI) -> str:
     """The content key of one chart's PNG: what it draws (:data:`CHART_INPUTS`), the retriever order and the resolution."""
-    undrawn = _UNDRAWN_COLUMNS.get(name, ())
-    inputs = {f: _field_digest(getattr(data, f), undrawn) for f in CHART_INPUTS[name]}
+    drawn = _drawn_data(data, name)
+    inputs = {f: _field_digest(getattr(drawn, f)) for f in CHART_INPUTS[name]}
     return content_key(_drawing_version(), name, dpi, data.retriever_order(), inputs)
 
 
 def _render_png(data: ReportData, name: str, dpi: int) -> str | None:
-    figure = CHARTS[name](data)
+    figure = CHARTS[name](_drawn_data(data, name))
     return None if figure is None else chart_png_base64(figure, dpi)
 
 

@@ -29,6 +29,10 @@ pytestmark = pytest.mark.heavy
 
 SUITE = "adk/benchmark_definitions/configure_adk_features_mc/benchmark.yaml"
 DATASET = "adk_v1_24_1"
+#: Questions about names (exists, import, constructor keyword, parameter) proven again with every core busy: the
+#: kind a timeout used to turn into "not defined anywhere" (issue 12). Eight keep the test at about half a minute;
+#: ``test_library_probe.py`` runs a whole ADK-shaped suite with known verdicts under the same load.
+NAMING_UNDER_LOAD = 8
 #: The classes issue 12 saw called "not defined anywhere in google-adk"; all exist.
 ISSUE_NAMES = ("ParallelAgent", "OpenAPIToolset", "CredentialManager", "SaveFilesAsArtifactsPlugin", "Runner", "runner")
 
@@ -107,7 +111,7 @@ def test_adk_verdicts_are_the_same_under_a_cpu_hog(adk, adk_run):
     """Probe and proofs again with every core busy: the same verdicts as on the idle machine."""
     cases, verifier, settings = adk
     naming = [c for c in cases if any(claim.kind in ("exists", "import", "constructor_kwarg", "signature_param")
-                                      for claim in decompose(c.case_id, c.query, c.options or {}))][:16]  # fmt: skip
+                                      for claim in decompose(c.case_id, c.query, c.options or {}))][:NAMING_UNDER_LOAD]  # fmt: skip
     idle = {v.case_id: v.verdict for v in adk_run.verdicts if v.case_id in {c.case_id for c in naming}}
     with cpu_hog(max_seconds=900) as hog:
         busy_run = run_verification(naming, sandbox_settings=settings, library=verifier.library, import_name=verifier.import_name)
