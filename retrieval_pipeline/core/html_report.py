@@ -271,6 +271,14 @@ def _e(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+def _code_spans(text: str) -> str:
+    """Escaped text with its markdown code spans (`` `make adk-env` ``) as ``<code>``; unpaired backticks stay as they are."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        return _e(text)
+    return "".join(f"<code>{_e(part)}</code>" if i % 2 else _e(part) for i, part in enumerate(parts))
+
+
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
@@ -983,7 +991,7 @@ def _header(data: ReportData) -> str:
     }
     facts_html = "".join(f"<div><span>{_e(k)}</span>{_e(v)}</div>" for k, v in facts.items())
     nav = "".join(f'<a href="#{s.key}">{_e(s.title)}</a>' for s in SECTIONS)
-    description = f"<p>{_e(data.description)}</p>" if data.description else ""
+    description = f"<p>{_code_spans(data.description)}</p>" if data.description else ""
     return (
         f"<header><h1>Retrieval evaluation: {_e(data.dataset)}</h1>{description}"
         f'<div class="facts">{facts_html}</div><nav>{nav}</nav></header>'

@@ -214,7 +214,7 @@ def synthetic_data(**overrides) -> ReportData:
     query_results = query_results_frame()
     fields = {
         "dataset": "toy",
-        "description": "A toy dataset <b>not bold</b>.",
+        "description": "A toy dataset <b>not bold</b>, made by `make <i>toy</i>`.",
         "generated_at": datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc),
         "baseline": "bm25",
         "retrievers": RETRIEVERS,
@@ -305,6 +305,7 @@ def test_untrusted_text_is_escaped_and_the_page_has_no_script_or_remote_resource
     assert all(attrs["src"].startswith("data:") for tag, attrs in parsed.tags if tag == "img")
     assert not any("onerror" in attrs for _, attrs in parsed.tags)  # the hostile title stayed text
     assert "&lt;b&gt;not bold&lt;/b&gt;" in document and "&lt;b&gt;ranks&lt;/b&gt;" in document
+    assert "made by <code>make &lt;i&gt;toy&lt;/i&gt;</code>." in document  # a code span, its text escaped
     assert not re.search(r"(src|href)=\"(https?:)?//", document)  # no network
     csp = next(a for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
     assert "default-src 'none'" in csp["content"] and "script-src" not in csp["content"]
@@ -612,3 +613,8 @@ def test_a_corrupt_chart_entry_is_drawn_again(tmp_path):
     with using_result_cache(tmp_path), pytest.warns(CorruptFileWarning, match="corrupt"):
         png = chart_pngs(data, ["bars"])["bars"]
     assert decoded_png(png).width > 300
+
+
+def test_an_unpaired_backtick_stays_text():
+    assert html_report._code_spans("a ` b <x>") == "a ` b &lt;x&gt;"
+    assert html_report._code_spans("`a` and `b`") == "<code>a</code> and <code>b</code>"

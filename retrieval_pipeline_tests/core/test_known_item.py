@@ -179,3 +179,18 @@ def test_an_id_with_whitespace_is_a_reject_and_so_is_its_query(monkeypatch: pyte
     assert [c.case_id for c in cases.cases] == ["ki:pkg.mod.a"] and [r.case_id for r in cases.rejects] == [f"ki:{bad}"]
     assert cases.total == len(cases.cases) + len(cases.rejects) == 2
     assert bad in cases.rejects[0].reason and "TREC" in cases.rejects[0].reason
+
+
+def test_the_corpus_and_cases_steps_share_one_build_per_process(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval_pipeline.core.datasets import known_item
+
+    calls: list[object] = []
+    real = known_item.build_installed_corpus
+    monkeypatch.setattr(known_item, "build_installed_corpus", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(known_item, "_LAST_BUILD", {})
+    config = _config(cache_dir, seed=5)
+    first = dataset_inputs.build_corpus(config).documents
+    cases = dataset_inputs.load_cases(config).cases
+    assert len(calls) == 1 and len(cases) == N_QUERIES and first
+    dataset_inputs.load_cases(_config(cache_dir, seed=6))  # other settings: built again
+    assert len(calls) == 2

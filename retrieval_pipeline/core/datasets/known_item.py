@@ -41,6 +41,7 @@ from retrieval_pipeline.core.sources.installed_corpus import (
     KnownItemSet,
     KnownItemSettings,
     build_installed_corpus,
+    environment_fingerprint,
     known_items,
     nested_subsets,
 )
@@ -154,12 +155,26 @@ def _source(config: DatasetConfig) -> KnownItemSource:
     return getattr(config, "known_item", None) or KnownItemSource()
 
 
+#: The last corpus and queries built in this process, by what decides them (one entry: a corpus can be 547k documents).
+_LAST_BUILD: dict[tuple[str, str, str], tuple[InstalledCorpus, KnownItemSet]] = {}
+
+
 def _build(config: DatasetConfig) -> tuple[InstalledCorpus, KnownItemSet]:
-    """The corpus (cached) and the queries drawn from it; errors name the dataset."""
+    """The corpus (cached) and the queries drawn from it; errors name the dataset.
+
+    The ``corpus`` and ``raw_cases`` steps both need it: the second one in a process gets the first one's
+    build, as long as the settings and the environment's fingerprint are the same (reading the 547k-document
+    corpus and drawing its queries again took 17.6 s in the 100k graph).
+    """
     source = _source(config)
-    label = f"dataset {config.name!r}"
-    corpus = build_installed_corpus(source.introspection(), source.cache_dir, label=label)
-    return corpus, limited(known_items(corpus, source.queries(), label=label), source)
+    key = (config.name, source.model_dump_json(), environment_fingerprint(source.introspection()))
+    if key not in _LAST_BUILD:
+        label = f"dataset {config.name!r}"
+        corpus = build_installed_corpus(source.introspection(), source.cache_dir, label=label)
+        built = (corpus, limited(known_items(corpus, source.queries(), label=label), source))
+        _LAST_BUILD.clear()
+        _LAST_BUILD[key] = built
+    return _LAST_BUILD[key]
 
 
 def limited(built: KnownItemSet, source: KnownItemSource) -> KnownItemSet:
