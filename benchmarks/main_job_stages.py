@@ -12,7 +12,9 @@ then **warm**, the same command again with nothing changed. Prints, per dataset 
 seconds of both runs; the job time (sum of the runs) and the process wall time (imports and model loading
 included); CPU seconds; the peak RSS of the runner process (``ru_maxrss``) and of its largest child (the
 question verifier's sandboxed pytest runs); the load average, since a busy machine stretches wall times (CPU
-seconds stretch much less); and the slowest warm steps, where an unchanged re-run still does work.
+seconds stretch much less); a CPU probe before each phase (a fixed loop's seconds: a virtual machine's CPU
+can be slower at one time than another with no load of its own, and then CPU seconds stretch too); and the
+slowest warm steps, where an unchanged re-run still does work.
 
 The issue's targets: all samples cold <= 90 s of job time, unchanged re-run <= 20 s, peak RSS <= 2 GB.
 """
@@ -77,8 +79,17 @@ def _worker(phase: str, root: Path, datasets: Sequence[str], select: str) -> Non
     (root / f"{phase}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
 
 
+def cpu_probe(n: int = 5_000_000) -> float:
+    """Seconds of a fixed pure-Python loop: on a shared virtual machine the same work took 1.4 s and 2.0 s minutes
+    apart, so each phase records how fast the CPU was just before it (compare runs with similar probes)."""
+    started = time.perf_counter()
+    sum(i * i for i in range(n))
+    return time.perf_counter() - started
+
+
 def _run_phase(phase: str, root: Path, datasets: Sequence[str], select: str) -> dict[str, Any]:
     """Run one phase in a child process (its own imports, model loads and peak RSS); returns its report."""
+    probe = cpu_probe()
     env = {**os.environ, "DAGSTER_HOME": str(root / "dagster_home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     print(f"\n##### {phase} run (load average {os.getloadavg()[0]:.1f})", flush=True)
     started = time.perf_counter()
@@ -87,6 +98,7 @@ def _run_phase(phase: str, root: Path, datasets: Sequence[str], select: str) -> 
     report = json.loads((root / f"{phase}.json").read_text(encoding="utf-8"))
     report["wall_seconds"] = time.perf_counter() - started
     report["load_average_after"] = os.getloadavg()[0]
+    report["cpu_probe_s"] = probe
     return report
 
 
@@ -116,6 +128,7 @@ def _table(reports: dict[str, dict[str, Any]]) -> str:
         ("peak RSS, runner process (MB)", lambda r: f"{r['peak_rss_mb']:.0f}"),
         ("peak RSS, largest child process (MB)", lambda r: f"{r['peak_child_rss_mb']:.0f}"),
         ("load average after the run (1 min)", lambda r: f"{r['load_average_after']:.1f}"),
+        ("CPU probe before the run (s, lower is faster)", lambda r: f"{r['cpu_probe_s']:.2f}"),
         ("every run succeeded", lambda r: str(all(d["success"] for d in r["datasets"]))),
     ]
     for label, cell in rows:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -87,17 +88,22 @@ def runs_to_frame(runs: list[TimedRun]) -> pd.DataFrame:
 
 
 def frame_to_runs(frame: pd.DataFrame) -> dict[str, TimedRun]:
-    """Inverse of :func:`runs_to_frame`."""
+    """Inverse of :func:`runs_to_frame`.
+
+    One pass over the rows sorted by (retriever, query, rank), as plain Python values: a pandas group per query
+    made this a second or more of every warm run (a dozen steps read the runs of every retriever).
+    """
+    ordered = frame.sort_values(["retriever", "query_id", "rank"], kind="stable")
+    errors_column = ordered["error"].tolist() if "error" in ordered else [None] * len(ordered)
+    columns = [ordered[c].tolist() for c in ("retriever", "query_id", "rank", "doc_id", "score", "latency_ms")]
     out: dict[str, TimedRun] = {}
-    for retriever, group in frame.sort_values(["retriever", "query_id", "rank"]).groupby("retriever", sort=False):
-        run: Run = {}
-        latency: dict[str, float] = {}
-        errors: dict[str, str] = {}
-        for qid, g in group.groupby("query_id", sort=False):
-            if pd.notna(g["latency_ms"].iloc[0]):
-                latency[qid] = float(g["latency_ms"].iloc[0])
-            if "error" in g and isinstance(g["error"].iloc[0], str):
-                errors[qid] = g["error"].iloc[0]
-            run[qid] = [(d, float(s)) for d, s, r in zip(g["doc_id"], g["score"], g["rank"]) if r > 0]
-        out[str(retriever)] = TimedRun(str(retriever), run, latency, errors)
+    for (retriever, qid), group in itertools.groupby(zip(*columns, errors_column), key=lambda row: (row[0], row[1])):
+        rows = list(group)
+        timed = out.setdefault(str(retriever), TimedRun(str(retriever), {}, {}, {}))
+        _, _, _, _, _, latency, error = rows[0]
+        if pd.notna(latency):
+            timed.latency_ms[qid] = float(latency)
+        if isinstance(error, str):
+            timed.errors[qid] = error
+        timed.run[qid] = [(doc, float(score)) for _, _, rank, doc, score, _, _ in rows if rank > 0]
     return out

@@ -46,3 +46,49 @@ def test_batched_run_ranks_all_and_times_only_the_sample():
     assert set(tr.run) == set(queries) and set(tr.latency_ms) == {"q0", "q1"}
     back = frame_to_runs(runs_to_frame([tr]))["fixed"]
     assert back.run == tr.run and back.latency_ms == tr.latency_ms
+
+
+def _frame_to_runs_by_pandas_groups(frame):
+    """The former frame_to_runs (a pandas group per query): the reference of the one-pass version."""
+    import pandas as pd
+
+    from retrieval_pipeline.core.evaluate import TimedRun
+
+    out = {}
+    for retriever, group in frame.sort_values(["retriever", "query_id", "rank"]).groupby("retriever", sort=False):
+        run, latency, errors = {}, {}, {}
+        for qid, g in group.groupby("query_id", sort=False):
+            if pd.notna(g["latency_ms"].iloc[0]):
+                latency[qid] = float(g["latency_ms"].iloc[0])
+            if "error" in g and isinstance(g["error"].iloc[0], str):
+                errors[qid] = g["error"].iloc[0]
+            run[qid] = [(d, float(s)) for d, s, r in zip(g["doc_id"], g["score"], g["rank"]) if r > 0]
+        out[str(retriever)] = TimedRun(str(retriever), run, latency, errors)
+    return out
+
+
+def test_frame_to_runs_equals_the_pandas_groups_reference_on_shuffled_rows_errors_and_empty_answers():
+    import numpy as np
+
+    from retrieval_pipeline.core.evaluate import TimedRun
+
+    rng = np.random.default_rng(4)
+    runs = []
+    for name in ("dense", "bm25", "hybrid"):
+        run, latency, errors = {}, {}, {}
+        for q in range(40):
+            qid = f"q{q:02d}"
+            n = int(rng.integers(0, 6))  # some queries found nothing
+            run[qid] = [(f"d{int(d)}", float(s)) for d, s in zip(rng.choice(50, n, replace=False), np.sort(rng.random(n))[::-1])]
+            if q % 3 == 0:
+                latency[qid] = float(rng.random() * 10)
+            if n == 0 and q % 2:
+                errors[qid] = f"timeout on {qid}"
+        runs.append(TimedRun(name, run, latency, errors))
+    frame = runs_to_frame(runs).sample(frac=1.0, random_state=1)  # stored row order is not relied on
+    ours, reference = frame_to_runs(frame), _frame_to_runs_by_pandas_groups(frame)
+    assert list(ours) == list(reference) == ["bm25", "dense", "hybrid"]
+    for name, timed in reference.items():
+        assert ours[name] == timed
+        assert list(ours[name].run) == list(timed.run)  # the same query order too
+    assert {name: t.run for name, t in ours.items()} == {t.retriever: t.run for t in runs}
