@@ -13,7 +13,8 @@ seconds of both runs; the job time (sum of the runs) and the process wall time (
 included); CPU seconds; the peak RSS of the runner process (``ru_maxrss``) and of its largest child (the
 question verifier's sandboxed pytest runs); the load average, since a busy machine stretches wall times (CPU
 seconds stretch much less); a CPU probe before each phase (a fixed loop's seconds: a virtual machine's CPU
-can be slower at one time than another with no load of its own, and then CPU seconds stretch too); and the
+can be slower at one time than another with no load of its own; the probe does not see every cause, so
+compare runs made back to back); and the
 slowest warm steps, where an unchanged re-run still does work.
 
 The issue's targets: all samples cold <= 90 s of job time, unchanged re-run <= 20 s, peak RSS <= 2 GB.
@@ -80,8 +81,9 @@ def _worker(phase: str, root: Path, datasets: Sequence[str], select: str) -> Non
 
 
 def cpu_probe(n: int = 5_000_000) -> float:
-    """Seconds of a fixed pure-Python loop: on a shared virtual machine the same work took 1.4 s and 2.0 s minutes
-    apart, so each phase records how fast the CPU was just before it (compare runs with similar probes)."""
+    """Seconds of a fixed pure-Python loop: how fast the CPU ran just before a phase (the same loop took 1.4 s and
+    2.0 s minutes apart on this shared virtual machine). It does not see memory or disk contention: the same job
+    also took 23 s and 32 s of CPU an hour apart with equal probes, so compare runs made back to back."""
     started = time.perf_counter()
     sum(i * i for i in range(n))
     return time.perf_counter() - started
