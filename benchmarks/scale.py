@@ -45,6 +45,7 @@ machine the build embeds slower than the throughput step measured.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -55,7 +56,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -684,21 +685,33 @@ def graph_line(graph: Mapping[str, Any]) -> str:
     )
 
 
-def whole_graph_only(args: argparse.Namespace) -> dict[str, Any]:
-    """``--whole-graph-only``: the runner on the dataset, printed with the goal; no subsets."""
-    root = args.keep or Path(tempfile.mkdtemp(prefix="scale_bench-graph-"))
+@contextlib.contextmanager
+def work_folder(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
+    """``--keep DIR``, else a temporary folder removed afterwards."""
+    root = args.keep or Path(tempfile.mkdtemp(prefix=prefix))
     root.mkdir(parents=True, exist_ok=True)
     try:
+        yield root
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def write_json(args: argparse.Namespace, report: Mapping[str, Any]) -> None:
+    """The report as JSON to ``--json``, when given."""
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+
+
+def whole_graph_only(args: argparse.Namespace) -> dict[str, Any]:
+    """``--whole-graph-only``: the runner on the dataset, printed with the goal; no subsets."""
+    with work_folder(args, "scale_bench-graph-") as root:
         graph = whole_graph(root, args.cache_dir, args.select)
         for step in graph["steps"]:
             print(f"  {step['label'][:60]:<60} {step['status']:>10} {step['seconds'] or 0:8.1f} s")
         print(graph_line(graph))
         print("\n".join(goals({}, None, graph)))
-        if args.json:
-            args.json.write_text(json.dumps(graph, indent=1, default=str), encoding="utf-8")
-    finally:
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+        write_json(args, graph)
     return graph
 
 
@@ -763,17 +776,11 @@ def main(
     corpus = corpus or installed_corpus()
     corpus_s = time.perf_counter() - started
     print(f"corpus: {corpus.source}; {len(corpus.queries):,} known-item queries ({corpus_s:.0f} s)", flush=True)
-    root = args.keep or Path(tempfile.mkdtemp(prefix="scale_bench-"))
-    root.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_folder(args, "scale_bench-") as root:
         report = run_benchmark(args, corpus, root, in_process)
         report["seconds"] = {"corpus": corpus_s, **report["seconds"]}
         print_report(report)
-        if args.json:
-            args.json.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
-    finally:
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+        write_json(args, report)
     return report
 
 

@@ -598,25 +598,30 @@ def _field_digest(value: Any) -> Any:
 
 def chart_key(data: ReportData, name: str, dpi: int = _DPI) -> str:
     """The content key of one chart's PNG: what it draws (:data:`CHART_INPUTS`), the retriever order and the resolution."""
-    drawn = _drawn_data(data, name)
+    return _key_of_drawn(_drawn_data(data, name), name, dpi)
+
+
+def _key_of_drawn(drawn: ReportData, name: str, dpi: int) -> str:
     inputs = {f: _field_digest(getattr(drawn, f)) for f in CHART_INPUTS[name]}
-    return content_key(_drawing_version(), name, dpi, data.retriever_order(), inputs)
+    return content_key(_drawing_version(), name, dpi, drawn.retriever_order(), inputs)
 
 
-def _render_png(data: ReportData, name: str, dpi: int) -> str | None:
-    figure = CHARTS[name](_drawn_data(data, name))
+def _render_png(drawn: ReportData, name: str, dpi: int) -> str | None:
+    """The chart drawn from ``drawn`` (already cut by :func:`_drawn_data`)."""
+    figure = CHARTS[name](drawn)
     return None if figure is None else chart_png_base64(figure, dpi)
 
 
 def chart_png(data: ReportData, name: str, dpi: int = _DPI) -> str | None:
     """One chart as base64 PNG, or None when it has no data; reused from the active result cache when unchanged."""
+    drawn = _drawn_data(data, name)
     store = active_result_cache()
     if store is None:
-        return _render_png(data, name, dpi)
+        return _render_png(drawn, name, dpi)
     png, _ = store.get_or_compute(
         CHART_NAMESPACE,
-        chart_key(data, name, dpi),
-        lambda: _render_png(data, name, dpi),
+        _key_of_drawn(drawn, name, dpi),
+        lambda: _render_png(drawn, name, dpi),
         encode=lambda value: {"png": value},
         decode=_stored_png,
     )

@@ -392,10 +392,7 @@ def _atom_env_var(atom, names):
     built = None
     for roots in groups:
         done = _grep(command, roots)
-        hits = [line for line in done.stdout.splitlines() if line]
-        if done.returncode not in (0, 1) and not hits:
-            raise _Open("the source scan could not read every file (grep exit " + str(done.returncode) + ")")
-        for path in hits:
+        for path in (line for line in done.stdout.splitlines() if line):
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
                     text = handle.read()
