@@ -9,12 +9,13 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-local-llm dev bench adk-env add-retriever lint mutation
+.PHONY: install lock run test test-local-llm dev bench adk-env add-retriever lint mutation
 
-$(VENV)/.installed: pyproject.toml
+# every install is held to constraints/pipeline.txt, the versions the suite was proven on (make lock refreshes it)
+$(VENV)/.installed: pyproject.toml constraints/pipeline.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints/pipeline.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev]'
 	touch $@
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
@@ -33,7 +34,7 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 
 # opt-in: the local LLM provider's end-to-end tests (llama.cpp compiles once, ~9 min; later from pip's cache)
 $(VENV)/.installed-local-llm: $(VENV)/.installed
-	$(BIN)/pip install -q -e '.[dev,local-llm]'
+	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev,local-llm]'
 	touch $@
 
 # rewritten when this Makefile changes. run_retries: the daemon (make dev) re-executes a failed run once, from
@@ -65,7 +66,7 @@ add-retriever: install
 
 # mutation score per module of the evaluation path (slow: not part of `make test`); copies under /tmp
 mutation: install
-	$(BIN)/pip install -q -e '.[mutation]'
+	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[mutation]'
 	$(BIN)/python benchmarks/mutation.py --min-score 0.85
 
 lint: install
@@ -84,7 +85,7 @@ test:
 	@$(MAKE) --no-print-directory install /usr/bin/chromium /usr/lib/postgresql
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder --durations=15
 
 test-local-llm: install $(VENV)/.installed-local-llm
 	$(BIN)/python -m pytest -m local_llm
@@ -97,3 +98,19 @@ bench: install
 
 adk-env:  # (re)create it, e.g. ADK_VERSION=1.20.0 make adk-env
 	bash benchmarks/make_adk_env.sh
+
+# refresh the constraints: fresh venvs with today's newest allowed versions, frozen, then the whole suite on them.
+# Review `git diff constraints/` and commit it when the suite passes.
+lock:
+	rm -rf .lock-venv .lock-adk
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install -q torch==2.13.0
+	.lock-venv/bin/pip install -q -e '.[dev]'
+	{ echo "# The versions make test was proven on (pip freeze of .venv). Refresh: make lock (see the README)."; \
+	  .lock-venv/bin/pip freeze --exclude-editable | grep -v '^-e' | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > constraints/pipeline.txt
+	$(PYTHON) -m venv .lock-adk
+	.lock-adk/bin/pip install -q google-adk pytest
+	{ echo "# google-adk's environment (.venvs/adk), as make test was proven on it. Refresh: make lock."; \
+	  .lock-adk/bin/pip freeze; } > constraints/adk.txt
+	rm -rf .lock-venv .lock-adk $(VENV) .venvs/adk
+	$(MAKE) test

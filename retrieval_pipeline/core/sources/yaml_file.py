@@ -5,7 +5,8 @@ Every YAML input (suites, ranked targets, the dataset and retriever registries) 
 
 * a file over :func:`max_yaml_bytes` (20 MB unless ``RETRIEVAL_PIPELINE_MAX_YAML_BYTES`` says otherwise),
   checked before anything is read or parsed;
-* nesting deeper than :data:`MAX_DEPTH` (the C parser would overflow the stack on ``[[[[...``);
+* nesting deeper than :data:`MAX_DEPTH` (the C parser would overflow the stack on ``[[[[...``; libyaml
+  0.2.6 and later refuse flow nesting past 1,000 on their own, reported with the same message);
 * aliases that would add more than :data:`MAX_ALIAS_NODES` nodes when expanded (a "billion laughs"
   bomb is refused after a few hundred events), and recursive aliases.
 
@@ -84,6 +85,12 @@ def _check_events(text: str) -> None:
     loader = _SafeLoader(text)
     try:
         _walk(loader)
+    except yaml.YAMLError as exc:
+        # libyaml 0.2.6 and later stop at flow depth 1000 while scanning ahead, before the walk sees
+        # depth MAX_DEPTH: the same refusal, whichever limit fires first
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            raise _Refused(f"nesting deeper than {MAX_DEPTH} levels{_position(exc)}") from None
+        raise
     finally:
         loader.dispose()
 

@@ -340,7 +340,38 @@ _up = os.path.dirname(WORKDIR)
 while _up not in ("/", ""):
     CHAIN.insert(0, _up)
     _up = os.path.dirname(_up)
-KEEP = set(CHAIN) | {WORKDIR}
+
+
+def unescape_octal(text):
+    """A mountinfo path: space, tab, newline and backslash are written as 3-digit octal escapes."""
+    parts = text.split("\\")
+    out = parts[0]
+    for part in parts[1:]:
+        if len(part) >= 3 and all(c in "01234567" for c in part[:3]):
+            out += chr(int(part[:3], 8)) + part[3:]
+        else:
+            out += "\\" + part
+    return out
+
+
+def mount_ancestors():
+    """The folders leading to each mount point of the sandbox (a venv bound under /tmp, say): kept, never emptied."""
+    found = set()
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            fields = line.split(" ")
+            if len(fields) < 5:
+                continue
+            point = unescape_octal(fields[4])
+            up = os.path.dirname(point)
+            while up not in ("/", ""):
+                found.add(up)
+                up = os.path.dirname(up)
+    return found
+
+
+MOUNT_CHAIN = sorted(mount_ancestors() - set(CHAIN) - {WORKDIR})
+KEEP = set(CHAIN) | {WORKDIR} | set(MOUNT_CHAIN)
 CHANNEL = os.dup(1)  # where the results go; every other process loses its copy of it
 DEVNULL = os.open("/dev/null", os.O_RDWR)
 STATUSES = {}
@@ -392,7 +423,7 @@ def sweep():
 def guarded():
     """What a test must not change for the next one: /dev's entries, the folders up to the working directory."""
     seen = {}
-    for path in ["/dev/" + n for n in sorted(os.listdir("/dev"))] + CHAIN + [WORKDIR, "/dev/shm"]:
+    for path in ["/dev/" + n for n in sorted(os.listdir("/dev"))] + CHAIN + MOUNT_CHAIN + [WORKDIR, "/dev/shm"]:
         try:
             info = os.lstat(path)
         except FileNotFoundError:

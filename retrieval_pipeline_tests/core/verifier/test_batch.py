@@ -314,3 +314,44 @@ def test_batch_file_names_are_checked():
     with pytest.raises(ValueError, match="plain names"):
         run_pytest_batch([("", "../test_a.py")], SandboxSettings())
     assert run_pytest_batch([], SandboxSettings()) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# Any checkout path: a project and venv under /tmp, in a folder whose name has spaces
+
+
+def _venv_under_tmp(root: Path) -> Path:
+    """A venv under ``root`` that imports pytest (its packages copied in): the interpreter the sandbox binds."""
+    import shutil
+    import subprocess
+    import sys
+
+    import _pytest
+    import iniconfig
+    import packaging
+    import pluggy
+    import pygments
+
+    venv = root / "a checkout with spaces" / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for module in (pytest, _pytest, pluggy, iniconfig, packaging, pygments):
+        folder = Path(module.__file__).parent
+        shutil.copytree(folder, site / folder.name, ignore=shutil.ignore_patterns("__pycache__"))
+    shim = Path(pytest.__file__).parent.parent / "py.py"
+    if shim.exists():
+        shutil.copy(shim, site / "py.py")
+    return venv / "bin" / "python"
+
+
+def test_a_batch_runs_from_a_venv_under_tmp(sandbox):
+    """The venv's bind mount sits inside the sandbox's private /tmp: emptying /tmp between proofs keeps it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="rp clone ") as root:
+        python = _venv_under_tmp(Path(root))
+        settings = dataclasses.replace(sandbox, python=python)
+        tests = [(TRUE_PROOF, "test_option_A.py"), (SILENT_FAILURE, "test_option_B.py"), (TRUE_PROOF, "test_option_C.py")]
+        batch = run_pytest_batch(tests, settings)
+        assert [b is not None and b.outcome for b in batch] == ["passed", "failed", "passed"]
+        assert [_summary(b) for b in batch] == [_summary(run_pytest(s, f, settings)) for s, f in tests]
