@@ -121,25 +121,28 @@ def _tests(*names: str) -> tuple[str, ...]:
 TARGETS: tuple[Target, ...] = (
     Target(
         "metrics",
-        (Scope("retrieval_pipeline/core/metrics.py"),),
+        (Scope("retrieval_pipeline/core/evaluation/metrics.py"),),
         _tests("test_metrics.py", "test_metrics_mutants.py"),
         "per-query retrieval metrics and their means",
     ),
     Target(
-        "trec", (Scope("retrieval_pipeline/core/trec.py"),), _tests("test_trec.py", "test_trec_mutants.py"), "TREC run/qrels write and read"
+        "trec",
+        (Scope("retrieval_pipeline/core/evaluation/trec.py"),),
+        _tests("test_trec.py", "test_trec_mutants.py"),
+        "TREC run/qrels write and read",
     ),
     Target(
         "qrels_records",
-        (Scope("retrieval_pipeline/core/retrieval_dataset.py"),),
+        (Scope("retrieval_pipeline/core/filtering/dataset.py"),),
         _tests("test_build_dataset.py", "test_negatives_and_records.py", "test_retrieval_dataset_mutants.py"),
         "dataset records (positives with rank_relevance) and the qrels read from them: every kind",
     ),
     Target(
         "qrels_beir",
         (
-            Scope("retrieval_pipeline/core/datasets/beir.py", ("beir_pair", "BeirAdapter.pair_builder")),
+            Scope("retrieval_pipeline/core/datasets/beir/adapter.py", ("beir_pair", "BeirAdapter.pair_builder")),
             Scope(
-                "retrieval_pipeline/core/sources/beir.py",
+                "retrieval_pipeline/core/datasets/beir/reader.py",
                 ("_fields", "_is_int", "_is_number", "_read_qrels", "_safe_query_id", "_qrels_entry", "_check_judgement", "_judged_cases"),
             ),
         ),
@@ -149,9 +152,9 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "qrels_nq",
         (
-            Scope("retrieval_pipeline/core/datasets/nq.py", ("nq_pair", "NQAdapter.load_cases", "NQAdapter.pair_builder")),
+            Scope("retrieval_pipeline/core/datasets/nq/adapter.py", ("nq_pair", "NQAdapter.load_cases", "NQAdapter.pair_builder")),
             Scope(
-                "retrieval_pipeline/core/sources/nq.py",
+                "retrieval_pipeline/core/datasets/nq/reader.py",
                 ("chunk_id", "normalise_whitespace", "dedupe_chunks", "_new_chunk", "nq_qrels"),
             ),
         ),
@@ -162,7 +165,7 @@ TARGETS: tuple[Target, ...] = (
         "qrels_context_qa",
         (
             Scope(
-                "retrieval_pipeline/core/context_pairs.py",
+                "retrieval_pipeline/core/datasets/context_qa/pairs.py",
                 (
                     "ContextMatch.to_json",
                     "ContextMatch.from_json",
@@ -173,8 +176,11 @@ TARGETS: tuple[Target, ...] = (
                     "ContextMatcher.pair",
                 ),
             ),
-            Scope("retrieval_pipeline/core/datasets/context_qa.py", ("SimilaritySettingsModel.settings", "ContextQAAdapter.pair_builder")),
-            Scope("retrieval_pipeline/core/similarity.py", ("relevance", "qrels_from_similarity")),
+            Scope(
+                "retrieval_pipeline/core/datasets/context_qa/adapter.py",
+                ("SimilaritySettingsModel.settings", "ContextQAAdapter.pair_builder"),
+            ),
+            Scope("retrieval_pipeline/core/datasets/context_qa/similarity.py", ("relevance", "qrels_from_similarity")),
         ),
         _tests(
             "test_context_qa.py",
@@ -188,8 +194,8 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "qrels_suite",
         (
-            Scope("retrieval_pipeline/core/pairs.py", ("QAPair.grades", "_api_pair", "_fix_pair", "build_pairs")),
-            Scope("retrieval_pipeline/core/sources/suites.py", ("gold_fqns_of", "_fill_api_understanding")),
+            Scope("retrieval_pipeline/core/pairs/build.py", ("QAPair.grades", "_api_pair", "_fix_pair", "build_pairs")),
+            Scope("retrieval_pipeline/core/datasets/suite/reader.py", ("gold_fqns_of", "_fill_api_understanding")),
         ),
         _tests("test_suites.py", "test_pair_extraction.py", "test_dataset_adapters.py", "test_pairs_mutants.py"),
         "suite golds: FQNs read from the YAML and resolved into pairs",
@@ -202,22 +208,22 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "regression",
-        (Scope("retrieval_pipeline/core/regression.py"),),
+        (Scope("retrieval_pipeline/core/evaluation/regression.py"),),
         _tests("test_regression.py", "test_regression_mutants.py"),
         "the regression gate against the blessed evaluation",
     ),
     Target(
         "stats",
-        (Scope("retrieval_pipeline/core/stats.py"),),
+        (Scope("retrieval_pipeline/core/evaluation/stats.py"),),
         _tests("test_stats.py", "test_stats_mutants.py"),
         "CIs, tests, Holm, the table",
     ),
     Target(
         "judges",
         (
-            Scope("retrieval_pipeline/core/judges/offline.py"),
+            Scope("retrieval_pipeline/core/filtering/judges/offline.py"),
             Scope(
-                "retrieval_pipeline/core/judges/llm.py",
+                "retrieval_pipeline/core/filtering/judges/llm.py",
                 (
                     "LLMForwardRagJudge.__init__",
                     "LLMForwardRagJudge.decide_all",
@@ -227,7 +233,7 @@ TARGETS: tuple[Target, ...] = (
                     "LLMRetrievalJudge.score_all",
                 ),
             ),
-            Scope("retrieval_pipeline/core/filtering.py", ("needs_llm", "judge_pairs", "verified_row", "filter_pairs")),
+            Scope("retrieval_pipeline/core/filtering/filter.py", ("needs_llm", "judge_pairs", "verified_row", "filter_pairs")),
         ),
         _tests("test_offline_judge.py", "test_llm_judges.py", "test_filtering.py", "test_judges_mutants.py"),
         "keep / drop / undecided decisions of the offline and LLM judges and the filter",

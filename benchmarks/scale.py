@@ -6,7 +6,7 @@ Usage::
         [--whole-graph] [--bm25-full] [--max-embed-minutes 40] [--dense-max-docs N]
 
 Every figure comes from ONE run of this script, on nested, seeded subsets of the ``installed_packages``
-corpus (:mod:`retrieval_pipeline.core.sources.installed_corpus`, read from its cache; built once when
+corpus (:mod:`retrieval_pipeline.core.datasets.known_item.corpus`, read from its cache; built once when
 missing), with the dataset's own known-item queries (``data/config/datasets.yaml``):
 
 * **Subsets** (:func:`nested_subsets`): queries are drawn first, in a seeded order; a subset of ``n``
@@ -68,11 +68,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from retrieval_pipeline.core.evaluate import TimedRun, batched_run, timed_run  # noqa: E402
-from retrieval_pipeline.core.metrics import per_query_metrics  # noqa: E402
+from retrieval_pipeline.core.datasets.known_item.corpus import Subset, nested_subsets  # noqa: E402,F401  (re-exported)
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever, load_retriever_specs  # noqa: E402
+from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run, timed_run  # noqa: E402
 from retrieval_pipeline.core.retrieval.runner import build_retriever  # noqa: E402
-from retrieval_pipeline.core.sources.installed_corpus import Subset, nested_subsets  # noqa: E402,F401  (re-exported)
 from retrieval_pipeline.core.types import Document  # noqa: E402
 
 DATASET = "installed_packages"
@@ -300,8 +300,8 @@ class Corpus:
 
 def installed_corpus() -> Corpus:
     """The ``installed_packages`` dataset's corpus and queries, with its registry settings (cached build)."""
+    from retrieval_pipeline.core.datasets.known_item.corpus import build_installed_corpus, known_items
     from retrieval_pipeline.core.registry import load_registry
-    from retrieval_pipeline.core.sources.installed_corpus import build_installed_corpus, known_items
 
     config = load_registry(DATASETS_YAML).get(DATASET)
     source = config.known_item

@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.dataset_inputs import load_cases
+from retrieval_pipeline.core.datasets.inputs import load_cases
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry

@@ -20,7 +20,7 @@ Search types are labels for retrievers of ``data/config/retrievers.yaml``; any r
 * ``hybrid_minmax``: ``hybrid_minmax_a0.5``, min-max score fusion (equal weights) of keyword and semantic.
 
 Each search ranks the top 100 chunks per question in one batch; latency is timed on the first 200
-questions searched one at a time (:func:`~retrieval_pipeline.core.evaluate.batched_run`). Bad input
+questions searched one at a time (:func:`~retrieval_pipeline.core.retrieval.run_loop.batched_run`). Bad input
 (missing file or column, non-UTF-8 bytes, no usable rows) exits with code 2 and one line on stderr.
 """
 
@@ -38,15 +38,15 @@ from typing import TextIO
 
 from tabulate import tabulate
 
+from retrieval_pipeline.core.datasets.nq.reader import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluate import TimedRun
-from retrieval_pipeline.core.evaluation_results import comparison_table, evaluation_results, write_evaluation_results
+from retrieval_pipeline.core.evaluation.results import comparison_table, evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH, RetrievalSettings
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import set_hf_offline
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
+from retrieval_pipeline.core.retrieval.run_loop import TimedRun
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
-from retrieval_pipeline.core.sources.nq import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
 from retrieval_pipeline.core.types import Document
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ data. So a dataset *name* must be one safe folder name (``[A-Za-z0-9_.-]``, no `
 and the name. Registry *paths* resolve against the root (``root:`` or the project root) and may leave
 it (``../shared/data``) or go through symlinks: they are trusted like the rest of the config. What
 those files name in turn is not: a suite's file paths must stay inside the suite's folder (or the
-root the registry gives for them), symlinks included (:mod:`retrieval_pipeline.core.sources.suites`).
-The file is read through :func:`~retrieval_pipeline.core.sources.yaml_file.read_yaml_mapping` (size,
+root the registry gives for them), symlinks included (:mod:`retrieval_pipeline.core.datasets.suite.reader`).
+The file is read through :func:`~retrieval_pipeline.core.yaml_file.read_yaml_mapping` (size,
 nesting and alias expansion bounded; the one anchor the project's registry uses stays allowed) and
 validation errors are ``field: message`` lines that never echo the input.
 
@@ -32,14 +32,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.fusion_tuning import TuningSettings
-from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
+from retrieval_pipeline.core.evaluation.metric_registry import higher_is_better, validate_metric_name
+from retrieval_pipeline.core.evaluation.regression import DriftSettings
+from retrieval_pipeline.core.evaluation.stats import StatisticsSettings
+from retrieval_pipeline.core.evaluation.tuning import TuningSettings
 from retrieval_pipeline.core.paths import check_name, shown
-from retrieval_pipeline.core.regression import DriftSettings
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
-from retrieval_pipeline.core.sources.yaml_file import read_yaml_mapping
-from retrieval_pipeline.core.stats import StatisticsSettings
+from retrieval_pipeline.core.yaml_file import read_yaml_mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
@@ -373,8 +373,8 @@ _EVALUATED: dict[str, frozenset[str] | None] = {}
 def _evaluated_metrics(config: DatasetConfig) -> frozenset[str] | None:
     """The metric names ``retrieval_metrics`` holds for a dataset of this kind; None when they cannot be worked out.
 
-    They are made the way the evaluation makes them (:func:`~retrieval_pipeline.core.scoring.per_query_results`,
-    then :func:`~retrieval_pipeline.core.scoring.metric_table`): the default per-query metrics, the kind's extra
+    They are made the way the evaluation makes them (:func:`~retrieval_pipeline.core.evaluation.scoring.per_query_results`,
+    then :func:`~retrieval_pipeline.core.evaluation.scoring.metric_table`): the default per-query metrics, the kind's extra
     columns, the LLM-judge columns and the summary figures, here of a one-query run. Cached per kind.
     """
     if config.kind not in _EVALUATED:
@@ -384,9 +384,9 @@ def _evaluated_metrics(config: DatasetConfig) -> frozenset[str] | None:
 
 def _metrics_of_a_tiny_evaluation(config: DatasetConfig) -> frozenset[str] | None:
     from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
+    from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+    from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS
     from retrieval_pipeline.core.frames import to_frame
-    from retrieval_pipeline.core.metrics import aggregate, per_query_metrics
-    from retrieval_pipeline.core.scoring import JUDGE_COLUMNS
     from retrieval_pipeline.core.types import Case, Document
 
     run, qrels = {"q": [("d", 1.0)]}, {"q": {"d": 1}}

@@ -5,8 +5,8 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from retrieval_pipeline.core.alerts import Alert
 from retrieval_pipeline.core.registry import load_registry
+from retrieval_pipeline.core.report.alerts import Alert
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 from retrieval_pipeline.defs.resources import AlertSinkResource
 

@@ -3,7 +3,7 @@
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core import failure_buckets as buckets
+from retrieval_pipeline.core.evaluation import buckets as buckets
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 
@@ -28,7 +28,7 @@ def failure_buckets(
     ``distractor_overlap`` (a hard negative or kin of the gold above it matches more query words),
     ``specificity_gap`` (a parent, base class, sibling or same-page doc above it, and the query names
     nothing specific to the gold), ``unexplained``; ``also`` lists the other buckets that apply.
-    The rules are in :mod:`retrieval_pipeline.core.failure_buckets`. Per retriever the buckets add up
+    The rules are in :mod:`retrieval_pipeline.core.evaluation.buckets`. Per retriever the buckets add up
     to its misses (the ``bucket_counts`` table).
     """
     frame = buckets.failure_buckets(query_results, retrieval_dataset, corpus, config.k, dataset=context.partition_key)

@@ -6,16 +6,16 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.datasets import adapter_for
-from retrieval_pipeline.core.evaluate import frame_to_runs
-from retrieval_pipeline.core.evaluation_results import evaluation_results, write_evaluation_results
-from retrieval_pipeline.core.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
-from retrieval_pipeline.core.judges.llm import LLMRetrievalJudge
-from retrieval_pipeline.core.quality_gates import GateResult, check_name, drift_check_name
-from retrieval_pipeline.core.reports import significance_metadata
+from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
+from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
+from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
+from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
+from retrieval_pipeline.core.evaluation.stats import significance_table
+from retrieval_pipeline.core.evaluation.tables import significance_metadata
+from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.result_cache import using_result_cache
-from retrieval_pipeline.core.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
-from retrieval_pipeline.core.stats import significance_table
-from retrieval_pipeline.core.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions, partitioned_check_spec
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata

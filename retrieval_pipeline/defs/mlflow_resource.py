@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.mlflow_log import LoggedRun, log_evaluation
+from retrieval_pipeline.core.report.mlflow_log import LoggedRun, log_evaluation
 
 DEFAULT_EXPERIMENT = "retrieval_pipeline"
 
@@ -46,7 +46,7 @@ class MLflowResource(dg.ConfigurableResource):
         tags: Mapping[str, Any] | None = None,
         dagster_run_id: str | None = None,
     ) -> LoggedRun | None:
-        """Log one evaluation as one MLflow run (see :func:`~retrieval_pipeline.core.mlflow_log.log_evaluation`).
+        """Log one evaluation as one MLflow run (see :func:`~retrieval_pipeline.core.report.mlflow_log.log_evaluation`).
 
         Returns None, touching nothing and importing nothing, when disabled.
 

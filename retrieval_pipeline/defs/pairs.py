@@ -6,7 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.pair_extraction import extract_pairs, needs_llm
+from retrieval_pipeline.core.pairs.extract import extract_pairs, needs_llm
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS

@@ -34,13 +34,13 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.datasets import adapter_for
+from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
+from retrieval_pipeline.core.datasets.nq.reader import load_nq_csv
+from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.mining.fix_targets import AstTargetInferer
-from retrieval_pipeline.core.mining.gold import CorpusLookup
+from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
+from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.registry import DatasetConfig, load_registry
-from retrieval_pipeline.core.sources.context_qa import load_context_qa
-from retrieval_pipeline.core.sources.nq import load_nq_csv
-from retrieval_pipeline.core.sources.suites import load_suite
 from retrieval_pipeline.core.types import Case, Document
 
 #: ``{unit: (read, accepted, rejected)}``, e.g. ``{"rows": (3, 2, 1)}``.
@@ -739,7 +739,7 @@ def _fix_file(content: bytes, *, llm: bool = False) -> Callable[[Path], Outcome]
         prompts: list[str] = []
         if llm:
             from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-            from retrieval_pipeline.core.mining.llm_targets import LLMTargetInferer
+            from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
             from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 
             def reply(messages: list[dict[str, str]]) -> str:

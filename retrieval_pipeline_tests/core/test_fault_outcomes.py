@@ -4,7 +4,7 @@
 retries run out: an OpenAI-compatible fake on loopback
 (:class:`~retrieval_pipeline_tests.fakes.persistent_faults.PersistentFaultServer`) fails chosen prompts on
 every attempt, or a seeded draw fails some calls on both attempts. Each test compares the forward-RAG filter
-(:func:`~retrieval_pipeline.core.filtering.filter_pairs`, the real :class:`LLMClient` and its on-disk cache)
+(:func:`~retrieval_pipeline.core.filtering.filter.filter_pairs`, the real :class:`LLMClient` and its on-disk cache)
 with a fault-free run of the same pairs and asserts:
 
 * the exact keep set: the fault-free keep set less the pairs with a failed call;
@@ -28,10 +28,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.filtering import filter_pairs
+from retrieval_pipeline.core.filtering.filter import filter_pairs
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.pairs import QAPair
+from retrieval_pipeline.core.pairs.build import QAPair
 from retrieval_pipeline.core.registry import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.fakes.persistent_faults import PersistentFaultServer

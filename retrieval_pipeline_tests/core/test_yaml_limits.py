@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.sources.suites import load_suite
-from retrieval_pipeline.core.sources.yaml_file import (
+from retrieval_pipeline.core.yaml_file import (
     DEFAULT_MAX_YAML_BYTES,
     MAX_ALIAS_NODES,
     MAX_YAML_BYTES_ENV,

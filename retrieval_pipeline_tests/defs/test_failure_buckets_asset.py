@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.failure_buckets import BUCKETS, COLUMNS
+from retrieval_pipeline.core.evaluation.buckets import BUCKETS, COLUMNS
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.diagnostics import FailureBucketsConfig
 from retrieval_pipeline.defs.partitions import dataset_partitions

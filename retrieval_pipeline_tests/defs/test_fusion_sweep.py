@@ -9,11 +9,11 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.evaluate import frame_to_runs
-from retrieval_pipeline.core.fusion_tuning import FUSION_METHODS, Judgements, choose, fused_run, fusion_table, split_queries
-from retrieval_pipeline.core.metrics import per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
+from retrieval_pipeline.core.evaluation.tuning import FUSION_METHODS, Judgements, choose, fused_run, fusion_table, split_queries
 from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.scoring import evaluated_qrels
+from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.support import resources_in

@@ -11,8 +11,8 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.history import BLESSED_TAG
-from retrieval_pipeline.core.metrics import per_query_metrics
+from retrieval_pipeline.core.evaluation.history import BLESSED_TAG
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.defs.evaluation import retrieval_metrics
 from retrieval_pipeline.defs.partitions import dataset_partitions
 

@@ -12,14 +12,14 @@ import dagster as dg
 import pytest
 from PIL import Image
 
-from retrieval_pipeline.core.html_report import trend_frame
-from retrieval_pipeline.core.scoring import metric_table
+from retrieval_pipeline.core.evaluation.scoring import metric_table
+from retrieval_pipeline.core.report.html import trend_frame
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.report import SUMMARY_MAX_BYTES, evaluation_report, metrics_history
 from retrieval_pipeline.defs.resources import PipelineSettings
-from retrieval_pipeline_tests.core.test_html_report import (
+from retrieval_pipeline_tests.core.report.test_html import (
     buckets_frame,
     corpus_frame,
     dataset_frame,

@@ -33,7 +33,7 @@ from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.pairs import QAPair
+    from retrieval_pipeline.core.pairs.build import QAPair
     from retrieval_pipeline.core.registry import DatasetConfig
 
 #: The kind of a registry entry that names none.
@@ -147,16 +147,16 @@ class DatasetAdapter(ABC):
         Returns:
             ``None`` (the default) for benchmark-suite cases: gold FQNs resolved against the corpus,
             fix_error targets inferred, multiple-choice cases routed to the verifier (see
-            :func:`retrieval_pipeline.core.pairs.build_pairs`). Any other case type needs a builder.
+            :func:`retrieval_pipeline.core.pairs.build.build_pairs`). Any other case type needs a builder.
         """
         return None
 
     def pairs_report(self, pairs: Sequence[QAPair]) -> dict[str, Any]:
-        """Counts this kind adds to the pairs' metadata (beside :func:`~retrieval_pipeline.core.pairs.pairs_report`)."""
+        """Counts this kind adds to the pairs' metadata (beside :func:`~retrieval_pipeline.core.pairs.build.pairs_report`)."""
         return {}
 
     def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns | None:
-        """Per-query metric columns beyond :func:`~retrieval_pipeline.core.metrics.per_query_metrics`, or ``None``.
+        """Per-query metric columns beyond :func:`~retrieval_pipeline.core.evaluation.metrics.per_query_metrics`, or ``None``.
 
         Args:
             raw_cases: The ``raw_cases`` asset (JSON fields as text, see :data:`CASE_JSON_FIELDS`).

@@ -27,8 +27,8 @@ from pydantic import ValidationError
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, parse_spec
-from retrieval_pipeline.core.sources.yaml_file import read_yaml_mapping
 from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.yaml_file import read_yaml_mapping
 
 PARAMS_FILE = "retriever.json"  # beside the engine's own files (BM25 and FAISS keep their params.json)
 

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings, run_python, safe_text
 from retrieval_pipeline.core.verifier import snippet_claims
 from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, atoms_body
 from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, Claim
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_python, safe_text
 
 ProofStatus = Literal["proof", "unverifiable_offline"]
 EVIDENCE_FILE = "option.evidence.json"

@@ -33,10 +33,10 @@ from typing import Any, Literal
 
 import yaml
 
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import Prover
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verify import case_snippet, verify_question
 

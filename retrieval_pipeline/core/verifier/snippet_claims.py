@@ -1,7 +1,7 @@
 """Claims and proofs for questions about a code snippet ("what happens when this code runs").
 
 A question of the "diagnose setup errors" or "predict runtime behaviour" suites carries a snippet
-(``Case.extra["code_snippet"]``, loaded by :func:`~retrieval_pipeline.core.sources.suites.load_snippet`).
+(``Case.extra["code_snippet"]``, loaded by :func:`~retrieval_pipeline.core.datasets.suite.reader.load_snippet`).
 Running it in the sandbox is exactly what proves such options, so each option becomes a ``snippet`` claim
 with one of these outcomes (:data:`OUTCOMES`, first match wins):
 

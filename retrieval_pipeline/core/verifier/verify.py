@@ -10,10 +10,10 @@ ran out of wall-clock time (not CPU time) is run once more with :data:`TIMEOUT_R
 limit: a busy machine must not turn a decidable option into an undecided one.
 
 **How the proofs run.** The proofs of one question run in one sandbox
-(:func:`~retrieval_pipeline.core.verifier.sandbox.run_pytest_batch`): pytest starts once, and each
+(:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_pytest_batch`): pytest starts once, and each
 proof runs in a process of its own forked from it, so each option's outcome is read exactly as from a
 sandbox of its own. A proof the batch did not report (its runner was killed, the process limit bound)
-runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.verifier.sandbox.run_pytest`), as
+runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_pytest`), as
 does a question with a single proof; a crash or a timeout of one proof leaves only that option
 undecided. Questions run in parallel, up to the number of cores, each in its own sandbox.
 
@@ -39,10 +39,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
-from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache
 

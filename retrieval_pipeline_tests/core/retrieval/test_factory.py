@@ -160,7 +160,7 @@ def test_contract_violations_name_the_retriever_and_the_dataset(answer: object, 
 
 
 def test_a_query_error_is_kept_with_the_query_and_counts_as_not_found() -> None:
-    from retrieval_pipeline.core.evaluate import batched_run, frame_to_runs, runs_to_frame
+    from retrieval_pipeline.core.retrieval.run_loop import batched_run, frame_to_runs, runs_to_frame
 
     class Flaky:
         name = "flaky"

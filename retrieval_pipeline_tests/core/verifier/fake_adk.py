@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 
 DISTRIBUTION = "acme-adk"
 IMPORT_NAME = "acme.adk"

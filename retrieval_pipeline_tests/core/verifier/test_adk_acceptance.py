@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.sources.suites import load_suite
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.provers import LibrarySettingError
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verify import run_verification
 from retrieval_pipeline_tests.core.verifier.fake_adk import cpu_hog
 
@@ -40,7 +40,7 @@ ISSUE_NAMES = ("ParallelAgent", "OpenAPIToolset", "CredentialManager", "SaveFile
 @pytest.fixture(scope="module")
 def adk(project_root, shared_data):
     """The suite's cases, the registry's verifier settings and the sandbox for the google-adk environment."""
-    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.conftest import require_sandbox  # noqa: PLC0415
 
     require_sandbox()
     verifier = load_registry().get(DATASET).verifier

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import pydantic
 import pytest
 
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.claims import Claim, decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 
 # (question, option, expected state)
@@ -66,7 +66,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def decided():
-    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.conftest import require_sandbox  # noqa: PLC0415
 
     require_sandbox()
     claims = [decompose("c", q, {f"L{i}": o})[0] for i, (q, o, _) in enumerate(CASES)]

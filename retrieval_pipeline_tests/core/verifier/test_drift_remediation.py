@@ -14,6 +14,7 @@ import pytest
 
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.registry import VerifierSettings
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import remediation
 from retrieval_pipeline.core.verifier.claims import decompose
@@ -21,7 +22,6 @@ from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import compare_environments, compare_setting, propose_fixes
 from retrieval_pipeline.core.verifier.remediation import Environment, proposals_as_suite, propose_fix, remediate, stale_distractors
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 
 QUESTION = "You are using a `LoopAgent` and want to prevent it from running infinitely. Which parameter should you set?"
@@ -194,10 +194,10 @@ LOOP_CASE = "configure_adk_features_mc:you_are_using_a_loopagent_and_want_to_pre
 @pytest.mark.integration
 @pytest.mark.heavy
 def test_the_loop_agent_timeout_distractor_is_fixed_for_both_google_adk_versions(project_root, shared_data):
-    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.conftest import require_sandbox  # noqa: PLC0415
 
     require_sandbox()
-    from retrieval_pipeline.core.sources.suites import load_suite  # noqa: PLC0415
+    from retrieval_pipeline.core.datasets.suite.reader import load_suite  # noqa: PLC0415
     from retrieval_pipeline.core.verifier.verify import run_verification  # noqa: PLC0415
 
     new, old = project_root / ".venvs/adk/bin/python", project_root / ".venvs/adk120/bin/python"

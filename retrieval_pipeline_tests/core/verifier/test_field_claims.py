@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import pydantic
 import pytest
 
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings, run_pytest_batch
 from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.field_claims import presence_sets, question_pair
 from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_pytest_batch
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 
 PAIR_QUESTION = "When building an `Either`, which statement is true regarding the `text` and `parts` fields?"
@@ -252,7 +252,7 @@ SANDBOX_CASES = [
 
 @pytest.fixture(scope="module")
 def decided():
-    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.conftest import require_sandbox  # noqa: PLC0415
 
     require_sandbox()
     claims = [decompose("c", ABSTRACT_QUESTION, {f"L{i}": option})[0] for i, (option, _) in enumerate(SANDBOX_CASES)]

@@ -15,8 +15,8 @@ from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, LibrarySettingError, OfflineProver, ProbeCoverage, probe_environment
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verify import run_verification, verify_question
+from retrieval_pipeline_tests.core.conftest import require_sandbox
 from retrieval_pipeline_tests.core.verifier import fake_adk
-from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox
 
 
 @pytest.fixture(scope="module")

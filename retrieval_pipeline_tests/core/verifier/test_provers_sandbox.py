@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest
 from retrieval_pipeline.core.verifier.claims import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
-from retrieval_pipeline.core.verifier.sandbox import run_pytest
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 
 # (question, option text, expected state) over Python 3.11's stdlib

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from retrieval_pipeline.core.sources.suites import load_suite
+from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.remediation import remediate, write_proposals
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
@@ -29,7 +29,7 @@ def planted_faults(project_root) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sample_run(project_root):
-    from retrieval_pipeline_tests.core.verifier.conftest import require_sandbox  # noqa: PLC0415
+    from retrieval_pipeline_tests.core.conftest import require_sandbox  # noqa: PLC0415
 
     require_sandbox()
     path = project_root / "data/samples/stdlib/multiple_choice.yaml"
@@ -79,7 +79,7 @@ def test_report_and_remediation(sample_run, tmp_path):
     path, digest, cases, run = sample_run
     flagged = [v for v in run.verdicts if v.verdict in ("Ambiguous", "Incorrect")]
     flagged_cases = [c for c in cases if c.case_id in {v.case_id for v in flagged}]
-    from retrieval_pipeline.core.verifier.sandbox import SandboxSettings  # noqa: PLC0415
+    from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings  # noqa: PLC0415
 
     proposals = remediate(flagged, flagged_cases, OfflineProver(run.index), SandboxSettings())
     assert [p.status for p in proposals] == ["verified"] * 9

@@ -18,6 +18,7 @@ import pytest
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
@@ -25,7 +26,6 @@ from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver
 from retrieval_pipeline.core.verifier.questions import check_questions, verdict_frame
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
-from retrieval_pipeline.core.verifier.sandbox import SandboxSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verdict_cache import (
     NAMESPACE,

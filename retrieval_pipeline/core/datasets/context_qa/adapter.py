@@ -1,0 +1,201 @@
+"""``context_qa``: QA pairs with an expected context and no chunk ids; relevance by text similarity.
+
+Registry block: ``context_qa`` (the QA file; markdown documents or pydoc_data topics; chunking and
+similarity settings). The corpus is the chunked documents; a case's golds are every chunk whose
+similarity to the expected context reaches the threshold (see :class:`ContextMatcher`). Evaluation
+adds context coverage, best-match position and MRR@k per query, and records the similarity settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, model_validator
+
+from retrieval_pipeline.core.datasets.base import (
+    CASE_JSON_FIELDS,
+    Block,
+    CasesBuild,
+    CorpusBuild,
+    DatasetAdapter,
+    PairBuilder,
+    QueryColumns,
+    SettingsBlock,
+    register_adapter,
+)
+from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, cached_similarities
+from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from retrieval_pipeline.core.pairs.build import QAPair
+    from retrieval_pipeline.core.registry import DatasetConfig
+
+#: Columns of :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics` that per_query_metrics lacks.
+_EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
+#: The cutoffs ("max hits") of the context-QA columns; the deepest is how many hits per query need a similarity.
+CONTEXT_KS = (1, 5, 10)
+
+
+class ChunkingSettings(SettingsBlock):
+    """How documents are cut: chunks of at most ``size`` characters, ``overlap`` of them carried to the next chunk."""
+
+    size: int = Field(400, ge=50)  # characters; see README for why 400/100 (the relevance ceiling)
+    overlap: int = Field(100, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingSettings:
+        """``overlap >= size`` would fail at ``corpus`` (:func:`~retrieval_pipeline.core.datasets.context_qa.chunking.chunk_markdown`): refused here."""
+        if self.overlap >= self.size:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be smaller than size ({self.size}): "
+                "each chunk carries at most overlap characters of the previous one"
+            )
+        return self
+
+
+class SimilaritySettingsModel(SettingsBlock):
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    autojunk: bool = False
+    normalise: bool = True
+
+    def settings(self) -> SimilaritySettings:
+        """The settings object the similarity functions take."""
+        return SimilaritySettings(threshold=self.threshold, autojunk=self.autojunk, normalise=self.normalise)
+
+
+class ContextQASource(SettingsBlock):
+    """QA pairs with an expected context and no chunk ids; relevance by text similarity."""
+
+    qa: Path
+    documents: list[Path] | None = None  # markdown files ...
+    pydoc_topics: list[str] | None = None  # ... or topics of CPython's language reference (pydoc_data); ["*"]: all
+    chunking: ChunkingSettings = ChunkingSettings()
+    similarity: SimilaritySettingsModel = SimilaritySettingsModel()
+
+    @model_validator(mode="after")
+    def _one_document_source(self) -> ContextQASource:
+        if bool(self.documents) == bool(self.pydoc_topics):
+            raise ValueError("context_qa needs exactly one of documents, pydoc_topics")
+        return self
+
+
+@register_adapter
+class ContextQAAdapter(DatasetAdapter):
+    """Context QA: chunked documents, golds by similarity to the expected context."""
+
+    kind = "context_qa"
+    blocks = {"context_qa": Block(ContextQASource, path_keys=("qa", "documents"))}
+
+    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+        from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
+
+        loaded = load_context_qa(_source(config).qa)
+        return CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
+
+    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+        from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
+        from retrieval_pipeline.core.datasets.context_qa.reader import load_documents, pydoc_topic_documents
+
+        spec = _source(config)
+        topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
+        rejects: list[Rejected] = []  # documents that contribute no chunk, each named
+        sources = load_documents(spec.documents, rejects) if spec.documents else pydoc_topic_documents(topics)
+        files = {Path(p).stem: str(p) for p in spec.documents or []}
+        chunks: list[Document] = []
+        for document_id, text in sources:
+            cut = chunk_markdown(document_id, text, size=spec.chunking.size, overlap=spec.chunking.overlap)
+            if not cut:
+                where = files.get(document_id, f"pydoc_data topic {document_id}")
+                rejects.append(
+                    Rejected(
+                        where,
+                        document_id,
+                        None,
+                        f"file {where}: document {document_id!r} has headings but no text: it contributes no chunk",
+                    )
+                )
+            chunks.extend(cut)
+        read = len(spec.documents) if spec.documents else len(sources)  # documents_read = documents + documents_rejected
+        report = {
+            "documents_read": read,
+            "documents": read - len(rejects),
+            "documents_rejected": len(rejects),
+            "chunks": len(chunks),
+            "chunk_size": spec.chunking.size,
+            "chunk_overlap": spec.chunking.overlap,
+        }
+        where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
+        return CorpusBuild(chunks, rejects, report, where)
+
+    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+        """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
+
+        Matches are read from and stored in the cache made active by the asset
+        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
+        """
+        from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatcher
+        from retrieval_pipeline.core.result_cache import active_result_cache
+
+        return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
+
+    def pairs_report(self, pairs: Sequence[QAPair]) -> dict[str, Any]:
+        """How many expected contexts matched a chunk; their share is the relevance ceiling, the best hit
+        rate any retriever can reach on this corpus at these settings."""
+        if not pairs:
+            return {}
+        matched = sum(1 for p in pairs if p.status == "resolved")
+        return {
+            "context_pairs": len(pairs),
+            "contexts_matched": matched,
+            "relevance_ceiling": matched / len(pairs),
+            "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs),
+        }
+
+    def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:
+        """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
+
+        The exact similarities of the retrieved chunks come from the active result cache when one is open
+        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`): read in one lookup per retriever,
+        the missing ones computed and stored, so an unchanged re-run computes none.
+        """
+        from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
+        from retrieval_pipeline.core.frames import from_frame
+        from retrieval_pipeline.core.result_cache import active_result_cache
+
+        settings = _source(config).similarity.settings()
+        expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
+        chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
+        cache = active_result_cache()
+
+        def columns(run: Run, qrels: Qrels) -> pd.DataFrame:
+            if cache is not None:
+                cached_similarities(_retrieved_pairs(run, qrels, expected, chunks, max(CONTEXT_KS)), settings, cache)
+            frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS)
+            return frame[[c for c in frame.columns if c == "query_id" or c.startswith(_EXTRA_COLUMN_PREFIXES)]]
+
+        return columns
+
+    def metadata(self, config: DatasetConfig) -> dict[str, Any]:
+        return {"similarity_settings": _source(config).similarity.model_dump()}
+
+
+def _retrieved_pairs(
+    run: Run, qrels: Qrels, expected: dict[str, str], chunks: dict[str, Document], depth: int
+) -> Iterator[tuple[str, str]]:
+    """``(expected context, chunk text)`` of every query's top ``depth`` hits, as context-QA metrics will ask for them.
+
+    Unknown queries and chunks are skipped here: :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics`
+    reports them.
+    """
+    for query_id in qrels:
+        for doc_id, _score in (run.get(query_id) or [])[:depth]:
+            if query_id in expected and doc_id in chunks:
+                yield expected[query_id], chunks[doc_id].text
+
+
+def _source(config: DatasetConfig) -> ContextQASource:
+    return config.context_qa

@@ -1,0 +1,437 @@
+"""Load context-QA data: question/answer pairs that carry the expected context text, not chunk ids.
+
+The file is a JSON list of objects with at least ``question`` and ``context`` (the passage the answer
+came from), usually ``answer`` and any number of other fields (ids, annotation metadata, stale chunk
+offsets); all of them are kept in ``Case.extra``. Relevance is judged later by similarity between the
+expected context and the corpus chunks (:mod:`retrieval_pipeline.core.datasets.context_qa.similarity`).
+
+Quirks handled, each counted in :attr:`ContextQALoad.report`:
+
+* **Parser junk.** Markdown-AST reprs leaked into the text, e.g. ``[<RawText children='Suicide'>]``.
+  Any ``<Name children=...>`` node (children a quoted Python string or a ``[...]`` list of nodes,
+  optionally inside ``[...]``) is replaced by its text, children concatenated. Junk that does not
+  parse is left as it is and counted as ``junk_unparsed``.
+* **Repeated questions.** The same question (after whitespace folding) with a different context is
+  kept: each row has its own id ``qa_<row:04d>`` and ``extra["repeat_of"]`` names the first one.
+* **Exact duplicates.** The same question and the same context (after junk cleaning and whitespace
+  folding) as an earlier row: the later row is rejected, naming the earlier one.
+* **Empty fields.** A missing, non-string or empty ``question`` or ``context`` is rejected with the
+  file and the row.
+
+File-level problems (unreadable, malformed JSON, not a list) raise :class:`InputError`. Every row ends
+up a case or a reject: ``len(cases) + len(rejects) == total``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.types import Case, Rejected
+
+BENCHMARK_TYPE = "context_qa"
+#: Fields read as the answer, first present wins.
+ANSWER_FIELDS = ("answer", "answers", "ground_truth", "expected_answer", "reference_answer")
+#: ``extra`` keys set by the loader; a source field with the same name is kept as ``source_<name>``
+#: (a source ``answer`` field is not renamed: it is what ``extra["answer"]`` holds).
+_LOADER_KEYS = ("expected_context", "raw_context", "cleaning", "repeat_of")
+#: The counters of :attr:`ContextQALoad.report`, in order, with what each one counts.
+REPORT_COUNTERS: dict[str, str] = {
+    "total": "rows in the file",
+    "accepted": "rows that became cases",
+    "rejected": "rows that did not (the sum of the four reject counters below)",
+    "empty_question": "rejected: question missing, not a string, or empty",
+    "empty_context": "rejected: context missing, not a string, or empty (also after junk removal)",
+    "not_an_object": "rejected: the row is not a JSON object",
+    "exact_duplicates": "rejected: same question and context as an earlier row",
+    "repeated_questions": "cases whose question an earlier case already asked (with another context)",
+    "repeated_question_strings": "distinct questions asked by more than one case",
+    "junk_cleaned_rows": "cases with parser junk replaced in the question or context",
+    "junk_fragments": "parser-junk fragments replaced, over all cases",
+    "junk_unparsed": "junk-like fragments that did not parse and were kept as they are",
+    "no_answer": "cases with no answer field",
+}
+REPORT_KEYS = tuple(REPORT_COUNTERS)
+
+
+@dataclass
+class ContextQALoad:
+    """The outcome of loading one context-QA file.
+
+    Attributes:
+        cases: One case per accepted QA pair, in file order.
+        rejects: Rows that were not accepted, each with its reason.
+        total: Rows in the file (``len(cases) + len(rejects)``).
+        report: Quirk counters (see :data:`REPORT_COUNTERS`).
+    """
+
+    cases: list[Case]
+    rejects: list[Rejected]
+    total: int
+    report: dict[str, int] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# Parser junk: ``[<RawText children='X'>]`` and friends
+# --------------------------------------------------------------------------------------------------
+
+_JUNK_START = re.compile(r"\[?\s*<[A-Za-z_]\w* children=")
+_NODE_HEAD = re.compile(r"<([A-Za-z_]\w*) children=")
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+_SEPARATOR = re.compile(r",\s*")
+_SPACE = re.compile(r"\s*")
+
+
+class _NotJunk(Exception):
+    """The text at this position does not parse as an AST repr."""
+
+
+def _parse_children(text: str, pos: int) -> tuple[str, int]:
+    """Parse a quoted string or a ``[node, ...]`` list at ``pos``; return its text and the end."""
+    quoted = _QUOTED.match(text, pos)
+    if quoted:
+        return ast.literal_eval(quoted.group()), quoted.end()
+    if text.startswith("[", pos):
+        return _parse_list(text, pos)
+    raise _NotJunk
+
+
+def _parse_node(text: str, pos: int) -> tuple[str, int]:
+    """Parse ``<Name children=...>`` at ``pos``."""
+    head = _NODE_HEAD.match(text, pos)
+    if head is None:
+        raise _NotJunk
+    inner, end = _parse_children(text, head.end())
+    if not text.startswith(">", end):
+        raise _NotJunk
+    return inner, end + 1
+
+
+def _parse_list(text: str, pos: int) -> tuple[str, int]:
+    """Parse ``[node, node, ...]`` at ``pos`` (the ``[``); the nodes' texts are concatenated."""
+    parts: list[str] = []
+    pos = _SPACE.match(text, pos + 1).end()
+    while not text.startswith("]", pos):
+        if parts:
+            separator = _SEPARATOR.match(text, pos)
+            if separator is None:
+                raise _NotJunk
+            pos = separator.end()
+        inner, pos = _parse_node(text, pos)
+        parts.append(inner)
+        pos = _SPACE.match(text, pos).end()
+    return "".join(parts), pos + 1
+
+
+def _parse_junk(text: str, start: int) -> tuple[str, int, int]:
+    """Parse one junk expression at ``start``: a ``[...]`` node list, else the bare node inside it.
+
+    Returns ``(text, begin, end)``: the replacement and the span ``[begin, end)`` it replaces.
+    """
+    if text.startswith("[", start):
+        try:
+            inner, end = _parse_list(text, start)
+            return inner, start, end
+        except (_NotJunk, ValueError, SyntaxError):
+            pass
+    begin = text.index("<", start)
+    inner, end = _parse_node(text, begin)
+    return inner, begin, end
+
+
+def clean_parser_junk(text: str) -> tuple[str, int, int]:
+    """Replace leaked markdown-AST reprs by their text.
+
+    ``[<RawText children='Suicide'>]`` → ``Suicide``; ``[<Strong children=[<RawText children='a'>]>,
+    <RawText children=' b'>]`` → ``a b``. Strings are unescaped as Python literals. When a ``[`` does
+    not open a node list, only the bare ``<Name children=...>`` node after it is replaced.
+
+    Args:
+        text: The raw text.
+
+    Returns:
+        ``(cleaned, fragments_replaced, fragments_left_unparsed)``.
+    """
+    out, pos, replaced, unparsed = [], 0, 0, 0
+    for match in _JUNK_START.finditer(text):
+        if match.start() < pos:
+            continue
+        try:
+            inner, begin, end = _parse_junk(text, match.start())
+        except (_NotJunk, ValueError, SyntaxError):
+            unparsed += 1
+            continue
+        out += [text[pos:begin], inner]
+        pos, replaced = end, replaced + 1
+    out.append(text[pos:])
+    return "".join(out), replaced, unparsed
+
+
+# --------------------------------------------------------------------------------------------------
+# Rows
+# --------------------------------------------------------------------------------------------------
+
+
+def _fold(text: str) -> str:
+    """Whitespace-folded form used to detect repeats: runs of whitespace become one space."""
+    return " ".join(text.split())
+
+
+class _RowProblem(Exception):
+    """A row-level failure; ``kind`` is the report counter it increments."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _text_field(row: dict[str, Any], key: str, index: int) -> str:
+    value = row.get(key)
+    if value is None:
+        raise _RowProblem(f"empty_{key}", f"row {index}: missing {key!r}")
+    if not isinstance(value, str):
+        raise _RowProblem(f"empty_{key}", f"row {index}: {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _cleaned(row: dict[str, Any], key: str, index: int, counts: Counter[str], cleaning: list[str]) -> str:
+    """A text field with junk replaced and outer whitespace stripped; rejects it when empty.
+
+    Notes on what was changed go to ``cleaning``, junk counters to ``counts``.
+    """
+    raw = _text_field(row, key, index)
+    text, replaced, unparsed = clean_parser_junk(raw)
+    if replaced:
+        cleaning.append(f"{key}: replaced {replaced} parser-junk fragment(s) like [<RawText children='X'>] by X")
+        counts["junk_fragments"] += replaced
+    if unparsed:
+        cleaning.append(f"{key}: {unparsed} parser-junk-like fragment(s) did not parse and were kept as they are")
+        counts["junk_unparsed"] += unparsed
+    if text != text.strip():
+        cleaning.append(f"{key}: stripped surrounding whitespace")
+    if not text.strip():
+        why = " after removing parser junk" if raw.strip() else ""
+        raise _RowProblem(f"empty_{key}", f"row {index}: empty {key!r}{why}")
+    return text.strip()
+
+
+def _answer(row: dict[str, Any]) -> Any:
+    return next((row[key] for key in ANSWER_FIELDS if row.get(key) not in (None, "", [])), None)
+
+
+def _extra(row: dict[str, Any], context: str, answer: Any, cleaning: list[str]) -> dict[str, Any]:
+    extra: dict[str, Any] = {
+        (f"source_{key}" if key in _LOADER_KEYS else key): value
+        for key, value in row.items()
+        if key not in ("question", "context", "answer")
+    }
+    extra |= {"expected_context": context, "raw_context": row["context"], "answer": answer, "cleaning": cleaning}
+    return extra
+
+
+@dataclass
+class _Seen:
+    """First case id per folded question and per folded (question, context) pair."""
+
+    questions: dict[str, str] = field(default_factory=dict)
+    pairs: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def _case(row: Any, index: int, path: str, suite: str, seen: _Seen, report: Counter[str]) -> Case:
+    """Validate one row into a case, or raise :class:`_RowProblem`.
+
+    Repeats are recorded in ``seen``; the row's quirk counters are added to ``report`` only when the
+    row is accepted, so the report describes the cases.
+    """
+    if not isinstance(row, dict):
+        raise _RowProblem("not_an_object", f"row {index}: expected a JSON object, got {type(row).__name__}")
+    case_id, cleaning, counts = f"qa_{index:04d}", [], Counter[str]()
+    question = _cleaned(row, "question", index, counts, cleaning)
+    context = _cleaned(row, "context", index, counts, cleaning)
+    pair_key = (_fold(question), _fold(context))
+    if pair_key in seen.pairs:
+        first = seen.pairs[pair_key]
+        raise _RowProblem("exact_duplicates", f"row {index}: exact duplicate of {first} (same question and context)")
+    seen.pairs[pair_key] = case_id
+    answer = _answer(row)
+    extra = _extra(row, context, answer, cleaning)
+    if pair_key[0] in seen.questions:
+        extra["repeat_of"] = seen.questions[pair_key[0]]
+        counts["repeated_questions"] += 1
+    seen.questions.setdefault(pair_key[0], case_id)
+    counts["junk_cleaned_rows"] += counts["junk_fragments"] > 0
+    counts["no_answer"] += answer is None
+    report.update(counts)
+    return Case(
+        case_id=case_id,
+        suite=suite,
+        benchmark_type=BENCHMARK_TYPE,
+        source_file=path,
+        index=index,
+        query=question,
+        correct_answer=answer if isinstance(answer, str) else None,
+        extra=extra,
+    )
+
+
+def _read_rows(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not JSON: dropped
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read context-QA file: {exc}", path=str(path)) from exc
+    if not text.strip():
+        raise InputError("the file is empty; expected a JSON list of QA objects", path=str(path))
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise InputError(f"malformed JSON at {where}: {exc.msg}", path=str(path)) from exc
+    if not isinstance(rows, list):
+        got = type(rows).__name__
+        raise InputError(f"expected a JSON list of QA objects at the top level, got {got}", path=str(path))
+    return rows
+
+
+def load_context_qa(path: str | Path, *, suite: str | None = None) -> ContextQALoad:
+    """Load a context-QA JSON file into cases and rejects, counting every quirk handled.
+
+    Each accepted row becomes a :class:`Case` with ``case_id = "qa_<row:04d>"`` (0-based row, so ids
+    are distinct even for repeated questions), ``benchmark_type = "context_qa"``, ``query`` = the
+    cleaned question, ``correct_answer`` = the answer when it is a string, and ``extra`` holding
+    ``expected_context`` (cleaned), ``raw_context`` (as in the file), ``answer`` (first of
+    :data:`ANSWER_FIELDS` present, else None), ``cleaning`` (notes on what was changed), ``repeat_of``
+    (for a repeated question: the first case id with that question) and every other field of the row.
+
+    Args:
+        path: The JSON file (a list of objects).
+        suite: Suite name for the cases; defaults to the file's parent directory name.
+
+    Returns:
+        Cases, rejects, the row count and ``report`` with the counters of :data:`REPORT_COUNTERS`
+        (``repeated_question_strings`` counts distinct questions that occur in more than one case).
+
+    Raises:
+        InputError: The file cannot be read, is not valid JSON (line and column given), or is not a list.
+    """
+    path = Path(path)
+    rows = _read_rows(path)
+    suite_name = suite or path.resolve().parent.name
+    report: Counter[str] = Counter()
+    seen = _Seen()
+    cases: list[Case] = []
+    rejects: list[Rejected] = []
+    for index, row in enumerate(rows):
+        try:
+            cases.append(_case(row, index, str(path), suite_name, seen, report))
+        except _RowProblem as problem:
+            report[problem.kind] += 1
+            rejects.append(Rejected(str(path), f"qa_{index:04d}", index, f"file {path}, {problem}"))
+    repeats = Counter(_fold(case.query) for case in cases)
+    report |= {
+        "total": len(rows),
+        "accepted": len(cases),
+        "rejected": len(rejects),
+        "repeated_question_strings": sum(1 for n in repeats.values() if n > 1),
+    }
+    return ContextQALoad(cases, rejects, len(rows), {key: int(report[key]) for key in REPORT_KEYS})
+
+
+# --------------------------------------------------------------------------------------------------
+# Documents
+# --------------------------------------------------------------------------------------------------
+
+
+def load_documents(paths: Sequence[str | Path], rejects: list[Rejected] | None = None) -> list[tuple[str, str]]:
+    """Read markdown documents as ``(document_id, text)``, ``document_id`` being the file stem.
+
+    A leading UTF-8 byte-order mark is dropped (it would hide a first ``# heading``).
+
+    Args:
+        paths: Markdown files, in the order wanted.
+        rejects: When given, an empty or whitespace-only document is left out and recorded here
+            (``Rejected`` naming the file), instead of being returned to contribute no chunk unnoticed.
+
+    Returns:
+        ``[(stem, text), ...]`` in the given order.
+
+    Raises:
+        InputError: A file cannot be read or is not UTF-8, or two files share a stem (their chunk ids would clash).
+    """
+    documents: list[tuple[str, str]] = []
+    seen: dict[str, Path] = {}
+    for raw in paths:
+        path = Path(raw)
+        if path.stem in seen:
+            raise InputError(f"document id {path.stem!r} already used by {seen[path.stem]}", path=str(path))
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read document: {exc}", path=str(path)) from exc
+        seen[path.stem] = path
+        if rejects is not None and not text.strip():
+            what = "empty (0 characters)" if not text else f"whitespace only ({len(text)} character{'s' * (len(text) != 1)})"
+            rejects.append(Rejected(str(path), path.stem, None, f"file {path}: document {path.stem!r} is {what}: it contributes no chunk"))
+            continue
+        documents.append((path.stem, text))
+    return documents
+
+
+_REST_UNDERLINE = {"*": "##", "=": "###", "-": "####", "~": "#####"}
+
+
+def _topic_markdown(topic: str, text: str) -> str:
+    """``# <topic>`` followed by the topic text with reST-underlined titles turned into ATX headings.
+
+    The pydoc text underlines titles (``*`` for the statement's title, then ``=``, ``-``, ``~``); each
+    ``title`` + underline pair becomes ``## title`` .. ``##### title``. Everything else is kept.
+    """
+    lines = text.splitlines()
+    out: list[str] = [f"# {topic}", ""]
+    index = 0
+    while index < len(lines):
+        line, underline = lines[index], lines[index + 1] if index + 1 < len(lines) else ""
+        marker = underline[:1]
+        is_title = (
+            marker in _REST_UNDERLINE and set(underline) == {marker} and len(underline) >= 3 and line.strip() and not line[:1].isspace()
+        )
+        if is_title:
+            out.append(f"{_REST_UNDERLINE[marker]} {line.strip()}")
+            index += 2
+        else:
+            out.append(line)
+            index += 1
+    return "\n".join(out).rstrip() + "\n"
+
+
+def pydoc_topic_documents(topics: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """Documents from the Python language reference topics that ship with CPython (``pydoc_data``).
+
+    Each topic (``"assert"``, ``"try"``, ...) becomes ``(topic, markdown)``: a ``# <topic>`` heading,
+    then the topic's text with its underlined titles as ATX headings (see :func:`_topic_markdown`).
+    The text is the running interpreter's, so it can differ slightly between Python versions.
+
+    Args:
+        topics: Topic names in the order wanted; None for every topic, sorted.
+
+    Returns:
+        ``[(topic, markdown), ...]``.
+
+    Raises:
+        ValueError: A topic is unknown, or ``pydoc_data`` is missing from this Python.
+    """
+    try:
+        from pydoc_data.topics import topics as available
+    except ImportError as exc:  # some distributions strip pydoc_data
+        raise ValueError("pydoc_data.topics is not available in this Python installation") from exc
+    names = sorted(available) if topics is None else list(topics)
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise ValueError(f"unknown pydoc topic(s) {unknown}; known: {', '.join(sorted(available))}")
+    return [(name, _topic_markdown(name, available[name])) for name in names]

@@ -1,0 +1,319 @@
+"""Retrieval metrics from a run and qrels: one row per query, then the means.
+
+Conventions (each checked against a reference library in ``test_metrics.py``):
+
+* **Relevance** is ``grade >= 1``. Grade-0 entries are judged non-relevant; only nDCG uses the grade
+  itself, as the gain. This matches trec_eval's default relevance level and ranx.
+* **Ranking** is the run's list order; scores are ignored. The run is already sorted best first and
+  ties have already been broken by the retriever. trec_eval, pytrec_eval and ranx re-sort by score
+  instead (trec_eval breaks ties by doc id, descending), so the two agree only when no scores tie.
+  The parity tests therefore use runs with strictly decreasing scores.
+* **Which queries count**: every query in the qrels, and only those. A query missing from the run, or
+  with an empty hit list, scores 0 on every metric and counts as not found. This is the ir_measures
+  convention (and ranx's with ``make_comparable=True``). pytrec_eval leaves such queries out of its
+  output, which would raise the mean. Run queries that are not in the qrels are ignored.
+* A query whose qrels hold no relevant document (only grade 0) scores 0 everywhere, as it does in
+  pytrec_eval; its ``n_relevant`` is 0, so it is easy to spot.
+
+Notation in the docstrings: for one query, ``rel_i`` is 1 when the document at rank ``i`` (1-based) is
+relevant and 0 otherwise, ``g_i`` is its grade (0 when not relevant), and ``R`` is the number of
+relevant documents in the qrels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from retrieval_pipeline.core.evaluation.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
+from retrieval_pipeline.core.evaluation.metric_registry import is_metric_column, metric_descriptions
+from retrieval_pipeline.core.types import Hit, Qrels, Run
+
+#: Lowest grade that counts as relevant (trec_eval's default ``-l 1``).
+RELEVANCE_THRESHOLD = 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Metric formulas: vectorised over queries. ``relevant`` and ``gains`` are (n_queries, depth) arrays
+# holding rank 1 in column 0; columns past a query's last hit are False / 0.
+# --------------------------------------------------------------------------------------------------
+
+
+def hit_rate(relevant: np.ndarray, k: int) -> np.ndarray:
+    """Whether any relevant document is in the top ``k`` (trec_eval ``success_k``, ranx ``hit_rate@k``).
+
+    Formula::
+
+        hit_rate@k = 1 if sum(rel_i for i in 1..k) > 0 else 0
+
+    This is not recall. With one relevant document per query it equals ``recall@k``.
+
+    Args:
+        relevant: Boolean relevance by rank, shape ``(n_queries, depth)``.
+        k: Cutoff rank.
+
+    Returns:
+        1.0 or 0.0 per query.
+    """
+    return relevant[:, :k].any(axis=1).astype(float)
+
+
+def recall(relevant: np.ndarray, n_relevant: np.ndarray, k: int) -> np.ndarray:
+    """Fraction of the relevant documents that are in the top ``k`` (trec_eval ``recall_k``, TREC R@k).
+
+    Formula::
+
+        recall@k = sum(rel_i for i in 1..k) / R        (0 when R = 0)
+
+    Args:
+        relevant: Boolean relevance by rank, shape ``(n_queries, depth)``.
+        n_relevant: ``R`` per query.
+        k: Cutoff rank.
+
+    Returns:
+        Recall per query, in [0, 1].
+    """
+    retrieved = relevant[:, :k].sum(axis=1)
+    return np.divide(retrieved, n_relevant, out=np.zeros(len(retrieved)), where=n_relevant > 0)
+
+
+def precision(relevant: np.ndarray, k: int) -> np.ndarray:
+    """Fraction of the top ``k`` that is relevant (trec_eval ``P_k``).
+
+    Formula::
+
+        precision@k = sum(rel_i for i in 1..k) / k
+
+    The divisor is always ``k``, even when fewer than ``k`` documents were retrieved (as in trec_eval).
+
+    Args:
+        relevant: Boolean relevance by rank, shape ``(n_queries, depth)``.
+        k: Cutoff rank.
+
+    Returns:
+        Precision per query, in [0, 1].
+    """
+    return relevant[:, :k].sum(axis=1) / k
+
+
+def f1(precision_at_k: np.ndarray, recall_at_k: np.ndarray) -> np.ndarray:
+    """Harmonic mean of precision@k and recall@k (ranx ``f1@k``).
+
+    Formula::
+
+        f1@k = 2 * precision@k * recall@k / (precision@k + recall@k)        (0 when both are 0)
+
+    Args:
+        precision_at_k: Precision@k per query.
+        recall_at_k: Recall@k per query, same ``k``.
+
+    Returns:
+        F1 per query, in [0, 1].
+    """
+    total = precision_at_k + recall_at_k
+    product = 2.0 * precision_at_k * recall_at_k
+    return np.divide(product, total, out=np.zeros(len(total)), where=total > 0)
+
+
+def reciprocal_rank(first_relevant_rank: np.ndarray) -> np.ndarray:
+    """Reciprocal of the rank of the first relevant document, over the whole run (trec_eval ``recip_rank``).
+
+    Formula::
+
+        rr = 1 / min(i : rel_i = 1)        (0 when no relevant document was retrieved)
+        mrr = mean of rr over queries
+
+    There is no cutoff: the run's full depth counts. The mean over queries is the MRR.
+
+    Args:
+        first_relevant_rank: 1-based rank per query, NaN when not found.
+
+    Returns:
+        Reciprocal rank per query, in [0, 1].
+    """
+    found = ~np.isnan(first_relevant_rank)
+    return np.divide(1.0, first_relevant_rank, out=np.zeros(len(found)), where=found)
+
+
+def ndcg(gains: np.ndarray, ideal_gains: np.ndarray, k: int) -> np.ndarray:
+    """Normalised discounted cumulative gain at ``k`` (trec_eval ``ndcg_cut_k``, ranx ``ndcg@k``).
+
+    Formula::
+
+        DCG@k  = sum(g_i / log2(i + 1) for i in 1..k)
+        nDCG@k = DCG@k / IDCG@k        (0 when IDCG@k = 0)
+
+    The gain is the grade itself (Järvelin & Kekäläinen, as in trec_eval), not ``2^g - 1``. IDCG@k is
+    the DCG@k of the qrels' relevant grades sorted best first, so relevant documents the run never
+    retrieved still lower the score. 0 when IDCG@k is 0.
+
+    Args:
+        gains: Grade by rank (0 when not relevant), shape ``(n_queries, depth)``, ``depth >= k``.
+        ideal_gains: Relevant grades from the qrels sorted descending, shape ``(n_queries, >= k)``.
+        k: Cutoff rank.
+
+    Returns:
+        nDCG per query, in [0, 1].
+    """
+    discounts = 1.0 / np.log2(np.arange(2, k + 2))
+    dcg = gains[:, :k] @ discounts
+    idcg = ideal_gains[:, :k] @ discounts
+    return np.divide(dcg, idcg, out=np.zeros(len(dcg)), where=idcg > 0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Judging: run + qrels -> arrays the formulas above read.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A run judged against qrels, one row per qrels query (in qrels order)."""
+
+    query_ids: list[str]
+    gains: np.ndarray  # (n_queries, depth): grade at each rank if relevant, else 0
+    ideal_gains: np.ndarray  # (n_queries, ndcg_k): relevant grades from qrels, best first
+    n_relevant: np.ndarray  # (n_queries,)
+    first_relevant_rank: np.ndarray  # (n_queries,): 1-based over the full run, NaN if none
+
+
+def _graded_ranks(query_id: str, hits: Sequence[Hit], relevant: Mapping[str, int]) -> list[int]:
+    """Grade of each hit in run order (0 when not relevant); raises on a doc listed twice."""
+    doc_ids = [doc_id for doc_id, _ in hits]
+    if len(set(doc_ids)) != len(doc_ids):
+        raise ValueError(f"run for query {query_id!r} lists the same doc_id more than once")
+    return [relevant.get(doc_id, 0) for doc_id in doc_ids]
+
+
+def _judge(run: Run, qrels: Qrels, depth: int, ndcg_k: int) -> _Judged:
+    """Look up every hit's grade; keep the top ``depth`` ranks and each query's first relevant rank."""
+    n = len(qrels)
+    gains, ideal_gains = np.zeros((n, depth)), np.zeros((n, ndcg_k))
+    n_relevant, first_rank = np.zeros(n, dtype=np.int64), np.full(n, np.nan)
+    for row, (query_id, judgements) in enumerate(qrels.items()):
+        relevant = {doc: grade for doc, grade in judgements.items() if grade >= RELEVANCE_THRESHOLD}
+        grades = _graded_ranks(query_id, run.get(query_id) or (), relevant)
+        top = grades[:depth]
+        gains[row, : len(top)] = top
+        ideal = sorted(relevant.values(), reverse=True)[:ndcg_k]
+        ideal_gains[row, : len(ideal)] = ideal
+        n_relevant[row] = len(relevant)
+        first_rank[row] = next((rank for rank, grade in enumerate(grades, start=1) if grade), np.nan)
+    return _Judged(list(qrels), gains, ideal_gains, n_relevant, first_rank)
+
+
+def _check_cutoffs(cutoffs: Sequence[int]) -> None:
+    bad = [k for k in cutoffs if not isinstance(k, (int, np.integer)) or k < 1]
+    if bad:
+        raise ValueError(f"metric cutoffs must be integers >= 1, got {bad}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------------
+
+
+def per_query_metrics(
+    run: Run,
+    qrels: Qrels,
+    ks: Sequence[int] = (1, 5, 10),
+    ndcg_k: int = 10,
+    f1_k: int = 5,
+    precision_ks: Sequence[int] = (5,),
+) -> pd.DataFrame:
+    """Score every query in the qrels against the run.
+
+    See the module docstring for the conventions (relevance ``grade >= 1``, run order as the ranking,
+    missing queries score 0). Each metric's formula is in its function's docstring.
+
+    Args:
+        run: ``{query_id: [(doc_id, score), ...]}``, best first. Doc ids must be unique per query.
+        qrels: ``{query_id: {doc_id: grade}}``; must not be empty.
+        ks: Cutoffs for ``hit_rate@k`` and ``recall@k``.
+        ndcg_k: Cutoff for ``ndcg@k``.
+        f1_k: Cutoff for ``f1@k`` (the harmonic mean of precision@k and recall@k).
+        precision_ks: Cutoffs for ``precision@k``.
+
+    Returns:
+        One row per qrels query, in qrels order, with columns ``query_id``, ``n_relevant``,
+        ``hit_rate@k`` and ``recall@k`` for each k in ``ks``, ``precision@k`` for each k in
+        ``precision_ks``, ``f1@{f1_k}``, ``mrr``, ``ndcg@{ndcg_k}``, ``found`` (any relevant document
+        anywhere in the run) and ``first_relevant_rank`` (1-based, NaN when not found).
+
+    Raises:
+        ValueError: If ``qrels`` is empty, a cutoff is not a positive integer, or a query's run lists
+            a doc id twice.
+    """
+    if not qrels:
+        raise ValueError("qrels is empty: there are no queries to evaluate (need {query_id: {doc_id: grade}})")
+    _check_cutoffs([*ks, *precision_ks, ndcg_k, f1_k])
+    judged = _judge(run, qrels, max([*ks, *precision_ks, ndcg_k, f1_k]), ndcg_k)
+    relevant = judged.gains > 0
+    columns: dict[str, object] = {"query_id": judged.query_ids, "n_relevant": judged.n_relevant}
+    columns |= {f"hit_rate@{k}": hit_rate(relevant, k) for k in ks}
+    columns |= {f"recall@{k}": recall(relevant, judged.n_relevant, k) for k in ks}
+    columns |= {f"precision@{k}": precision(relevant, k) for k in precision_ks}
+    columns[f"f1@{f1_k}"] = f1(precision(relevant, f1_k), recall(relevant, judged.n_relevant, f1_k))
+    columns["mrr"] = reciprocal_rank(judged.first_relevant_rank)
+    columns[f"ndcg@{ndcg_k}"] = ndcg(judged.gains, judged.ideal_gains, ndcg_k)
+    columns["found"] = ~np.isnan(judged.first_relevant_rank)
+    columns["first_relevant_rank"] = judged.first_relevant_rank
+    return pd.DataFrame(columns)
+
+
+def aggregate(per_query: pd.DataFrame, latencies_ms: Sequence[float] | None = None) -> dict[str, float]:
+    """Means over queries of a :func:`per_query_metrics` frame, plus not-found and latency figures.
+
+    Which columns are averaged comes from :mod:`retrieval_pipeline.core.evaluation.metric_registry`: every
+    ``per_query`` metric column (``hit_rate@k``, ``recall@k``, ``precision@k``, ``f1@k``, ``mrr``,
+    ``ndcg@k``, the context-QA and LLM-judge columns) is averaged over the queries where it is not NaN;
+    bookkeeping columns (``query_id``, ``found``, ``retriever``, ...) are not. Further keys:
+    ``not_found`` (count of queries with no relevant document anywhere in the run); ``not_found_rate``
+    (``not_found / n_queries``); ``avg_rank_when_found`` (mean ``first_relevant_rank`` over found
+    queries, NaN if none was found); ``n_queries``. With latencies: ``latency_mean_ms`` and
+    ``latency_p95_ms`` (``numpy.percentile(latencies, 95)``, linear interpolation between the closest ranks).
+
+    Args:
+        per_query: Output of :func:`per_query_metrics` (or a frame with the same bookkeeping columns and
+            any registered metric columns).
+        latencies_ms: Optional per-query search latencies in milliseconds.
+
+    Returns:
+        ``{metric_name: value}`` as plain Python numbers.
+
+    Raises:
+        ValueError: If ``per_query`` has no rows, or ``latencies_ms`` is given but empty.
+        KeyError: If a column is not in the metric registry (the message lists the known names).
+    """
+    if per_query.empty:
+        raise ValueError("per_query has no rows: nothing to aggregate")
+    metric_columns = [c for c in per_query.columns if is_metric_column(c)]
+    result: dict[str, float] = {c: float(per_query[c].astype(float).mean()) for c in metric_columns}
+    found = per_query["found"].astype(bool)
+    result["not_found"] = int((~found).sum())
+    result["not_found_rate"] = float((~found).mean())
+    ranks = per_query.loc[found, "first_relevant_rank"]
+    result["avg_rank_when_found"] = float(ranks.mean()) if len(ranks) else float("nan")
+    result["n_queries"] = len(per_query)
+    if latencies_ms is not None:
+        result |= _latency_summary(latencies_ms)
+    return result
+
+
+def _latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
+    """Mean and 95th percentile (numpy's default linear interpolation) of latencies in ms."""
+    values = np.asarray(latencies_ms, dtype=float)
+    if values.size == 0:
+        raise ValueError("latencies_ms is empty; pass None when latencies were not measured")
+    return {"latency_mean_ms": float(values.mean()), "latency_p95_ms": float(np.percentile(values, 95))}
+
+
+# --------------------------------------------------------------------------------------------------
+# Descriptions: kept here for compatibility; the registry (core.metric_registry) holds them
+# --------------------------------------------------------------------------------------------------
+
+#: One sentence per metric name at the default cut-offs (use :func:`describe_metric` for others).
+METRIC_DESCRIPTIONS: dict[str, str] = metric_descriptions()

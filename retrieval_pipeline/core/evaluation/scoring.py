@@ -1,0 +1,185 @@
+"""From runs to per-query results and the metric table: what ``query_results`` and ``retrieval_metrics`` compute.
+
+* :func:`per_query_results`: one row per (retriever, query) with every per-query metric, the dataset
+  kind's extra columns (context QA), latency, the retriever's error on that query, and the top hits.
+* :func:`metric_table`: the means per retriever, in the dataset's retriever order.
+* :func:`evaluate_dataset`: the table, the dataset's floors, and its drift check against the blessed baseline
+  (:data:`DRIFT_RULES`: a significant drop on paired queries, or the relative-drop rule), and the
+  metadata the UI shows (one JSON table of means rounded to 4 digits, one plottable number per retriever).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.evaluation.gates import GateResult, drift_check_name, drift_gate, threshold_gate
+from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
+from retrieval_pipeline.core.evaluation.metric_registry import headline_columns, metric_definitions_md
+from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate
+from retrieval_pipeline.core.evaluation.tables import comparison_table, md_preview
+from retrieval_pipeline.core.filtering.dataset import qrels_from_records
+from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
+from retrieval_pipeline.core.types import Qrels, Run
+
+if TYPE_CHECKING:
+    from retrieval_pipeline.core.registry import DatasetConfig
+
+#: The LLM judge's per-query columns; null unless the retrieval judge ran.
+JUDGE_COLUMNS = ["judge", "judge_quality", "judge_completeness", "judge_relevance", "judge_pass", "judge_error"]
+#: The regression gate's per-retriever figures shown in the drift check's table.
+GATE_TABLE_COLUMNS = ("retriever", "status", "n_common", "before", "after", "drop", "p_holm", "alert", "n_flipped", "n_gained", "note")
+#: Flipped queries listed in the drift check's metadata (all of them are counted).
+MAX_FLIPPED_LISTED = 100
+#: Hits kept per query in ``top_hits`` (for failure analysis and the judge).
+TOP_HITS = 10
+
+
+def evaluated_qrels(runs: pd.DataFrame, dataset: pd.DataFrame) -> Qrels:
+    """The dataset's qrels for the queries that were run: all of them unless the run was sampled."""
+    evaluated = set(runs["query_id"])
+    return {q: rel for q, rel in qrels_from_records(dataset.to_dict("records")).items() if q in evaluated}
+
+
+def per_query_results(
+    runs: pd.DataFrame, dataset: pd.DataFrame, extra_columns: Callable[[Run, Qrels], pd.DataFrame] | None = None
+) -> pd.DataFrame:
+    """Per-query metrics of every retriever in ``runs`` (long format), judge columns left null.
+
+    Args:
+        runs: The ``retrieval_runs`` frame (retriever, query_id, rank, doc_id, score, latency_ms, error).
+        dataset: The ``retrieval_dataset`` frame (its qrels).
+        extra_columns: ``(run, qrels) -> frame`` keyed by ``query_id``, from the dataset kind's adapter.
+    """
+    qrels = evaluated_qrels(runs, dataset)
+    frames = []
+    for name, timed in frame_to_runs(runs).items():
+        pq = per_query_metrics(timed.run, qrels)
+        if extra_columns is not None:
+            pq = pq.merge(extra_columns(timed.run, qrels), on="query_id", how="left")
+        pq.insert(0, "retriever", name)
+        pq["latency_ms"] = pq["query_id"].map(timed.latency_ms)
+        pq["error"] = pq["query_id"].map(timed.errors)  # the retriever failed on the query (counted as not found)
+        pq["top_hits"] = pq["query_id"].map(lambda q, run=timed.run: [d for d, _ in run.get(q, [])[:TOP_HITS]])
+        frames.append(pq)
+    frame = pd.concat(frames, ignore_index=True)
+    for column in JUDGE_COLUMNS:
+        frame[column] = None
+    return frame
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    """Means per retriever: ``by_retriever[name][metric]``, and the same as a frame (one row per retriever)."""
+
+    by_retriever: dict[str, dict[str, float]]
+    frame: pd.DataFrame
+
+
+def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTable:
+    """Aggregate ``query_results`` per retriever, listed in ``order`` (then any other retriever found)."""
+    groups = dict(list(query_results.groupby("retriever", sort=False)))
+    names = [r for r in order if r in groups] + [r for r in groups if r not in order]
+    by_retriever = {str(n): aggregate(groups[n], groups[n]["latency_ms"].dropna().tolist() or None) for n in names}
+    return MetricTable(by_retriever, pd.DataFrame(by_retriever).T.reset_index(names="retriever"))
+
+
+def dataset_gates(thresholds: Mapping[str, tuple[float, str]], table: MetricTable, checked: Sequence[str]) -> list[GateResult]:
+    """Every floor (``{metric: (min, severity)}``) over the checked retrievers present."""
+    present = [r for r in checked if r in table.by_retriever]
+    return [threshold_gate(m, floor, severity, table.by_retriever, present) for m, (floor, severity) in thresholds.items()]
+
+
+def _relative_rule(
+    drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], baseline: Evaluation
+) -> GateResult:
+    """The relative-drop rule: the drift metric's mean fell more than ``max_relative_drop`` (no test)."""
+    return drift_gate(drift.metric, drift.max_relative_drop, table.by_retriever, baseline.values, checked)
+
+
+def _significance_rule(
+    drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], baseline: Evaluation
+) -> GateResult:
+    """The regression gate: a significant (Holm-corrected) drop of at least ``min_drop`` on the common queries."""
+    name = drift_check_name(drift.metric)
+    if not baseline.snapshot or not Path(baseline.snapshot).is_file():
+        why = (
+            "it has no per-query snapshot (evaluated before snapshots were kept)"
+            if not baseline.snapshot
+            else f"{baseline.snapshot} is gone"
+        )
+        return GateResult(name, True, "WARN", f"nothing to compare with: {why}", {}, drift.min_drop)
+    report = regression_gate(query_results, read_snapshot(baseline.snapshot), checked, drift)
+    flipped = report.flipped.head(MAX_FLIPPED_LISTED).astype(object).where(report.flipped.notna(), None).to_dict("records")
+    shown = report.frame[[c for c in GATE_TABLE_COLUMNS if c in report.frame.columns]].round(4)
+    extra = {
+        **{k: v for k, v in report.metadata().items() if "_" not in k or k in ("min_drop", "n_alerts")},  # per-retriever figures: the table
+        "comparison": Markdown(md_preview(shown, n=len(shown))),
+        "flipped_queries": flipped,
+        "flipped_total": len(report.flipped),
+    }
+    return GateResult(name, report.passed, "WARN", report.description, {}, drift.min_drop, extra)
+
+
+#: How the drift check decides, by ``drift.rule`` (one entry per rule).
+DRIFT_RULES: dict[str, Callable[[DriftSettings, MetricTable, pd.DataFrame, Sequence[str], Evaluation], GateResult]] = {
+    "significance": _significance_rule,
+    "relative": _relative_rule,
+}
+
+
+def drift_check(
+    drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], choice: BaselineChoice
+) -> GateResult:
+    """The drift check against the chosen baseline evaluation, by the dataset's rule; its description says which baseline."""
+    present = [r for r in checked if r in table.by_retriever]
+    if choice.evaluation is None:  # first evaluation passes; a configured run that is not there fails, so it gets fixed
+        configured = bool(drift.blessed_run_id)
+        return GateResult(drift_check_name(drift.metric), not configured, "WARN", choice.reason, {}, drift.min_drop)
+    gate = DRIFT_RULES[drift.rule](drift, table, query_results, present, choice.evaluation)
+    gate.description = f"[{drift.rule} rule; baseline: {choice.reason}] {gate.description}"
+    gate.extra = {**gate.extra, "baseline": choice.reason, "rule": drift.rule}
+    return gate
+
+
+@dataclass(frozen=True)
+class EvaluatedDataset:
+    """What ``retrieval_metrics`` reports: the metric table, the check results and the baseline compared with."""
+
+    table: MetricTable
+    gates: list[GateResult]
+    baseline: BaselineChoice
+    drift_metric: str
+
+    def metadata(self, digits: int = 4) -> dict[str, Any]:
+        """One JSON table of every mean (rounded), one plottable number per retriever (the drift metric), Markdown tables."""
+        columns = headline_columns(self.table.frame.columns)
+        rounded = {
+            r: {m: round(float(v), digits) for m, v in ms.items() if isinstance(v, (int, float)) and not math.isnan(v)}
+            for r, ms in self.table.by_retriever.items()
+        }
+        plotted = {f"{r}/{self.drift_metric}": ms[self.drift_metric] for r, ms in rounded.items() if self.drift_metric in ms}
+        return {
+            **plotted,
+            "metrics": rounded,
+            "drift_baseline": self.baseline.reason,
+            "comparison": Markdown(comparison_table(self.table.by_retriever, columns)),
+            "metric_definitions": Markdown(metric_definitions_md(columns)),
+        }
+
+
+def evaluate_dataset(config: DatasetConfig, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
+    """The metric table of ``query_results``, the dataset's floors, and its drift check against the chosen baseline."""
+    table = metric_table(query_results, config.retrievers)
+    floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
+    choice = choose_baseline(earlier, config.drift.blessed_run_id)
+    gates = dataset_gates(floors, table, config.checked)
+    gates.append(drift_check(config.drift, table, query_results, config.checked, choice))
+    return EvaluatedDataset(table, gates, choice, config.drift.metric)

@@ -1,0 +1,98 @@
+"""Markdown for the Dagster UI: previews, the retriever comparison table, and the table of CIs and significance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.evaluation.metric_registry import higher_is_better
+
+
+def md_preview(frame: pd.DataFrame, n: int = 20, max_chars: int = 120) -> str:
+    """The first ``n`` rows as a markdown table, long cells cut to ``max_chars``."""
+    if frame.empty:
+        return "_none_"
+    head = frame.head(n).copy()
+    for col in head.columns:
+        if head[col].dtype == object:
+            head[col] = head[col].map(lambda v: v if not isinstance(v, str) or len(v) <= max_chars else v[: max_chars - 1] + "…")
+    suffix = f"\n\n_{len(frame) - n} more rows_" if len(frame) > n else ""
+    return head.to_markdown(index=False) + suffix
+
+
+def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str]) -> str:
+    """Retrievers side by side (rows), one column per metric, best value per column in bold.
+
+    The better direction of each column comes from the metric registry (lower latency, not-found rate,
+    rank and best-match position are better); a column with no direction (a count) has no bold value.
+
+    Args:
+        metrics: ``{retriever: {metric name: value}}``, e.g. :func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` per retriever.
+        columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.evaluation.metric_registry.headline_columns`).
+
+    Returns:
+        A markdown table with a ``retriever`` column first.
+
+    Raises:
+        KeyError: If a column is not in the metric registry (the message lists the known names).
+    """
+    directions = {col: higher_is_better(col) for col in columns}  # raises on an unknown column, even an empty one
+    frame = pd.DataFrame({r: {c: m.get(c) for c in columns} for r, m in metrics.items()}).T
+    out = frame.copy().astype(object)
+    for col, higher in directions.items():
+        values = frame[col].astype(float)
+        if values.notna().any():
+            out[col] = _cells(values, higher)
+    out.index.name = "retriever"
+    return out.reset_index().to_markdown(index=False)
+
+
+def _cells(values: pd.Series, higher: bool | None) -> list[str]:
+    """The values with 3 decimals, the best one in bold (none when the metric has no better direction)."""
+    best = None if higher is None else (values.max() if higher else values.min())
+    return [f"**{v:.3f}**" if v == best else f"{v:.3f}" for v in values]
+
+
+#: Marks of a retriever's metric against the baseline: significantly better, significantly worse.
+SIGNIFICANCE_MARKS = {"better": "▲", "worse": "▼"}
+
+
+def significance_cell(row: Mapping) -> str:
+    """``"0.436 [0.340, 0.532] ▲"``: the mean, its CI, and a mark when significantly better/worse than the baseline."""
+    text = f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    mark = SIGNIFICANCE_MARKS.get(row.get("direction") or "", "") if row.get("significant") else ""
+    return f"{text} {mark}".rstrip()
+
+
+def significance_md(table: pd.DataFrame, settings: Any) -> str:
+    """The significance table as one compact markdown table: retrievers x metrics, then the legend."""
+    if table.empty:
+        return "_no queries evaluated_"
+    metrics = list(dict.fromkeys(table["metric"]))
+    cells = {(r["retriever"], r["metric"]): significance_cell(r) for r in table.to_dict("records")}
+    retrievers = list(dict.fromkeys(table["retriever"]))
+    notes = {r["retriever"]: r["note"] for r in table.to_dict("records") if r.get("note")}
+    frame = pd.DataFrame(
+        [[r, *(cells.get((r, m), "") for m in metrics), notes.get(r, "")] for r in retrievers], columns=["retriever", *metrics, "note"]
+    )
+    legend = (
+        f"\n\nmean [{settings.confidence:.0%} CI: paired percentile bootstrap over queries, {settings.n_bootstrap} resamples, seed {settings.seed}]; "
+        f"{SIGNIFICANCE_MARKS['better']} / {SIGNIFICANCE_MARKS['worse']}: significantly better / worse than the baseline "
+        f"(Fisher randomisation test, {settings.n_permutations} permutations, Holm-corrected across retrievers per metric, "
+        f"alpha {settings.alpha:g})."
+    )
+    return frame.to_markdown(index=False) + legend
+
+
+def significance_metadata(table: pd.DataFrame, settings: Any) -> dict[str, Any]:
+    """Metadata of the ``metric_significance`` asset: the compact table and the counts behind it."""
+    tested = table[table["p_randomisation"].notna()] if not table.empty else table
+    return {
+        "comparison": Markdown(significance_md(table, settings)),
+        "queries": int(table["n_queries"].max()) if not table.empty else 0,
+        "comparisons_tested": len(tested),
+        "significant": int(tested["significant"].fillna(False).astype(bool).sum()) if not tested.empty else 0,
+    }
