@@ -72,12 +72,13 @@ mutation: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 # google-adk in its own environment: the library the ADK multiple-choice suite is verified against
 .venvs/adk/bin/python:
 	bash benchmarks/make_adk_env.sh
 
-# lint first (ruff check + format --check), then every test but the opt-in llama.cpp ones. The pipeline's
+# lint first (ruff check + format --check, then the import rules of .importlinter), then every test but the opt-in llama.cpp ones. The pipeline's
 # environment and google-adk's are installed side by side (a sub-make with -j2: pip is mostly single-threaded),
 # the Debian packages one after another (apt takes one lock).
 test:
@@ -85,6 +86,7 @@ test:
 	@$(MAKE) --no-print-directory install /usr/bin/chromium /usr/lib/postgresql
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder --durations=15
 
 test-local-llm: install $(VENV)/.installed-local-llm

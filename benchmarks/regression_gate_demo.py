@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate  # noqa: E402
-from retrieval_pipeline.core.filtering.dataset import qrels_from_records  # noqa: E402
 from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever  # noqa: E402
+from retrieval_pipeline.core.retrieval_dataset import qrels_from_records  # noqa: E402
 from retrieval_pipeline.core.types import Qrels, Run  # noqa: E402
 
 OUT = ROOT / "data" / "out"

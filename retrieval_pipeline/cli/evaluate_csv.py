@@ -38,10 +38,11 @@ from typing import TextIO
 
 from tabulate import tabulate
 
+from retrieval_pipeline.core.datasets.config import RetrievalSettings
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.results import comparison_table, evaluation_results, write_evaluation_results
-from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH, RetrievalSettings
+from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import set_hf_offline
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs

@@ -50,3 +50,15 @@ class StageResult:
             out.update(more)
         out.update(self.details)
         return out
+
+
+def md_preview(frame: pd.DataFrame, n: int = 20, max_chars: int = 120) -> str:
+    """The first ``n`` rows as a markdown table, long cells cut to ``max_chars``."""
+    if frame.empty:
+        return "_none_"
+    head = frame.head(n).copy()
+    for col in head.columns:
+        if head[col].dtype == object:
+            head[col] = head[col].map(lambda v: v if not isinstance(v, str) or len(v) <= max_chars else v[: max_chars - 1] + "…")
+    suffix = f"\n\n_{len(frame) - n} more rows_" if len(frame) > n else ""
+    return head.to_markdown(index=False) + suffix

@@ -5,11 +5,10 @@ import contextlib
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.filtering.dataset import build_dataset
 from retrieval_pipeline.core.filtering.filter import filter_pairs, needs_llm
 from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.pairs.build import PAIR_JSON_FIELDS, QAPair
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.retrieval_dataset import build_dataset
+from retrieval_pipeline.core.types import PAIR_JSON_FIELDS, Document, QAPair
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata

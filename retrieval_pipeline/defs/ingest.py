@@ -2,10 +2,10 @@
 
 import dagster as dg
 
+from retrieval_pipeline.core.asset_metadata import md_preview
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.core.datasets.inputs import build_corpus, load_cases
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluation.tables import md_preview
 from retrieval_pipeline.core.frames import to_frame
 from retrieval_pipeline.core.types import Case, Document, Rejected
 from retrieval_pipeline.defs.partitions import dataset_partitions, datasets_note

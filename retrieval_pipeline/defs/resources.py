@@ -8,10 +8,11 @@ from typing import Any
 
 import dagster as dg
 
+from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
-from retrieval_pipeline.core.registry import PROJECT_ROOT, DatasetConfig, Registry, load_registry
+from retrieval_pipeline.core.registry import PROJECT_ROOT, load_registry
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder, KeywordScorer
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory

@@ -10,8 +10,8 @@ record "not evaluated on this dataset" and write nothing but an empty run.
 import dagster as dg
 import pandas as pd
 
+from retrieval_pipeline.core.datasets.config import Registry
 from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.registry import Registry
 from retrieval_pipeline.core.retrieval.run_loop import RUN_COLUMNS, runs_to_frame
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.types import Document

@@ -36,10 +36,10 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning, atomic_write, atomic_write_text, is_corrupt_sqlite_error
-from retrieval_pipeline.core.filtering.dataset import write_jsonl
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
+from retrieval_pipeline.core.retrieval_dataset import write_jsonl
 from retrieval_pipeline_tests.core.retrieval.kit import committed_vectors
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

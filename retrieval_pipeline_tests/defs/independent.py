@@ -1,7 +1,7 @@
 """Readers and reference computations that share no code with the pipeline (issue 14, item 2).
 
 The pipeline writes ``qrels.txt`` with :mod:`retrieval_pipeline.core.evaluation.trec` and builds qrels with
-:mod:`retrieval_pipeline.core.evaluation.scoring` and :mod:`retrieval_pipeline.core.filtering.dataset`. A test that
+:mod:`retrieval_pipeline.core.evaluation.scoring` and :mod:`retrieval_pipeline.core.retrieval_dataset`. A test that
 reads the export back with the same module cannot see a bug both sides share, so everything here is
 written against the file formats and pandas only: a TREC qrels reader, a BEIR qrels TSV reader, and
 ``hit_rate@k`` straight from the ``retrieval_runs`` and ``retrieval_dataset`` frames. Nothing here

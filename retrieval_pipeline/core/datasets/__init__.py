@@ -1,7 +1,7 @@
-"""Dataset kinds: one adapter module per kind (the protocol is :mod:`.base`).
+"""Dataset kinds: one folder per kind, ``<kind>/adapter.py`` plus its reader and helpers (the protocol is :mod:`.base`).
 
-Importing the package imports every module in it, so each kind's adapter registers itself; a new
-kind is one new module here.
+Importing the package imports every kind's ``adapter`` module, so each kind registers itself; a new
+kind is one new folder here.
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ __all__ = [
 
 
 def _import_kinds() -> None:
-    """Import every module of the package: each one registers its kind."""
+    """Import the adapter of every kind folder of the package: each one registers its kind."""
     for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+        if module.ispkg:
+            importlib.import_module(f"{__name__}.{module.name}.adapter")
 
 
 _import_kinds()

@@ -33,8 +33,8 @@ from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.pairs.build import QAPair
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.types import QAPair
 
 #: The kind of a registry entry that names none.
 DEFAULT_KIND = "suite"

@@ -13,7 +13,7 @@ from retrieval_pipeline.core.datasets import CasesBuild, CorpusBuild, adapter_fo
 from retrieval_pipeline.core.types import Document
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
 
 __all__ = ["CasesBuild", "CorpusBuild", "build_corpus", "documents_by_id", "load_cases"]
 

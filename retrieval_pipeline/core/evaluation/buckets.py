@@ -69,9 +69,8 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, Metadata
+from retrieval_pipeline.core.asset_metadata import Markdown, Metadata, md_preview
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluation.tables import md_preview
 from retrieval_pipeline.core.retrieval.tokenize import STOPWORDS as TOKENIZER_STOPWORDS
 from retrieval_pipeline.core.retrieval.tokenize import tokenize
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from retrieval_pipeline.core.evaluation.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
-from retrieval_pipeline.core.evaluation.metric_registry import is_metric_column, metric_descriptions
+from retrieval_pipeline.core.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
+from retrieval_pipeline.core.metric_registry import is_metric_column, metric_descriptions
 from retrieval_pipeline.core.types import Hit, Qrels, Run
 
 #: Lowest grade that counts as relevant (trec_eval's default ``-l 1``).
@@ -267,7 +267,7 @@ def per_query_metrics(
 def aggregate(per_query: pd.DataFrame, latencies_ms: Sequence[float] | None = None) -> dict[str, float]:
     """Means over queries of a :func:`per_query_metrics` frame, plus not-found and latency figures.
 
-    Which columns are averaged comes from :mod:`retrieval_pipeline.core.evaluation.metric_registry`: every
+    Which columns are averaged comes from :mod:`retrieval_pipeline.core.metric_registry`: every
     ``per_query`` metric column (``hit_rate@k``, ``recall@k``, ``precision@k``, ``f1@k``, ``mrr``,
     ``ndcg@k``, the context-QA and LLM-judge columns) is averaged over the queries where it is not NaN;
     bookkeeping columns (``query_id``, ``found``, ``retriever``, ...) are not. Further keys:

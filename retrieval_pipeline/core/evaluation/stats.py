@@ -32,7 +32,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats as scipy_stats
 
-from retrieval_pipeline.core.evaluation.metric_registry import headline_columns, higher_is_better, metric
+from retrieval_pipeline.core.metric_registry import headline_columns, higher_is_better, metric
 
 #: Which way a randomisation test looks: ``two-sided``, ``greater`` (mean of ``a - b`` above 0), ``less``.
 Alternative = Literal["two-sided", "greater", "less"]

@@ -8,19 +8,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.evaluation.metric_registry import higher_is_better
-
-
-def md_preview(frame: pd.DataFrame, n: int = 20, max_chars: int = 120) -> str:
-    """The first ``n`` rows as a markdown table, long cells cut to ``max_chars``."""
-    if frame.empty:
-        return "_none_"
-    head = frame.head(n).copy()
-    for col in head.columns:
-        if head[col].dtype == object:
-            head[col] = head[col].map(lambda v: v if not isinstance(v, str) or len(v) <= max_chars else v[: max_chars - 1] + "…")
-    suffix = f"\n\n_{len(frame) - n} more rows_" if len(frame) > n else ""
-    return head.to_markdown(index=False) + suffix
+from retrieval_pipeline.core.metric_registry import higher_is_better
 
 
 def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str]) -> str:
@@ -31,7 +19,7 @@ def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequen
 
     Args:
         metrics: ``{retriever: {metric name: value}}``, e.g. :func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` per retriever.
-        columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.evaluation.metric_registry.headline_columns`).
+        columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.metric_registry.headline_columns`).
 
     Returns:
         A markdown table with a ``retriever`` column first.

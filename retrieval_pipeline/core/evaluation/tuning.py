@@ -31,9 +31,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.asset_metadata import Markdown, md_preview
 from retrieval_pipeline.core.evaluation.metrics import RELEVANCE_THRESHOLD, f1, hit_rate, ndcg, precision, recall, reciprocal_rank
-from retrieval_pipeline.core.evaluation.tables import md_preview
 from retrieval_pipeline.core.types import Qrels, Run
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
@@ -32,28 +32,7 @@ from retrieval_pipeline.core.pairs.gold import (
     resolve_case_golds,
     resolve_golds,
 )
-from retrieval_pipeline.core.types import Case
-
-#: :class:`QAPair` fields stored as JSON text in the ``qa_pairs`` frame (see :mod:`retrieval_pipeline.core.frames`).
-PAIR_JSON_FIELDS = ("evidence", "warnings")
-
-
-@dataclass
-class QAPair:
-    query_id: str
-    suite: str
-    benchmark_type: str
-    source_file: str
-    query: str
-    gold_doc_ids: list[str]
-    status: str  # resolved | unresolved | not_retrieval
-    method: str  # how the gold was found: exact/alias/suffix mix, ast:..., description:..., none
-    evidence: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    gold_grades: list[int] = field(default_factory=list)  # aligned with gold_doc_ids; empty means all 1
-
-    def grades(self) -> list[int]:
-        return list(self.gold_grades) or [1] * len(self.gold_doc_ids)
+from retrieval_pipeline.core.types import Case, QAPair
 
 
 def _api_pair(case: Case, lookup: CorpusLookup, resolved: Mapping[str, GoldResolution]) -> QAPair:

@@ -43,7 +43,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from retrieval_pipeline.core.evaluation.metric_registry import (
+from retrieval_pipeline.core.metric_registry import (
     UnknownMetricError,
     describe_metric,
     headline_columns,

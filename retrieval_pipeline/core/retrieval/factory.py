@@ -25,12 +25,35 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.retrieval import kinds as _kinds  # noqa: F401  (importing registers every kind)
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
-from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, parse_spec
+from retrieval_pipeline.core.retrieval.spec import KINDS, NAME_PATTERN, PARAMS_FILE, RetrieverContext, RetrieverSpec
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline.core.yaml_file import read_yaml_mapping
 
-PARAMS_FILE = "retriever.json"  # beside the engine's own files (BM25 and FAISS keep their params.json)
+
+def known_kinds() -> dict[str, type[RetrieverSpec]]:
+    """Every registered kind (this module imports the kind modules, which register themselves)."""
+    return dict(KINDS)
+
+
+def parse_spec(name: str, raw: Mapping[str, Any]) -> RetrieverSpec:
+    """Validate one registry entry into its kind's spec.
+
+    Raises:
+        ValueError: bad name, missing or unknown kind, or invalid settings (pydantic's message, which
+            names the field). The caller adds the retriever's name and the file.
+    """
+    if not NAME_PATTERN.match(name) or ".." in name:
+        raise ValueError(f"retriever name {name!r} must match {NAME_PATTERN.pattern} (it becomes a folder name)")
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"expected a mapping of settings, got {type(raw).__name__}")
+    kinds = known_kinds()
+    kind = raw.get("kind")
+    if kind not in kinds:
+        raise ValueError(f"unknown kind {kind!r}; known kinds: {', '.join(sorted(kinds))}")
+    return kinds[kind].model_validate({**raw, "name": name})
 
 
 @dataclass
@@ -82,8 +105,6 @@ def load_retriever_specs(path: Path | str) -> RetrieverRegistry:
     doc = read_yaml_mapping(path, "retriever registry")
     raw = doc.get("retrievers")
     if not isinstance(raw, dict) or not raw:
-        from retrieval_pipeline.core.errors import InputError
-
         raise InputError("the retriever registry needs a non-empty 'retrievers' mapping", path=str(path))
     registry = RetrieverRegistry(path)
     for name, settings in raw.items():

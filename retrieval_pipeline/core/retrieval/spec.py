@@ -12,7 +12,7 @@ is (``bm25_code``, ``dense_bge_small``, ``hybrid_rrf_k60``) and appear in runs, 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -110,26 +110,5 @@ def register_kind(cls: type[RetrieverSpec]) -> type[RetrieverSpec]:
     return cls
 
 
-def known_kinds() -> dict[str, type[RetrieverSpec]]:
-    """Every registered kind (imports the kind modules on first use)."""
-    from retrieval_pipeline.core.retrieval import kinds  # noqa: F401  (importing registers them)
-
-    return dict(KINDS)
-
-
-def parse_spec(name: str, raw: Mapping[str, Any]) -> RetrieverSpec:
-    """Validate one registry entry into its kind's spec.
-
-    Raises:
-        ValueError: bad name, missing or unknown kind, or invalid settings (pydantic's message, which
-            names the field). The caller adds the retriever's name and the file.
-    """
-    if not NAME_PATTERN.match(name) or ".." in name:
-        raise ValueError(f"retriever name {name!r} must match {NAME_PATTERN.pattern} (it becomes a folder name)")
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"expected a mapping of settings, got {type(raw).__name__}")
-    kinds = known_kinds()
-    kind = raw.get("kind")
-    if kind not in kinds:
-        raise ValueError(f"unknown kind {kind!r}; known kinds: {', '.join(sorted(kinds))}")
-    return kinds[kind].model_validate({**raw, "name": name})
+#: The factory's record of a built index, beside the engine's own files (BM25 and FAISS keep their params.json).
+PARAMS_FILE = "retriever.json"

@@ -35,12 +35,11 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, Metadata
+from retrieval_pipeline.core.asset_metadata import Markdown, Metadata, md_preview
 from retrieval_pipeline.core.atomic import atomic_write_text
+from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluation.tables import md_preview
 from retrieval_pipeline.core.llm.client import LLMClient
-from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.llm_prover import LLMProver

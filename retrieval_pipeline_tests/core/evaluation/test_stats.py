@@ -22,7 +22,6 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from retrieval_pipeline.core.evaluation.metric_registry import UnknownMetricError
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.stats import (
     SIGNIFICANCE_COLUMNS,
@@ -37,6 +36,7 @@ from retrieval_pipeline.core.evaluation.stats import (
     significance_metrics,
     significance_table,
 )
+from retrieval_pipeline.core.metric_registry import UnknownMetricError
 from retrieval_pipeline.core.types import Qrels, Run
 
 SETTINGS = StatisticsSettings()

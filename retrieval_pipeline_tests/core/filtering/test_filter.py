@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.filtering.filter import (
     LLM_JUDGE_NOTE,
     NO_ENDPOINT_WARNING,
@@ -18,9 +19,7 @@ from retrieval_pipeline.core.filtering.filter import (
     needs_llm,
 )
 from retrieval_pipeline.core.llm.client import LLMCall
-from retrieval_pipeline.core.pairs.build import QAPair
-from retrieval_pipeline.core.registry import FilterSettings, NegativeSettings
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.types import Document, QAPair
 
 DOCS = [
     Document("json", "json module: encode and decode JSON", kind="module", module="json"),

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 
-from retrieval_pipeline.core.filtering.dataset import build_record, qrels_from_records, write_jsonl
 from retrieval_pipeline.core.filtering.negatives import SiblingIndex, bm25_negatives
+from retrieval_pipeline.core.retrieval_dataset import build_record, qrels_from_records, write_jsonl
 from retrieval_pipeline.core.types import Document
 
 DOCS = [

@@ -13,8 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, build_context, build_index, load_retriever
-from retrieval_pipeline.core.retrieval.spec import RetrieverSpec, parse_spec
+from retrieval_pipeline.core.retrieval.factory import (
+    CheckedRetriever,
+    RetrieverRegistry,
+    build_context,
+    build_index,
+    load_retriever,
+    parse_spec,
+)
+from retrieval_pipeline.core.retrieval.spec import RetrieverSpec
 from retrieval_pipeline.core.types import Document
 
 EncoderFor = Callable[[Any], Any]

@@ -31,9 +31,9 @@ from retrieval_pipeline.core.retrieval.encoders import (
     make_model_id,
     model_fingerprint,
 )
-from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, load_retriever_specs
+from retrieval_pipeline.core.retrieval.factory import load_retriever_specs, parse_spec
 from retrieval_pipeline.core.retrieval.kinds.dense import CACHE_FILE, DenseSpec
-from retrieval_pipeline.core.retrieval.spec import parse_spec
+from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, REAL_DOCS, build, fake_model_folder, load, parse_as
 
 VOCAB = ["cat", "dog", "fish", "bird", "query", "passage"]

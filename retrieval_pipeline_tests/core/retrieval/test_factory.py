@@ -10,8 +10,9 @@ import pytest
 
 from retrieval_pipeline.core.retrieval.base import QueryError, RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
-from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, CheckedRetriever, load_retriever_specs
+from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
+from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline.core.types import Document
 
 DOCS = [

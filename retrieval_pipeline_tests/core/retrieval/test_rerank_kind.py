@@ -25,9 +25,9 @@ from retrieval_pipeline.core.retrieval.encoders import (
     encoder_for_spec,
     file_sha256,
 )
-from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE, CheckedRetriever, RetrieverRegistry, load_retriever_specs
+from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, load_retriever_specs, parse_spec
 from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker, RerankSpec
-from retrieval_pipeline.core.retrieval.spec import RetrieverSpec, parse_spec
+from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverSpec
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, docs_of, fake_model_folder, parse_as, registry_of

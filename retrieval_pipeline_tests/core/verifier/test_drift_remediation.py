@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import remediation

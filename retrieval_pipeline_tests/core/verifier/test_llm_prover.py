@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.registry import VerifierSettings
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose

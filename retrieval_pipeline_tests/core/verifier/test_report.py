@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import re
 
-from retrieval_pipeline.core.registry import VerifierSettings
+from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, ProbeCoverage

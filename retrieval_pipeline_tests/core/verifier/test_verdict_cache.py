@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
-from retrieval_pipeline.core.registry import VerifierSettings
+from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case

@@ -25,11 +25,11 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
-from retrieval_pipeline.core.pairs.build import QAPair
-from retrieval_pipeline.core.types import Case, Document, Rejected
+from retrieval_pipeline.core.datasets.beir.reader import load_beir
+from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
 
 
 class BeirSource(SettingsBlock):
@@ -47,7 +47,6 @@ class BeirAdapter(DatasetAdapter):
     blocks = {"beir": Block(BeirSource, path_keys=("path",))}
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
-        from retrieval_pipeline.core.datasets.beir.reader import load_beir
 
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)
@@ -56,7 +55,6 @@ class BeirAdapter(DatasetAdapter):
         return CasesBuild(loaded.cases, rejects, total, dict(loaded.report))
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
-        from retrieval_pipeline.core.datasets.beir.reader import load_beir
 
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)

@@ -25,14 +25,20 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
+from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
+from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
+from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatcher
+from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa, load_documents, pydoc_topic_documents
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, cached_similarities
+from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.result_cache import active_result_cache
 from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.pairs.build import QAPair
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.types import QAPair
 
 #: Columns of :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics` that per_query_metrics lacks.
 _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
@@ -91,14 +97,11 @@ class ContextQAAdapter(DatasetAdapter):
     blocks = {"context_qa": Block(ContextQASource, path_keys=("qa", "documents"))}
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
-        from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 
         loaded = load_context_qa(_source(config).qa)
         return CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
-        from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
-        from retrieval_pipeline.core.datasets.context_qa.reader import load_documents, pydoc_topic_documents
 
         spec = _source(config)
         topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
@@ -137,8 +140,6 @@ class ContextQAAdapter(DatasetAdapter):
         Matches are read from and stored in the cache made active by the asset
         (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
         """
-        from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatcher
-        from retrieval_pipeline.core.result_cache import active_result_cache
 
         return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
 
@@ -162,9 +163,6 @@ class ContextQAAdapter(DatasetAdapter):
         (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`): read in one lookup per retriever,
         the missing ones computed and stored, so an unchanged re-run computes none.
         """
-        from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
-        from retrieval_pipeline.core.frames import from_frame
-        from retrieval_pipeline.core.result_cache import active_result_cache
 
         settings = _source(config).similarity.settings()
         expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}

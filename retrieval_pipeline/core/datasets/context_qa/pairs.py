@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilarityIndex, SimilaritySettings
-from retrieval_pipeline.core.pairs.build import QAPair
 from retrieval_pipeline.core.result_cache import ResultCache, content_key
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.types import Case, Document, QAPair
 
 #: Version of what :meth:`ContextMatcher.match` computes; bump it whenever the same inputs would give another
 #: :class:`ContextMatch` (similarity measure, normalisation, tie-breaking, the stored fields), so old entries miss.

@@ -44,11 +44,10 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     known_items,
     nested_subsets,
 )
-from retrieval_pipeline.core.pairs.build import QAPair
-from retrieval_pipeline.core.types import Case, Document, Rejected
+from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
 
 #: The ``benchmark_type`` of a known-item case.
 KNOWN_ITEM_TYPE = "known_item"

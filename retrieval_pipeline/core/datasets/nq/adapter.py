@@ -21,11 +21,11 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
-from retrieval_pipeline.core.pairs.build import QAPair
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_csv, nq_cases, nq_documents
+from retrieval_pipeline.core.types import Case, Document, QAPair
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
 
 
 class NQSource(SettingsBlock):
@@ -43,7 +43,6 @@ class NQAdapter(DatasetAdapter):
     blocks = {"nq": Block(NQSource, path_keys=("csv",))}
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
-        from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_csv, nq_cases
 
         source: NQSource = config.nq
         loaded = load_nq_csv(source.csv, sample_size=source.sample_size)
@@ -54,7 +53,6 @@ class NQAdapter(DatasetAdapter):
         return CasesBuild(cases, loaded.rejects, loaded.total)
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
-        from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_csv, nq_documents
 
         source: NQSource = config.nq
         loaded = load_nq_csv(source.csv, sample_size=source.sample_size)

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import model_validator
 
+from retrieval_pipeline.core.datasets.api_index import introspect_modules, load_ranked_targets, package_modules
 from retrieval_pipeline.core.datasets.base import Block, CasesBuild, CorpusBuild, DatasetAdapter, SettingsBlock, register_adapter
+from retrieval_pipeline.core.datasets.suite.loading import load_suites
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.registry import DatasetConfig
+    from retrieval_pipeline.core.datasets.config import DatasetConfig
 
 
 class CorpusSpec(SettingsBlock):
@@ -38,8 +40,6 @@ class CorpusSpec(SettingsBlock):
     def modules(self) -> list[str]:
         """Module names to introspect (the inline list, the one-per-line file, or a package's submodules)."""
         if self.introspect_package:
-            from retrieval_pipeline.core.datasets.api_index import package_modules
-
             return package_modules(self.introspect_package)
         if self.introspect_modules:
             return list(self.introspect_modules)
@@ -62,13 +62,11 @@ class SuiteAdapter(DatasetAdapter):
     }
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
-        from retrieval_pipeline.core.datasets.suite.loading import load_suites
 
         loaded = load_suites(config.suites, files_root=getattr(config, "suite_files_root", None))
         return CasesBuild(loaded.cases, loaded.rejects, loaded.total)
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
-        from retrieval_pipeline.core.datasets.api_index import introspect_modules, load_ranked_targets
 
         spec: CorpusSpec = config.corpus
         if spec.ranked_targets:

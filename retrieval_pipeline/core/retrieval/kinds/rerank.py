@@ -44,9 +44,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
+from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer, ModelSource, cross_encoder, dense_encoder, describe_model
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
-from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN, RetrieverContext, RetrieverSpec, register_kind
+from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN, PARAMS_FILE, RetrieverContext, RetrieverSpec, register_kind
 from retrieval_pipeline.core.types import Hit
 
 
@@ -107,8 +108,6 @@ class RerankSpec(RetrieverSpec):
                 f"{scorer.model_id!r}: materialise `retrievers/{self.name}/index` again"
             )
         if callable(getattr(scorer, "attach_cache", None)):
-            from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-
             scorer.attach_cache(EmbeddingCache(ctx.cache_dir / "embeddings.sqlite"))
         texts = {doc.doc_id: doc.text for doc in ctx.documents}
         return CrossEncoderReranker(self.name, ctx.component(self.base), scorer, texts, self.top_n)
@@ -126,8 +125,6 @@ def _scorer(ctx: RetrieverContext, spec: RerankSpec) -> Any:
 
 def _recorded_model_id(index_dir: Path) -> str | None:
     """The ``model_id`` the factory recorded when the index was built (``None`` if there is none)."""
-    from retrieval_pipeline.core.retrieval.factory import PARAMS_FILE  # the factory imports the kinds
-
     path = Path(index_dir) / PARAMS_FILE
     if not path.is_file():
         return None

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from retrieval_pipeline.core.datasets.beir.adapter import BeirAdapter, beir_pair
 from retrieval_pipeline.core.datasets.beir.reader import load_beir
-from retrieval_pipeline.core.pairs.build import QAPair
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.types import Case, QAPair
 
 CORPUS = [{"_id": d, "text": f"text {d}"} for d in ("d1", "d2", "d3", "d:4")]
 QUERIES = [{"_id": "q1", "text": "one"}, {"_id": "q2", "text": ""}, {"_id": "q3", "text": "three"}]

@@ -15,6 +15,7 @@ import pytest
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
+from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa.adapter import pairs as context_pairs
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.pairs import CACHE_NAMESPACE, ContextMatch, ContextMatcher
@@ -27,7 +28,6 @@ from retrieval_pipeline.core.datasets.context_qa.reader import (
 )
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.registry import DatasetConfig
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.types import Case, Document
 

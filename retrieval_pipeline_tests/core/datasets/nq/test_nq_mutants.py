@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.nq.adapter import NQAdapter, nq_pair
-from retrieval_pipeline.core.pairs.build import QAPair
-from retrieval_pipeline.core.registry import DatasetConfig
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.types import Case, QAPair
 
 CSV = (
     "question,long_answer,short_answer\n"

@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, StageResult
-from retrieval_pipeline.core.evaluation.tables import md_preview
+from retrieval_pipeline.core.asset_metadata import Markdown, StageResult, md_preview
+from retrieval_pipeline.core.atomic import atomic_write
 from retrieval_pipeline.core.types import Document, Qrels
 
 
@@ -143,7 +143,6 @@ def build_dataset(verified: pd.DataFrame, documents: Sequence[Document], dataset
 
 def write_jsonl(records: Iterable[Mapping[str, Any]], path: Path) -> int:
     """Write records one per line, atomically (a uniquely named temp file, then a rename); returns the count."""
-    from retrieval_pipeline.core.atomic import atomic_write
 
     n = 0
 

@@ -39,7 +39,7 @@ _K_SUFFIX = "@{k}"
 _CUTOFF = re.compile(r"[1-9][0-9]*")
 _NAME = re.compile(r"[a-z][a-z0-9_]*(@\{k\})?")
 _AVERAGED: frozenset[str] = frozenset({"mean", "rate", "mean_over_found"})
-_REGISTRY_PATH = "retrieval_pipeline/core/evaluation/metric_registry.py"
+_REGISTRY_PATH = "retrieval_pipeline/core/metric_registry.py"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ import pytest
 
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
-from retrieval_pipeline.core.evaluation.metric_registry import (
+from retrieval_pipeline.core.evaluation.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.tables import comparison_table
+from retrieval_pipeline.core.metric_registry import (
     HEADLINE_COLUMNS,
     METRICS,
     MetricInfo,
@@ -25,8 +27,6 @@ from retrieval_pipeline.core.evaluation.metric_registry import (
     resolve_metric,
     validate_metric_name,
 )
-from retrieval_pipeline.core.evaluation.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
-from retrieval_pipeline.core.evaluation.tables import comparison_table
 from retrieval_pipeline.core.types import Document, Qrels, Run
 
 QRELS: Qrels = {"q1": {"d1": 1}, "q2": {"d2": 2, "d3": 1}, "q3": {"d9": 1}}

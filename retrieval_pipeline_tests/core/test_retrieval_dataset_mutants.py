@@ -1,5 +1,5 @@
 """Dataset records and JSONL, against the mutants ``benchmarks/mutation.py`` found alive in
-:mod:`retrieval_pipeline.core.filtering.dataset`: the qrels of every dataset kind are read back from these records.
+:mod:`retrieval_pipeline.core.retrieval_dataset`: the qrels of every dataset kind are read back from these records.
 
 What the older tests left open: the whole negative context (its text included), the dataset name that
 ``build_dataset`` passes on, and the JSONL bytes (UTF-8 whatever the locale, non-ASCII kept as is, values
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from retrieval_pipeline.core.filtering.dataset import build_dataset, build_record, qrels_from_records, write_jsonl
+from retrieval_pipeline.core.retrieval_dataset import build_dataset, build_record, qrels_from_records, write_jsonl
 from retrieval_pipeline.core.types import Document
 
 DOCS = {d.doc_id: d for d in (Document("g", "gold text"), Document("s", "sibling text"), Document("r", "random text"))}
@@ -82,7 +82,7 @@ _ASCII_LOCALE_SCRIPT = textwrap.dedent(
     """
     import locale, sys
     from pathlib import Path
-    from retrieval_pipeline.core.filtering.dataset import write_jsonl
+    from retrieval_pipeline.core.retrieval_dataset import write_jsonl
     assert locale.getpreferredencoding(False).lower() not in ("utf-8", "utf8"), locale.getpreferredencoding(False)
     print(write_jsonl([{"id": "caf\\u00e9"}], Path(sys.argv[1])))
     """
