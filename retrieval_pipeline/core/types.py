@@ -23,8 +23,6 @@ Run = dict[str, list[Hit]]
 
 #: Case types a benchmark suite YAML may hold.
 BENCHMARK_TYPES = ("api_understanding", "fix_error", "multiple_choice")
-#: Case types of the other inputs: Natural Questions, QA with expected context, BEIR queries.
-OTHER_CASE_TYPES = ("nq", "context_qa", "beir")
 
 
 @dataclass

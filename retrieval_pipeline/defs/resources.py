@@ -14,7 +14,6 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
 from retrieval_pipeline.core.registry import PROJECT_ROOT, load_registry
 from retrieval_pipeline.core.report.alerts import AlertSink
-from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder, KeywordScorer
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
@@ -57,22 +56,13 @@ class EncoderResource(dg.ConfigurableResource):
     """Where dense retrievers' encoders (and rerankers' cross-encoders) come from.
 
     By default, the model each retriever spec names, loaded offline (``encoder_for_spec``). Tests swap
-    in :class:`KeywordEncoderResource`.
+    in a keyword fake (``retrieval_pipeline_tests.fakes.resources.KeywordEncoderResource``).
     """
 
     def encoder_for(self, spec: Any) -> Any:
         from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 
         return encoder_for_spec(spec)
-
-
-class KeywordEncoderResource(EncoderResource):
-    """Deterministic keyword fakes for tests (an encoder per dense spec, a scorer per rerank spec): no model, no torch."""
-
-    vocabulary: list[str]
-
-    def encoder_for(self, spec: Any) -> Any:
-        return KeywordScorer() if getattr(spec, "kind", None) == "rerank" else KeywordEncoder(self.vocabulary)
 
 
 class AlertSinkResource(dg.ConfigurableResource):

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
 from retrieval_pipeline.core.types import Document
+from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 VOCABULARY = [f"w{i}" for i in range(40)]

@@ -13,10 +13,10 @@ import pytest
 from retrieval_pipeline.cli.run import DatasetRun, FailedCheck, format_summary, main, metrics_table, used_by_dataset
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline.defs.retrievers import REGISTRY
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 DATASET = "stdlib"  # the tiny dataset is registered under the project's partition key
 RETRIEVERS = ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"]

@@ -38,9 +38,9 @@ import pytest
 from retrieval_pipeline.core.atomic import CorruptFileWarning, atomic_write, atomic_write_text, is_corrupt_sqlite_error
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
 from retrieval_pipeline.core.retrieval_dataset import write_jsonl
 from retrieval_pipeline_tests.core.retrieval.kit import committed_vectors
+from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 VOCAB = ["cat", "dog", "fish", "bird"]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.defs.resources import EncoderResource, KeywordEncoderResource
+from retrieval_pipeline.defs.resources import EncoderResource
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 API_SUITE = """
 benchmarks:

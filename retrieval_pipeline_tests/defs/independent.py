@@ -22,8 +22,9 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.resources import KeywordEncoderResource, PipelineSettings
+from retrieval_pipeline.defs.resources import PipelineSettings
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 #: ``{query_id: {doc_id: grade}}``, as read here.
 QrelsDict = dict[str, dict[str, int]]

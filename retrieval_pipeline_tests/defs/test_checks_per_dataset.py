@@ -13,10 +13,10 @@ from pathlib import Path
 import dagster as dg
 
 from retrieval_pipeline.defs.evaluation import retrieval_metrics
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.conftest import API_SUITE, VOCAB
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.defs.test_graph import all_assets
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 FLOOR = dg.AssetCheckKey(dg.AssetKey("retrieval_metrics"), "min_hit_rate_at_5")
 DRIFT = dg.AssetCheckKey(dg.AssetKey("retrieval_metrics"), "drift_hit_rate_at_5")

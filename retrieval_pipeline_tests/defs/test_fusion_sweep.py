@@ -15,8 +15,8 @@ from retrieval_pipeline.core.evaluation.tuning import FUSION_METHODS, Judgements
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 PARTITION = "stdlib"
 QUESTIONS = {

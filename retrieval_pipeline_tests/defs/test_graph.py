@@ -10,7 +10,7 @@ import pandas as pd
 
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import retrieval_alert_sensor, weekly_evaluation_schedule
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 PARTITION = "stdlib"
 

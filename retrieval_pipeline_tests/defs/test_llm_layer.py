@@ -8,11 +8,12 @@ import dagster as dg
 import pytest
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.resources import KeywordEncoderResource, LLMResource
+from retrieval_pipeline.defs.resources import LLMResource
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 from retrieval_pipeline_tests.fakes.persistent_faults import PersistentFaultServer
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 

@@ -12,9 +12,9 @@ from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metr
 from retrieval_pipeline.core.evaluation.trec import read_trec_qrels, read_trec_run
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.independent import fold, read_beir_qrels
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 VOCAB = [
     "python",

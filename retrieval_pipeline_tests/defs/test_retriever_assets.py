@@ -9,9 +9,9 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.conftest import API_SUITE, VOCAB
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 PARTITION = "stdlib"
 

@@ -9,10 +9,10 @@ import pytest
 
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import retrieval_alert_sensor
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.core.conftest import require_sandbox
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 
 @pytest.fixture(autouse=True)

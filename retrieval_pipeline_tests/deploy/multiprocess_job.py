@@ -17,9 +17,9 @@ from types import ModuleType
 import dagster as dg
 
 from retrieval_pipeline import definitions as project
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.conftest import VOCAB
 from retrieval_pipeline_tests.defs.support import resources_in
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CODE_LOCATION = PROJECT_ROOT / "deploy" / "code_location.py"

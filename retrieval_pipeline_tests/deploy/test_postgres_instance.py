@@ -36,11 +36,11 @@ from dagster._scheduler.scheduler import launch_scheduled_runs
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import retrieval_alert_sensor
-from retrieval_pipeline.defs.resources import KeywordEncoderResource
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.deploy import multiprocess_job
 from retrieval_pipeline_tests.deploy.postgres_server import PostgresServer, PostgresUnavailable, running_postgres
+from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]
 pytest.importorskip("dagster_postgres", reason="dagster-postgres is not installed: pip install -e '.[deploy]'")

@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible ``POST /v1/embeddings`` server on 127.0.0.1 with deterministic vectors.
 
-The vector of a text is a bag of keywords (:class:`~retrieval_pipeline.core.retrieval.encoders.KeywordEncoder`
+The vector of a text is a bag of keywords (:class:`~retrieval_pipeline_tests.fakes.encoders.KeywordEncoder`
 over ``vocabulary``) scaled by 3, so clients must L2-normalise it themselves::
 
     with FakeEmbeddingsServer(["cat", "dog"], script=["500", "429"]) as server:
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 from retrieval_pipeline_tests.fakes.json_server import LoopbackJSONServer, Reply, error_reply
 
 CONTENT_FAULTS: tuple[str, ...] = ("wrong_count", "non_numeric", "wrong_dim", "no_data", "nan", "shuffled")

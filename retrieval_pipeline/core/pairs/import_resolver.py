@@ -36,8 +36,7 @@ from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxError, 
 SCRIPT_FILE = "resolve_imports.py"
 REQUEST_FILE = "request.json"
 RESULT_FILE = "imports.result.json"
-#: Golds asked about in one run, and the longest gold string sent (longer ones are refused unasked).
-MAX_GOLDS = 5_000
+#: The longest gold string sent (longer ones are refused unasked).
 MAX_GOLD_CHARS = 300
 #: Characters of an exception kept per gold, of stderr kept in an error, and bytes of the answer read back.
 MAX_ERROR_CHARS = 500

@@ -319,15 +319,3 @@ def case_snippet(case: Case) -> str | None:
     """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None."""
     snippet = case.extra.get("code_snippet")
     return snippet if isinstance(snippet, str) else None
-
-
-def verify_suite(
-    cases: Sequence[Case],
-    prover: Prover | None = None,
-    sandbox_settings: SandboxSettings | None = None,
-    library: str | None = None,
-    *,
-    import_name: str | None = None,
-) -> list[Verdict]:
-    """Verdicts for the multiple-choice cases of a suite (see :func:`run_verification`)."""
-    return run_verification(cases, prover, sandbox_settings, library, import_name=import_name).verdicts

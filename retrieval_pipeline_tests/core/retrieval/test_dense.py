@@ -12,12 +12,8 @@ import pytest
 from retrieval_pipeline.core.retrieval.base import Retriever
 from retrieval_pipeline.core.retrieval.dense import BuildStats, DenseRetriever, EncoderMismatchError
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import (
-    CountingEncoder,
-    Encoder,
-    KeywordEncoder,
-    SentenceTransformerEncoder,
-)
+from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder
+from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird"]
 DOC_IDS = ["d0", "d1", "d2", "d3", "d4"]

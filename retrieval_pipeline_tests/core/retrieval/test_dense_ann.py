@@ -239,7 +239,7 @@ def test_an_entry_without_index_keeps_its_identity(tmp_path: Path) -> None:
 
 
 def test_the_kind_builds_hnsw_above_its_limit_and_reports_it(tmp_path: Path) -> None:
-    from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+    from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     model = fake_model_folder(tmp_path / "model")
     spec = parse_as(DenseSpec, "dense_toy", {"kind": "dense", "model": {"path": str(model)}, "index": {"flat_max_docs": 2}})

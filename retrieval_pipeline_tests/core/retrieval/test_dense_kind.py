@@ -21,8 +21,6 @@ from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache, text_key
 from retrieval_pipeline.core.retrieval.encoders import (
-    CountingEncoder,
-    KeywordEncoder,
     ModelSource,
     SentenceTransformerEncoder,
     encoder_for_spec,
@@ -35,6 +33,7 @@ from retrieval_pipeline.core.retrieval.factory import load_retriever_specs, pars
 from retrieval_pipeline.core.retrieval.kinds.dense import CACHE_FILE, DenseSpec
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, REAL_DOCS, build, fake_model_folder, load, parse_as
+from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird", "query", "passage"]
 

@@ -20,10 +20,10 @@ import numpy as np
 
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
 from retrieval_pipeline.core.retrieval.progress import ProgressLog, progress_line
 from retrieval_pipeline_tests.core.retrieval.kit import build, committed_vectors, fake_model_folder, parse_as
+from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 VOCAB = ["cat", "dog", "fish", "bird"]
@@ -198,10 +198,10 @@ def test_the_index_asset_logs_progress(tmp_path: Path) -> None:
     import dagster as dg  # here, not at the top: the kill test's child imports this module
 
     from retrieval_pipeline.definitions import defs
-    from retrieval_pipeline.defs.resources import KeywordEncoderResource
     from retrieval_pipeline_tests.defs.conftest import VOCAB as DEFS_VOCAB
     from retrieval_pipeline_tests.defs.support import resources_in
     from retrieval_pipeline_tests.defs.test_retriever_assets import PARTITION, registry
+    from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
     resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=DEFS_VOCAB), registry(tmp_path / "in", ["dense_minilm"]))
     instance = dg.DagsterInstance.ephemeral()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.embed_cache import CacheStats, EmbeddingCache, text_key
-from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
+from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird"]
 PROJECT_ROOT = Path(__file__).resolve().parents[3]

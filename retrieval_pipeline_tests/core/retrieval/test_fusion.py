@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import pytest
 
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
 from retrieval_pipeline.core.retrieval.fusion import (
     HybridRetriever,
     best_ranks,
@@ -20,6 +19,7 @@ from retrieval_pipeline.core.retrieval.fusion import (
     rrf_fuse,
 )
 from retrieval_pipeline.core.types import Hit
+from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 A: list[Hit] = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
 B: list[Hit] = [("b", 10.0), ("d", 5.0)]

@@ -18,19 +18,14 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, RetrieverError
-from retrieval_pipeline.core.retrieval.encoders import (
-    CrossEncoderScorer,
-    KeywordScorer,
-    check_cross_encoder_config,
-    encoder_for_spec,
-    file_sha256,
-)
+from retrieval_pipeline.core.retrieval.encoders import CrossEncoderScorer, check_cross_encoder_config, encoder_for_spec, file_sha256
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, load_retriever_specs, parse_spec
 from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker, RerankSpec
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverSpec
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, docs_of, fake_model_folder, parse_as, registry_of
+from retrieval_pipeline_tests.fakes.encoders import KeywordScorer
 
 CORPUS = {
     "d0": "the cat sat on the mat with another cat and a cat toy",
@@ -401,7 +396,8 @@ def test_trained_ms_marco_cross_encoder_from_the_local_hub_cache(tmp_path: Path)
 
 def test_bi_encoder_scorer_is_the_cosine_and_reads_passages_from_the_cache(tmp_path: Path) -> None:
     from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer, CountingEncoder, KeywordEncoder
+    from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer
+    from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
     encoder = CountingEncoder(KeywordEncoder(["json", "csv", "rows"]))
     with EmbeddingCache(tmp_path / "embeddings.sqlite") as cache:

@@ -27,7 +27,7 @@ the lowest reranked score ``s_min`` (only their order means anything). A query t
 The scorer comes from ``ctx.encoder_for(self)``: the real
 :class:`~retrieval_pipeline.core.retrieval.encoders.CrossEncoderScorer` in the pipeline
 (:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`), any object with ``model_id`` and
-``score(pairs) -> scores`` in tests (e.g. :class:`~retrieval_pipeline.core.retrieval.encoders.KeywordScorer`),
+``score(pairs) -> scores`` in tests (e.g. the keyword scorer of ``retrieval_pipeline_tests/fakes/encoders.py``),
 so unit tests need no torch. The build writes no index files: it checks the model and records its
 identity (``model_id``, ``weights_sha256``); loading refuses a scorer whose ``model_id`` differs from the
 recorded one (the weights changed: build again).
