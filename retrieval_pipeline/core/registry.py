@@ -124,6 +124,39 @@ def load_registry(path: Path | str = DEFAULT_REGISTRY_PATH, root: Path | None = 
     return Registry(path=path, datasets=datasets, errors=errors, retrievers=retrievers)
 
 
+#: Per process: registry path -> (its files, their stamps when read, the registry).
+_LOADED: dict[Path, tuple[tuple[Path, ...], tuple[tuple[int, int], ...], Registry]] = {}
+
+
+def registry_at(path: Path | str = DEFAULT_REGISTRY_PATH) -> Registry:
+    """The registry of ``path``, parsed once per process and shared: partitions and assets read this one copy.
+
+    It is parsed again only when the registry file or its retrievers file changed (size or modification
+    time), so a long-lived process never serves a registry older than its files.
+    """
+    path = Path(path).resolve()
+    hit = _LOADED.get(path)
+    if hit is not None and _stamps(hit[0]) == hit[1]:
+        return hit[2]
+    files = (path, _retrievers_file(path, read_yaml_mapping(path, "dataset registry")))
+    stamps = _stamps(files)
+    registry = load_registry(path)
+    _LOADED[path] = (files, stamps, registry)
+    return registry
+
+
+def _stamps(files: tuple[Path, ...]) -> tuple[tuple[int, int], ...]:
+    """(size, mtime_ns) per file; (-1, -1) for a missing one."""
+    out = []
+    for file in files:
+        try:
+            info = file.stat()
+            out.append((info.st_size, info.st_mtime_ns))
+        except OSError:
+            out.append((-1, -1))
+    return tuple(out)
+
+
 def _retrievers_file(path: Path, doc: dict[str, Any]) -> Path:
     """``retrievers_file:`` (relative to the registry), else ``retrievers.yaml`` beside it, else the project's."""
     if doc.get("retrievers_file"):

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from retrieval_pipeline.core.registry import load_registry
+from retrieval_pipeline.core.registry import registry_at
 from retrieval_pipeline.core.report.alerts import Alert
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 from retrieval_pipeline.defs.resources import AlertSinkResource
@@ -34,7 +34,7 @@ weekly_evaluation_job = dg.define_asset_job(
 )
 def weekly_evaluation_schedule(context: dg.ScheduleEvaluationContext):
     """Every Monday 03:00 UTC: one run per weekly dataset in the registry whose input files are all present."""
-    registry = load_registry(REGISTRY_PATH)
+    registry = registry_at(REGISTRY_PATH)
     requests = []
     for name, config in registry.datasets.items():
         if not config.weekly:

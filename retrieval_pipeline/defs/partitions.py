@@ -5,10 +5,10 @@ import warnings
 
 import dagster as dg
 
-from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
+from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, registry_at
 
 REGISTRY_PATH = os.environ.get("RETRIEVAL_PIPELINE_REGISTRY", str(DEFAULT_REGISTRY_PATH))
-REGISTRY = load_registry(REGISTRY_PATH)
+REGISTRY = registry_at(REGISTRY_PATH)  # the same copy the assets read (PipelineSettings.registry)
 
 dataset_partitions = dg.StaticPartitionsDefinition(REGISTRY.names)
 

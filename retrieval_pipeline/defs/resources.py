@@ -12,7 +12,7 @@ from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
-from retrieval_pipeline.core.registry import PROJECT_ROOT, load_registry
+from retrieval_pipeline.core.registry import PROJECT_ROOT, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
@@ -30,7 +30,8 @@ class PipelineSettings(dg.ConfigurableResource):
     cache_dir: str = str(DEFAULT_CACHE_DIR)
 
     def registry(self) -> Registry:
-        return load_registry(self.registry_path)
+        """The registry, parsed once per process (the copy the partitions were made from, while its files are unchanged)."""
+        return registry_at(self.registry_path)
 
     def dataset(self, name: str) -> DatasetConfig:
         return self.registry().get(name)
