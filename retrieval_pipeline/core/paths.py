@@ -1,6 +1,6 @@
 """Paths that data names stay inside an allowed root; files that data names are read with bounds.
 
-Rules (issue 12):
+Rules:
 
 * :func:`resolve_inside`: a path named by data (a suite's ``fixed_file``, a dataset name in an output
   path) is taken relative to ``root`` and must *resolve* inside it: ``..`` segments, absolute paths and

@@ -3,7 +3,7 @@
 Every dataset is one partition of the asset graph. Per-dataset settings override the ``defaults``
 block key by key (nested mappings are merged), so a dataset names only what differs.
 
-Trust (issue 12): the registry is configuration the team writes and reviews; the files it names are
+Trust: the registry is configuration the team writes and reviews; the files it names are
 data. So a dataset *name* must be one safe folder name (``[A-Za-z0-9_.-]``, no ``..``; see
 :func:`retrieval_pipeline.core.paths.check_name`), else the whole registry is refused, naming the file
 and the name. Registry *paths* resolve against the root (``root:`` or the project root) and may leave

@@ -58,7 +58,7 @@ class TargetSettings(_Strict):
 class VerifierSettings(_Strict):
     """Where multiple-choice questions are proven: the interpreter holding the library under test.
 
-    The library has two names (issue 12): ``library`` is its *distribution* (what pip installs,
+    The library has two names: ``library`` is its *distribution* (what pip installs,
     ``google-adk``; its version is reported), ``import_name`` the *module* the verifier probes
     (``google.adk``). Without ``import_name`` it is derived from the distribution's RECORD (else
     top_level.txt) inside the target environment. A setting that names nothing installed or importable

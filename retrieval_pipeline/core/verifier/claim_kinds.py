@@ -1,4 +1,4 @@
-"""More claim kinds (issue 13): what a call does, members of classes and models, enums, subclasses, required
+"""More claim kinds: what a call does, members of classes and models, enums, subclasses, required
 parameters, command-line flags, environment variables, and prose options that name code.
 
 Every builder here has the signature of those in :mod:`~retrieval_pipeline.core.verifier.claims`

@@ -17,7 +17,7 @@ One :class:`Claim` per option. Kinds:
   ``equals``, ``raises``, ``match``), or an option that *is* an expression evaluates without error
   (``mode`` = ``evaluates``);
 * ``raises``, ``returns``, ``attribute`` (a member's default), ``enum_member``, ``subclass``,
-  ``param_required``, ``cli_option`` and ``compound`` (prose that names code): the kinds of issue 13, built in
+  ``param_required``, ``cli_option`` and ``compound`` (prose that names code): the kinds built in
   :mod:`~retrieval_pipeline.core.verifier.claim_kinds` (and, for statements about a pair of fields of a model,
   :mod:`~retrieval_pipeline.core.verifier.field_claims`); each carries ``details["atoms"]``, the checks its
   proof runs;
@@ -341,7 +341,7 @@ Builder = Callable[[str, str, str, str, _Frame], "Claim | None"]
 def builders() -> tuple[Builder, ...]:
     """The claim builders, most specific first: the first that recognises an option makes its claim.
 
-    The kinds of issue 13 live in :mod:`~retrieval_pipeline.core.verifier.claim_kinds` and, for statements about
+    These kinds live in :mod:`~retrieval_pipeline.core.verifier.claim_kinds` and, for statements about
     a pair of fields, :mod:`~retrieval_pipeline.core.verifier.field_claims` (imported here, on first use, because
     they build on this module).
     """

@@ -1,4 +1,4 @@
-"""A prover whose proofs an LLM writes (issue 13), behind the same :class:`~retrieval_pipeline.core.verifier.provers.Prover`
+"""A prover whose proofs an LLM writes, behind the same :class:`~retrieval_pipeline.core.verifier.provers.Prover`
 protocol as the offline prover.
 
 For each option the LLM (through :class:`~retrieval_pipeline.core.llm.client.LLMClient`: cache, retries, JSON
