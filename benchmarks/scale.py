@@ -68,7 +68,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from retrieval_pipeline.core.datasets.known_item.corpus import Subset, nested_subsets  # noqa: E402,F401  (re-exported)
+from retrieval_pipeline.core.datasets.known_item.queries import Subset, nested_subsets  # noqa: E402
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever, load_retriever_specs  # noqa: E402
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run, timed_run  # noqa: E402
@@ -300,7 +300,8 @@ class Corpus:
 
 def installed_corpus() -> Corpus:
     """The ``installed_packages`` dataset's corpus and queries, with its registry settings (cached build)."""
-    from retrieval_pipeline.core.datasets.known_item.corpus import build_installed_corpus, known_items
+    from retrieval_pipeline.core.datasets.known_item.queries import known_items
+    from retrieval_pipeline.core.datasets.known_item.corpus import build_installed_corpus
     from retrieval_pipeline.core.registry import load_registry
 
     config = load_registry(DATASETS_YAML).get(DATASET)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.pairs.build import import_resolver
+from retrieval_pipeline.core.pairs import import_resolver
 from retrieval_pipeline.core.pairs.gold import CorpusLookup, resolve_golds
 from retrieval_pipeline.core.pairs.import_resolver import ImportResolver, LibraryEnvironmentError
 from retrieval_pipeline.core.types import Document

@@ -5,7 +5,7 @@ the bounds of the build (``include``, ``exclude``, ``max_modules_per_package``, 
 ``child_timeout_s``, ``min_documents``), how queries are drawn (``n_queries``, ``min_words``, ``seed``),
 where the built corpus is cached (``cache_dir``), and an optional size (``max_documents``, ``gold_share``):
 the nested, seeded subset that ``benchmarks/scale.py`` evaluates at that size
-(:func:`~retrieval_pipeline.core.datasets.known_item.corpus.nested_subsets`, seeded with ``seed``), so the
+(:func:`~retrieval_pipeline.core.datasets.known_item.queries.nested_subsets`, seeded with ``seed``), so the
 whole graph can run on exactly the documents the benchmark measured, and read their vectors from its cache. The corpus is built by
 :mod:`retrieval_pipeline.core.datasets.known_item.corpus` in child processes and cached per environment.
 
@@ -32,17 +32,14 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
+from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSet, KnownItemSettings, known_items, nested_subsets
 from retrieval_pipeline.core.datasets.known_item.corpus import (
     DEFAULT_CACHE_DIR,
     DEFAULT_EXCLUDE,
     InstalledCorpus,
     IntrospectionSettings,
-    KnownItemSet,
-    KnownItemSettings,
     build_installed_corpus,
     environment_fingerprint,
-    known_items,
-    nested_subsets,
 )
 from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 

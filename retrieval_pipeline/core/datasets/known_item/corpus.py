@@ -1,4 +1,4 @@
-"""A corpus of every installed distribution's API, and known-item queries drawn from it (the scale benchmark).
+"""A corpus of every installed distribution's API (the scale benchmark's corpus), built in child processes and cached.
 
 **Corpus.** The standard library (``sys.stdlib_module_names``: public, findable) and the top-level import
 packages of the installed distributions (``importlib.metadata.packages_distributions()``), each expanded
@@ -8,7 +8,7 @@ module, class, function and method, text as that module composes it.
 
 **Always in a child process.** Importing thousands of torch/scipy/dagster submodules has side effects
 (threads, patched classes, gigabytes of memory), so the pipeline's process never does it: the parent
-runs ``python -m retrieval_pipeline.core.datasets.known_item.corpus`` once per package group (the whole
+runs the child, ``python -m retrieval_pipeline.core.datasets.known_item.introspect``, once per package group (the whole
 standard library is one group, every other top-level package its own), each bounded by a timeout, in an
 empty working folder, in its own session (a timeout kills the group). The child writes documents, rejects
 and a report to a JSON file, which the parent reads. A package group that crashes, exits non-zero or
@@ -21,19 +21,11 @@ module timeout) is only a reject with the module and the reason, as :func:`intro
 Python version, the sorted ``(distribution, version)`` pairs, the introspection settings and the source of
 the two modules that compose the texts. The same environment reads it back in seconds; any change builds anew.
 
-**Known-item queries.** A document whose docstring's first sentence has at least ``min_words`` words and
-is the first sentence of no other document is eligible (the docstring is read back from the document's
-text, see :func:`docstring_of`); ``n_queries`` of them are drawn with a seeded
-generator. The query is that sentence, the gold is that document, and the gold's indexed text has the
-sentence removed (every occurrence, whatever the line wrapping): left in, the query would be a verbatim
-substring of its own gold and every lexical retriever would find it trivially; removed, the retriever
-has to recognise the object from the rest of its text (name, signature, the remaining docstring). A
-sentence shared by two documents would have two golds, so it is skipped.
+**Known-item queries** are drawn from it by :mod:`~retrieval_pipeline.core.datasets.known_item.queries`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import importlib.metadata
@@ -42,23 +34,19 @@ import io
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from retrieval_pipeline.core.atomic import atomic_write, file_lock
-from retrieval_pipeline.core.datasets.api_index import CorpusLoad, introspect_modules, package_modules
+from retrieval_pipeline.core.datasets.known_item.introspect import list_groups
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.types import Document, Rejected
 
@@ -66,18 +54,11 @@ from retrieval_pipeline.core.types import Document, Rejected
 DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[4] / "data" / "cache" / "installed_corpus"
 #: Left out unless listed in ``include``: test suites, and this project itself (it changes with every edit).
 DEFAULT_EXCLUDE = ("test", "tests", "examples", "retrieval_pipeline")
-#: Never imported, even when included: importing them opens a web browser, prints, or starts a GUI.
-NEVER_IMPORTED = frozenset({"antigravity", "this", "idlelib", "turtledemo"})
-#: The group label of the standard library's modules.
-STDLIB = "stdlib"
 #: Bumped when the cached file's layout or the documents' composition changes.
 FORMAT_VERSION = 1
 #: Characters of a child's stderr quoted in an error.
 STDERR_TAIL_CHARS = 2000
-#: Words that end in a period without ending a sentence.
-_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "approx", "resp", "no", "mr", "dr"})
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-_CHILD_MODULE = "retrieval_pipeline.core.datasets.known_item.corpus"
+_CHILD_MODULE = "retrieval_pipeline.core.datasets.known_item.introspect"
 
 
 class IntrospectionError(InputError):
@@ -121,38 +102,6 @@ class InstalledCorpus:
     documents: list[Document]
     rejects: list[Rejected] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class KnownItemSettings:
-    """How known-item queries are drawn: ``n_queries`` sentences of at least ``min_words`` words, seeded."""
-
-    n_queries: int = 2000
-    min_words: int = 6
-    seed: int = 13
-
-
-@dataclass(frozen=True)
-class KnownItemQuery:
-    """One known-item query: the gold's first docstring sentence (whitespace collapsed) and the gold's id."""
-
-    query_id: str
-    query: str
-    gold_doc_id: str
-    removed: int  # occurrences of the sentence removed from the gold's text
-
-
-@dataclass
-class KnownItemSet:
-    """Queries, and the corpus with each gold's sentence removed; ``counts`` says how the sample was drawn.
-
-    ``counts``: ``candidates`` (documents with a docstring) ``== skipped_too_short + skipped_cut +
-    skipped_duplicate + eligible``; ``skipped_in_neighbour + sampled <= eligible``.
-    """
-
-    queries: list[KnownItemQuery]
-    documents: list[Document]
-    counts: dict[str, int]
 
 
 # --------------------------------------------------------------------------- parent: build or read back
@@ -207,8 +156,9 @@ def _check_size(corpus: InstalledCorpus, settings: IntrospectionSettings, label:
 def environment_fingerprint(settings: IntrospectionSettings) -> str:
     """SHA-256 of what decides the corpus: Python, every ``(distribution, version)``, the settings and the code.
 
-    The code is the source of :mod:`~retrieval_pipeline.core.datasets.api_index` (it composes the texts) and of
-    this module, so an edit to either builds anew instead of reading a corpus the new code would not make.
+    The code is the source of :mod:`~retrieval_pipeline.core.datasets.api_index` (it composes the texts), of
+    this module and of the child (:mod:`~retrieval_pipeline.core.datasets.known_item.introspect`), so an edit
+    to any of them builds anew instead of reading a corpus the new code would not make.
     """
     payload = {
         "format": FORMAT_VERSION,
@@ -216,7 +166,7 @@ def environment_fingerprint(settings: IntrospectionSettings) -> str:
         "executable": sys.executable,
         "distributions": installed_distributions(),
         "settings": settings.content_key(),
-        "code": [_source_digest(m) for m in ("retrieval_pipeline.core.datasets.api_index", _CHILD_MODULE)],
+        "code": [_source_digest(m) for m in ("retrieval_pipeline.core.datasets.api_index", __name__, _CHILD_MODULE)],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
@@ -251,30 +201,6 @@ def package_groups(settings: IntrospectionSettings, *, label: str = "installed c
     command = ["--list", *(f"--include={n}" for n in settings.include), *(f"--exclude={n}" for n in settings.exclude)]
     listed = _run(command, f"{label}: listing the installed packages", settings.child_timeout_s, "introspection:listing")
     return [(group, list(names)) for group, names in listed]
-
-
-def list_groups(include: Sequence[str], exclude: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """:func:`package_groups`, computed in this process (only the child calls it)."""
-    stdlib = set(sys.stdlib_module_names)
-    if include:
-        names = set(include)
-    else:
-        found = {n for n in stdlib | set(importlib.metadata.packages_distributions()) if _public(n)}
-        names = {n for n in found if _findable(n)}
-    names -= set(exclude) | NEVER_IMPORTED
-    groups = [(STDLIB, sorted(names & stdlib))] if names & stdlib else []
-    return groups + [(name, [name]) for name in sorted(names - stdlib)]
-
-
-def _findable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except Exception:  # a broken finder or package metadata: not introspectable
-        return False
-
-
-def _public(name: str) -> bool:
-    return name.isidentifier() and not name.startswith("_")
 
 
 def introspect_in_children(settings: IntrospectionSettings, *, label: str = "installed corpus") -> InstalledCorpus:
@@ -441,316 +367,3 @@ def read_cache(path: Path) -> InstalledCorpus:
         ) from exc
     documents = [Document(**dict(zip(_DOCUMENT_FIELDS, values))) for values in zip(*columns)]
     return InstalledCorpus(documents, [Rejected(**r) for r in meta["rejects"]], dict(meta["report"]))
-
-
-# --------------------------------------------------------------------------- known-item queries
-
-
-def docstring_of(doc: Document) -> str:
-    """The docstring part of an introspected document's text, read back from the text itself.
-
-    :func:`~retrieval_pipeline.core.datasets.api_index.introspect_modules` writes ``name (kind)``, the FQN, the
-    signature when Python knows it, then the (capped) docstring. Leading lines that start with ``name(`` are
-    dropped with the blank lines around them: the signature line, and the signature that C functions put
-    at the top of their docstring (``encode_basestring(string) -> string``), which is not a sentence.
-    """
-    lines = doc.text.split("\n")[2:]
-    while lines and (not lines[0].strip() or lines[0].startswith(f"{doc.title}(")):
-        lines.pop(0)
-    return "\n".join(lines).strip()
-
-
-def first_sentence(docstring: str) -> str:
-    """The first sentence of a docstring's first paragraph, as written (line breaks kept), or the whole
-    paragraph when no ``.``, ``!`` or ``?`` ends a sentence in it; abbreviations (``e.g.``) do not end one."""
-    paragraph = re.split(r"\n\s*\n", docstring.strip(), maxsplit=1)[0]
-    for match in _SENTENCE_END.finditer(paragraph):
-        before = paragraph[: match.start()].split()
-        if not before or before[-1].lower() not in _ABBREVIATIONS:
-            return paragraph[: match.end()].strip()
-    return paragraph.strip()
-
-
-def collapse(text: str) -> str:
-    """``text`` with every run of whitespace made one space (the query form of a sentence)."""
-    return " ".join(text.split())
-
-
-def remove_sentence(text: str, sentence: str) -> tuple[str, int]:
-    """``text`` with every occurrence of ``sentence`` removed, whatever the whitespace between its words.
-
-    Returns:
-        The new text (trailing spaces and runs of blank lines left by the removal tidied) and how many
-        occurrences were removed.
-    """
-    words = sentence.split()
-    if not words:
-        return text, 0
-    pattern = re.compile(r"\s+".join(map(re.escape, words)))
-    removed, count = pattern.subn("", text)
-    if count:
-        removed = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", removed)).strip()
-    return removed, count
-
-
-# -- subsets: the same documents and queries at every size --------------------------------------
-
-
-@dataclass(frozen=True)
-class Subset:
-    """One size's documents (positions in the corpus, ascending) and the queries whose gold it holds."""
-
-    size: int
-    positions: list[int]
-    query_ids: list[str]
-
-
-def nested_subsets(
-    doc_ids: Sequence[str], golds: Sequence[tuple[str, str]], sizes: Sequence[int], *, seed: int, gold_share: float
-) -> tuple[dict[int, Subset], list[str]]:
-    """Nested, seeded subsets that hold the gold of every query kept at their size.
-
-    Queries are shuffled first (seeded); the subset of ``n`` documents keeps the first
-    ``min(len(golds), round(n x gold_share))`` of them and holds their golds, and is filled with other
-    documents in a seeded order (golds of queries never kept come last, as plain documents). Since both
-    prefixes only grow with ``n``, a smaller subset is contained in every larger one.
-
-    Args:
-        doc_ids: The corpus's document ids, in corpus order.
-        golds: ``(query_id, gold_doc_id)`` of every query.
-        sizes: Subset sizes (each at most ``len(doc_ids)``).
-        seed: Seed of both shuffles.
-        gold_share: Kept queries per document (0 < share <= 1).
-
-    Returns:
-        ``({size: Subset}, query ids in the shuffled order)``.
-
-    Raises:
-        ValueError: A size outside ``1..len(doc_ids)``, a share outside ``(0, 1]``, or a gold not in the corpus.
-    """
-    if not 0 < gold_share <= 1:
-        raise ValueError(f"gold_share must be in (0, 1], got {gold_share}")
-    bad = [s for s in sizes if not 1 <= s <= len(doc_ids)]
-    if bad:
-        raise ValueError(f"subset sizes {bad} are outside 1..{len(doc_ids):,} (the corpus size)")
-    position = {d: i for i, d in enumerate(doc_ids)}
-    missing = [q for q, g in golds if g not in position]
-    if missing:
-        raise ValueError(f"{len(missing)} queries have a gold that is not in the corpus, e.g. {missing[:3]}")
-    rng = np.random.default_rng(seed)
-    order = [golds[i] for i in rng.permutation(len(golds))]
-    gold_positions = {position[g] for _, g in golds}
-    fillers = [int(i) for i in rng.permutation(len(doc_ids)) if int(i) not in gold_positions]
-    fillers += [position[g] for _, g in order]  # used only when the plain documents run out
-    subsets: dict[int, Subset] = {}
-    for size in sorted(set(sizes)):
-        kept = order[: min(len(order), max(1, round(size * gold_share)), size)]
-        chosen = {position[g] for _, g in kept}
-        for i in fillers:
-            if len(chosen) == size:
-                break
-            chosen.add(i)
-        subsets[size] = Subset(size, sorted(chosen), [q for q, _ in kept])
-    return subsets, [q for q, _ in order]
-
-
-def known_items(corpus: InstalledCorpus, settings: KnownItemSettings, *, label: str = "installed corpus") -> KnownItemSet:
-    """Draw the known-item queries and remove each one's sentence from its gold's text.
-
-    Candidates are documents with a docstring (:func:`docstring_of`); a candidate is skipped when its first
-    sentence has fewer than ``min_words`` words, when it runs into the docstring cap (``…``: not a whole
-    sentence), or when another document has the same first sentence (case and whitespace ignored).
-    The rest (sorted by id) are shuffled with ``numpy.random.default_rng(seed).permutation`` and taken in
-    that order, passing over one whose sentence appears in the text of a *neighbour* (a document of the same
-    module, or of the same name elsewhere: a copied docstring, an alias, a longer sibling), until
-    ``n_queries`` are taken. Neighbours only: searching all 500,000 texts per query would take minutes,
-    and the neighbours are where such copies are (a full search found 30 of 2,000 queries elsewhere, all
-    in a neighbour).
-
-    Raises:
-        InputError: Fewer eligible documents than ``n_queries``, or too many passed over.
-    """
-    sentences = {d.doc_id: first_sentence(docstring_of(d)) for d in corpus.documents}
-    sentences = {k: v for k, v in sentences.items() if v}
-    shared = Counter(collapse(s).casefold() for s in sentences.values())
-    counts = Counter(candidates=len(sentences))
-    eligible: list[str] = []
-    for doc_id in sorted(sentences):
-        reason = _skip_reason(sentences[doc_id], shared, settings.min_words)
-        counts[reason or "eligible"] += 1
-        if reason is None:
-            eligible.append(doc_id)
-    order = [eligible[i] for i in np.random.default_rng(settings.seed).permutation(len(eligible))]
-    chosen, passed = _take(order, sentences, corpus.documents, settings.n_queries)
-    counts["skipped_in_neighbour"] = passed
-    if len(chosen) < settings.n_queries:
-        raise InputError(
-            f"{label}: only {len(chosen):,} documents are usable known items, n_queries={settings.n_queries:,}; {dict(counts)}"
-        )
-    queries, documents = _apply(sorted(chosen), sentences, corpus.documents)
-    counts["sampled"] = len(queries)
-    keys = ("candidates", "skipped_too_short", "skipped_cut", "skipped_duplicate", "eligible", "skipped_in_neighbour", "sampled")
-    return KnownItemSet(queries, documents, {k: counts[k] for k in keys})
-
-
-def _skip_reason(sentence: str, shared: Counter[str], min_words: int) -> str | None:
-    """Why a candidate is not eligible (a ``counts`` key), or ``None`` when it is."""
-    if len(sentence.split()) < min_words:
-        return "skipped_too_short"
-    if sentence.endswith("…"):
-        return "skipped_cut"
-    if shared[collapse(sentence).casefold()] > 1:
-        return "skipped_duplicate"
-    return None
-
-
-def _take(order: Sequence[str], sentences: dict[str, str], documents: Sequence[Document], n: int) -> tuple[list[str], int]:
-    """The first ``n`` ids of ``order`` whose sentence no neighbour's text holds, and how many were passed over."""
-    neighbours: dict[str, list[int]] = {}
-    for i, doc in enumerate(documents):
-        neighbours.setdefault(f"module:{doc.module}", []).append(i)
-        neighbours.setdefault(f"name:{doc.title}", []).append(i)
-    index = {doc.doc_id: i for i, doc in enumerate(documents)}
-    folded: dict[int, str] = {}
-    chosen: list[str] = []
-    passed = 0
-    for doc_id in order:
-        if len(chosen) == n:
-            break
-        gold = documents[index[doc_id]]
-        query = collapse(sentences[doc_id]).casefold()
-        near = set(neighbours[f"module:{gold.module}"]) | set(neighbours[f"name:{gold.title}"])
-        if any(i != index[doc_id] and query in folded.setdefault(i, collapse(documents[i].text).casefold()) for i in near):
-            passed += 1
-        else:
-            chosen.append(doc_id)
-    return chosen, passed
-
-
-def _apply(chosen: Iterable[str], sentences: dict[str, str], documents: Sequence[Document]) -> tuple[list[KnownItemQuery], list[Document]]:
-    """The queries, and the documents with each chosen gold's sentence removed (the others unchanged)."""
-    edited: dict[str, tuple[str, int]] = {doc_id: ("", 0) for doc_id in chosen}
-    out: list[Document] = []
-    for doc in documents:
-        if doc.doc_id in edited:
-            text, count = remove_sentence(doc.text, sentences[doc.doc_id])
-            edited[doc.doc_id] = (text, count)
-            doc = replace(doc, text=text)
-        out.append(doc)
-    queries = [KnownItemQuery(f"ki:{d}", collapse(sentences[d]), d, edited[d][1]) for d in sorted(edited)]
-    return queries, out
-
-
-# --------------------------------------------------------------------------- the child
-
-
-def introspect_packages(packages: Sequence[str], max_modules: int, module_timeout_s: float) -> dict[str, Any]:
-    """Introspect packages in *this* process (only the child calls it): documents, rejects, report.
-
-    Each module goes through :func:`introspect_modules` on its own, under a ``SIGALRM`` timeout, so one
-    that hangs or raises ``SystemExit`` at import is a reject, not the end of the child.
-    """
-    documents: list[Document] = []
-    rejects: list[Rejected] = []
-    counts: Counter[str] = Counter()
-    seen: set[str] = set()
-    for package in packages:
-        modules = _modules_of(package, max_modules, module_timeout_s, rejects)
-        counts["failed_packages"] += modules is None
-        for module in modules or []:
-            loaded = _introspect_one(module, module_timeout_s, rejects)
-            counts["modules"] += 1
-            counts["failed_modules"] += loaded is None
-            counts["missing_docstring"] += loaded.report["missing_docstring"] if loaded else 0  # as introspect_modules counts it
-            for doc in loaded.documents if loaded else []:
-                if doc.doc_id in seen:
-                    counts["duplicates"] += 1
-                    continue
-                seen.add(doc.doc_id)
-                documents.append(doc)
-    report = {k: counts[k] for k in ("modules", "failed_modules", "failed_packages", "duplicates", "missing_docstring")}
-    report["peak_rss_mb"] = _peak_rss_mb()
-    return {"documents": [asdict(d) for d in documents], "rejects": [asdict(r) for r in rejects], "report": report}
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak resident memory in MiB: ``VmHWM`` (its own address space; ``ru_maxrss`` would
-    report the parent's peak when that was larger, as Linux carries it over fork and exec)."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def _modules_of(package: str, max_modules: int, timeout_s: float, rejects: list[Rejected]) -> list[str] | None:
-    """The package's modules, or ``None`` (and a reject naming the package) when they cannot be listed.
-
-    Listing imports the package's subpackages (:func:`pkgutil.walk_packages` needs their ``__path__``), so it
-    runs under the same alarm as a module import.
-    """
-    try:
-        with _alarm(timeout_s):
-            return package_modules(package, max_modules=max_modules)
-    except BaseException as exc:  # SystemExit from a package's __init__ included; the child goes on
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        reason = f"package {package!r} could not be listed: {type(exc).__name__}: {exc}"
-        rejects.append(Rejected(source_file=f"introspection:{package}", case_id=package, index=None, reason=reason))
-        return None
-
-
-def _introspect_one(module: str, timeout_s: float, rejects: list[Rejected]) -> CorpusLoad | None:
-    """The module introspected, or ``None`` when it failed (its reject added)."""
-    try:
-        with _alarm(timeout_s):
-            loaded = introspect_modules([module])
-    except BaseException as exc:  # SystemExit, or the alarm's TimeoutError
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        reason = f"module {module!r} failed to import: {type(exc).__name__}: {exc}"
-        rejects.append(Rejected(source_file=f"introspection:{module}", case_id=module, index=None, reason=reason))
-        return None
-    rejects.extend(loaded.rejects)
-    return None if loaded.rejects else loaded
-
-
-@contextlib.contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
-    """Raise ``TimeoutError`` in the block after ``seconds`` (main thread, POSIX)."""
-
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"still running after {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """The child: introspect the packages named on the command line and write the JSON output file."""
-    parser = argparse.ArgumentParser(description="Introspect installed packages (run by build_installed_corpus).")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--list", action="store_true", help="write the package groups instead of introspecting")
-    parser.add_argument("--include", action="append", default=[])
-    parser.add_argument("--exclude", action="append", default=[])
-    parser.add_argument("--max-modules", type=int, default=2000)
-    parser.add_argument("--module-timeout", type=float, default=120.0)
-    parser.add_argument("packages", nargs="*")
-    args = parser.parse_args(argv)
-    warnings.simplefilter("ignore")  # thousands of deprecation warnings would only fill stderr
-    if args.list:
-        output: Any = list_groups(args.include, args.exclude)
-    else:
-        output = introspect_packages(args.packages, args.max_modules, args.module_timeout)
-    args.out.write_text(json.dumps(output), encoding="utf-8")
-    sys.stderr.flush()
-    os._exit(0)  # imported modules may have left non-daemon threads or atexit hooks behind: do not wait for them
-
-
-if __name__ == "__main__":
-    main()

@@ -16,7 +16,7 @@ import pytest
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
 from retrieval_pipeline.core.datasets.config import DatasetConfig
-from retrieval_pipeline.core.datasets.context_qa.adapter import pairs as context_pairs
+from retrieval_pipeline.core.datasets.context_qa import pairs as context_pairs
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.pairs import CACHE_NAMESPACE, ContextMatch, ContextMatcher
 from retrieval_pipeline.core.datasets.context_qa.reader import (
@@ -376,7 +376,7 @@ def test_the_pair_builder_uses_the_active_result_cache(tmp_path: Path) -> None:
 
 def test_context_columns_with_the_active_cache_equal_those_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Evaluation's similarities of retrieved chunks: read from the cache on a re-run, the columns unchanged."""
-    from retrieval_pipeline.core.datasets.context_qa.adapter import similarity as similarity_module
+    from retrieval_pipeline.core.datasets.context_qa import similarity as similarity_module
     from retrieval_pipeline.core.datasets.context_qa.similarity import SIMILARITY_NAMESPACE
     from retrieval_pipeline.core.frames import to_frame
 

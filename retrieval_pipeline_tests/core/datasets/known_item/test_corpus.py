@@ -16,18 +16,20 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
-from retrieval_pipeline.core.datasets.known_item.adapter import corpus as ic
-from retrieval_pipeline.core.datasets.known_item.corpus import (
-    InstalledCorpus,
-    IntrospectionError,
-    IntrospectionSettings,
+from retrieval_pipeline.core.datasets.known_item import corpus as ic
+from retrieval_pipeline.core.datasets.known_item.queries import (
     KnownItemSettings,
-    build_installed_corpus,
     collapse,
     docstring_of,
     first_sentence,
     known_items,
     remove_sentence,
+)
+from retrieval_pipeline.core.datasets.known_item.corpus import (
+    InstalledCorpus,
+    IntrospectionError,
+    IntrospectionSettings,
+    build_installed_corpus,
 )
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.types import Document
