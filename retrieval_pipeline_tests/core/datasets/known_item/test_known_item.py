@@ -163,7 +163,7 @@ def test_max_documents_keeps_the_benchmarks_subset_with_the_golds_of_its_queries
 
 def test_an_id_with_whitespace_is_a_reject_and_so_is_its_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Introspection found ``DgApiList[dict[str, Any]]``: a TREC file cannot hold that id, so it is rejected, with its query."""
-    from retrieval_pipeline.core.datasets.known_item.adapter import adapter as known_item
+    from retrieval_pipeline.core.datasets.known_item import adapter as known_item
     from retrieval_pipeline.core.datasets.known_item.queries import KnownItemQuery, KnownItemSet
     from retrieval_pipeline.core.datasets.known_item.corpus import InstalledCorpus
     from retrieval_pipeline.core.types import Document
@@ -184,7 +184,7 @@ def test_an_id_with_whitespace_is_a_reject_and_so_is_its_query(monkeypatch: pyte
 
 
 def test_the_corpus_and_cases_steps_share_one_build_per_process(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from retrieval_pipeline.core.datasets.known_item.adapter import adapter as known_item
+    from retrieval_pipeline.core.datasets.known_item import adapter as known_item
 
     calls: list[object] = []
     real = known_item.build_installed_corpus
