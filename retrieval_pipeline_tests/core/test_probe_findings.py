@@ -1,0 +1,120 @@
+"""Findings of the bad-input probe, one test each (named after the finding), each failing before its fix.
+
+Crashes become errors naming the file and the row or case; silent cases become rejects or warnings;
+per-read timeouts become total deadlines; big inputs are bounded before they are read.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS
+from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.frames import to_frame
+from retrieval_pipeline.core.sources.suites import load_suite
+from retrieval_pipeline.core.types import Case
+
+API_ROW = "- {id: api_ok, benchmark_type: api_understanding, question: Which class?, answers: [{fully_qualified_class_name: a.B}]}"
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    return path
+
+
+def suite_file(tmp_path: Path, *rows: str) -> Path:
+    return write(tmp_path / "suite" / "benchmark.yaml", "benchmarks:\n" + "\n".join([API_ROW, *rows]) + "\n")
+
+
+# ---- 1. suite extra fields with non-string or mixed-type keys -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [("meta: {2024-01-01: x}", "'2024-01-01' (date) in 'meta'"), ("meta: {1: a, b: c}", "'1' (int) in 'meta'"), ("2: x", "'2' (int) is not text")],
+)
+def test_suite_extra_fields_with_non_text_keys_reject_the_case(tmp_path: Path, extra: str, shown: str) -> None:
+    path = suite_file(
+        tmp_path,
+        f"- {{id: odd_keys, benchmark_type: api_understanding, question: Q?, {extra}, answers: [{{fully_qualified_class_name: a.B}}]}}",
+    )
+    loaded = load_suite(path)
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (2, 1, 1)
+    reason = loaded.rejects[0].reason
+    assert str(path) in reason and "case 'odd_keys' (index 1)" in reason and shown in reason and "is not text" in reason
+    to_frame(loaded.cases, Case, CASE_JSON_FIELDS)  # the accepted cases still travel as JSON
+
+
+# ---- 5. a 15 MB question is accepted from a suite ---------------------------------------------------------------
+
+
+def test_suite_question_of_15_mb_is_rejected_naming_file_and_case(tmp_path: Path) -> None:
+    path = suite_file(
+        tmp_path,
+        f"- {{id: huge_q, benchmark_type: api_understanding, question: {'q' * 15_000_000}, answers: [{{fully_qualified_class_name: a.B}}]}}",
+    )
+    loaded = load_suite(path)
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (2, 1, 1)
+    reason = loaded.rejects[0].reason
+    assert str(path) in reason and "case 'huge_q' (index 1)" in reason and "'question' is 15,000,000 characters, over the limit" in reason
+    assert len(reason) < 400
+
+
+# ---- 7. YAML amplification by one big scalar, aliased 3,000 times ----------------------------------------------
+
+
+def test_yaml_scalar_alias_amplification_is_refused(tmp_path: Path) -> None:
+    aliases = ", ".join(["*big"] * 3_000)
+    path = write(
+        tmp_path / "suite" / "benchmark.yaml",
+        f"big: &big {'x' * 1_000_000}\nbenchmarks:\n- {{id: amp, benchmark_type: api_understanding, question: Q?, "
+        f"answers: [{{fully_qualified_class_name: a.B}}], meta: [{aliases}]}}\n",
+    )
+    assert 1_000_000 < path.stat().st_size < 1_200_000
+    started = time.monotonic()
+    with pytest.raises(InputError) as info:
+        load_suite(path)
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert str(path) in message and "aliases expand to more than 1,000,000 extra characters" in message and "xxxx" not in message
+
+
+def test_suite_extra_fields_are_bounded_even_without_aliases(tmp_path: Path) -> None:
+    rows = [
+        f"- {{id: big_meta, benchmark_type: api_understanding, question: Q?, answers: [{{fully_qualified_class_name: a.B}}], meta: [{', '.join(['y' * 400_000] * 3)}]}}"
+    ]
+    loaded = load_suite(suite_file(tmp_path, *rows))
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (2, 1, 1)
+    assert "case 'big_meta' (index 1): extra fields hold more than 1,000,000 characters (at 'meta')" in loaded.rejects[0].reason
+
+
+def test_yaml_integer_of_5000_digits_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = suite_file(tmp_path, f"- {{id: big_int, benchmark_type: api_understanding, question: Q?, weight: {'7' * 5_000}}}")
+    with pytest.raises(InputError) as info:
+        load_suite(path)
+    assert str(path) in str(info.value) and "a value cannot be built" in str(info.value) and len(str(info.value)) < 500
+
+
+# ---- 8. a 600 MB snippet file is read whole ---------------------------------------------------------------------
+
+
+def test_snippet_file_of_600_mb_is_refused_before_reading(tmp_path: Path) -> None:
+    snippet = tmp_path / "suite" / "big.py"
+    snippet.parent.mkdir(parents=True)
+    with snippet.open("wb") as handle:  # sparse: no disk used
+        handle.truncate(600 * 1024 * 1024)
+    row = (
+        "- {id: mc_big, benchmark_type: multiple_choice, question: What runs?, options: {A: x, B: y}, correct_answer: A,"
+        " code_snippet_ref: {file: big.py, section: s}}"
+    )
+    started = time.monotonic()
+    loaded = load_suite(suite_file(tmp_path, row))
+    assert time.monotonic() - started < 2
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (2, 1, 1)
+    reason = loaded.rejects[0].reason
+    assert "case 'mc_big' (index 1)" in reason and "big.py" in reason
+    assert "code snippet file is 629,145,600 bytes, over the limit of 1,000,000 bytes: refused, not read" in reason
