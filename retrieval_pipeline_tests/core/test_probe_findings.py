@@ -35,7 +35,11 @@ def suite_file(tmp_path: Path, *rows: str) -> Path:
 
 @pytest.mark.parametrize(
     ("extra", "shown"),
-    [("meta: {2024-01-01: x}", "'2024-01-01' (date) in 'meta'"), ("meta: {1: a, b: c}", "'1' (int) in 'meta'"), ("2: x", "'2' (int) is not text")],
+    [
+        ("meta: {2024-01-01: x}", "'2024-01-01' (date) in 'meta'"),
+        ("meta: {1: a, b: c}", "'1' (int) in 'meta'"),
+        ("2: x", "'2' (int) is not text"),
+    ],
 )
 def test_suite_extra_fields_with_non_text_keys_reject_the_case(tmp_path: Path, extra: str, shown: str) -> None:
     path = suite_file(
