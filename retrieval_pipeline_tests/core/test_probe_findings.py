@@ -6,6 +6,7 @@ per-read timeouts become total deadlines; big inputs are bounded before they are
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -122,3 +123,67 @@ def test_snippet_file_of_600_mb_is_refused_before_reading(tmp_path: Path) -> Non
     reason = loaded.rejects[0].reason
     assert "case 'mc_big' (index 1)" in reason and "big.py" in reason
     assert "code snippet file is 629,145,600 bytes, over the limit of 1,000,000 bytes: refused, not read" in reason
+
+
+# ---- 2. context-QA: 600-deep junk, a 5,000-digit number, a 100,000-deep array -------------------------------
+
+
+def qa_file(tmp_path: Path, bad_row: str) -> Path:
+    good = ['{"question": "Q one?", "context": "Context one.", "answer": "A"}', '{"question": "Q two?", "context": "Context two."}']
+    return write(tmp_path / "qa" / "qa.json", "[\n" + ",\n".join([good[0], bad_row, good[1]]) + "\n]\n")
+
+
+def test_context_qa_600_deep_parser_junk_is_kept_unparsed(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.sources.context_qa import load_context_qa
+
+    junk = "[<A children=" * 600 + "'x'" + ">]" * 600
+    loaded = load_context_qa(qa_file(tmp_path, json.dumps({"question": "Deep?", "context": "Before " + junk})))
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (3, 3, 0)
+    assert loaded.report["junk_unparsed"] >= 1 and loaded.cases[1].extra["expected_context"].startswith("Before [<A children=")
+
+
+def test_context_qa_5000_digit_number_rejects_the_row(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.sources.context_qa import load_context_qa
+
+    path = qa_file(tmp_path, '{"question": "Big?", "context": "C.", "answer": ' + "9" * 5_000 + "}")
+    loaded = load_context_qa(path)
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (3, 2, 1)
+    reason = loaded.rejects[0].reason
+    assert reason == f"file {path}, row 1 (line 3): an integer of 5,000 digits, more than 4,300"
+    assert loaded.report["unreadable_rows"] == 1 and loaded.report["rejected"] == 1
+
+
+def test_context_qa_100000_deep_array_rejects_the_row(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.sources.context_qa import load_context_qa
+
+    path = qa_file(tmp_path, '{"question": "Deep?", "context": "C.", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    loaded = load_context_qa(path)
+    assert (loaded.total, len(loaded.cases), len(loaded.rejects)) == (3, 2, 1)
+    assert loaded.rejects[0].reason == f"file {path}, row 1 (line 3): nested too deeply to parse"
+    assert [case.query for case in loaded.cases] == ["Q one?", "Q two?"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('[{"question": "Q?", "context": "C."} {"a": 1}]', "malformed JSON at line 1, column 38: Expecting ',' delimiter"),
+        ('[{"question": "Q?", "context": "C."},]', "malformed JSON at line 1, column 38: Expecting value"),
+        ('[{"question": "Q?", "context": "C."}] x', "malformed JSON at line 1, column 39: Extra data"),
+        ('[{"question": "Q?", "context": "C."}', "malformed JSON at line 1, column 37: Expecting ',' delimiter"),
+        ("[] []", "malformed JSON at line 1, column 4: Extra data"),
+        ('{"a": ' + "[" * 100_000, "nested too deeply to parse"),
+    ],
+)
+def test_context_qa_row_by_row_parsing_keeps_json_messages(tmp_path: Path, content: str, message: str) -> None:
+    from retrieval_pipeline.core.sources.context_qa import load_context_qa
+
+    path = write(tmp_path / "qa.json", content)
+    with pytest.raises(InputError) as info:
+        load_context_qa(path)
+    assert message in str(info.value) and str(path) in str(info.value)
+    try:
+        json.loads(content)
+    except json.JSONDecodeError as exc:  # the same position and message as the whole-file parser gave
+        assert f"line {exc.lineno}, column {exc.colno}: {exc.msg}" in message
+    except RecursionError:
+        pass
