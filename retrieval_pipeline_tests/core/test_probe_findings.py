@@ -187,3 +187,61 @@ def test_context_qa_row_by_row_parsing_keeps_json_messages(tmp_path: Path, conte
         assert f"line {exc.lineno}, column {exc.colno}: {exc.msg}" in message
     except RecursionError:
         pass
+
+
+# ---- 3. BEIR: grades and ids of 5,000 digits, a 20-digit grade, a 100,000-deep corpus line ---------------------
+
+
+def beir_folder(tmp_path: Path, *, corpus: list[str] | None = None, qrels: list[str] | None = None) -> Path:
+    folder = tmp_path / "toy"
+    docs = ['{"_id": "d1", "text": "one"}', '{"_id": "d2", "text": "two"}']
+    write(folder / "corpus.jsonl", "\n".join(docs + (corpus or [])) + "\n")
+    write(folder / "queries.jsonl", '{"_id": "q1", "text": "first?"}\n{"_id": "q2", "text": "second?"}\n')
+    write(folder / "qrels" / "test.tsv", "\n".join(["query-id\tcorpus-id\tscore", "q1\td1\t1", "q2\td2\t1", *(qrels or [])]) + "\n")
+    return folder
+
+
+def load_beir_counts(folder: Path):
+    from retrieval_pipeline.core.sources.beir import load_beir
+
+    loaded = load_beir(folder)
+    report = loaded.report
+    assert report["corpus_lines"] == len(loaded.documents) + report["corpus_rejected"]
+    assert report["qrels_lines"] == report["qrels_kept"] + report["qrels_rejected"]
+    return loaded
+
+
+@pytest.mark.parametrize(
+    ("grade", "shown"),
+    [
+        ("9" * 5_000, "grade out of range: '9999999999999999999999999999999999999999'... (5,000 characters)"),
+        ("99999999999999999999", "grade out of range: '99999999999999999999'"),
+        ("2147483648", "grade out of range: '2147483648' (grades are -2,147,483,648 to 2,147,483,647)"),
+    ],
+)
+def test_beir_grade_of_5000_digits_or_past_int32_rejects_the_line(tmp_path: Path, grade: str, shown: str) -> None:
+    from retrieval_pipeline.core.datasets.beir import beir_pair
+    from retrieval_pipeline.core.pairs import QAPair
+
+    folder = beir_folder(tmp_path, qrels=[f"q1\td2\t{grade}"])
+    loaded = load_beir_counts(folder)
+    assert (loaded.report["qrels_lines"], loaded.report["qrels_kept"], loaded.report["qrels_rejected"]) == (3, 2, 1)
+    reasons = [r.reason for r in loaded.rejects]
+    assert len(reasons) == 1 and reasons[0].startswith(f"file {folder / 'qrels' / 'test.tsv'}, line 4: {shown}") and len(reasons[0]) < 300
+    frame = to_frame([beir_pair(case) for case in loaded.cases], QAPair, ())  # what the pairs asset writes
+    frame.to_parquet(tmp_path / "pairs.parquet")
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"_id": ' + "7" * 5_000 + ', "text": "big id"}', "an integer of 5,000 digits, more than 4,300"),
+        ('{"_id": "d3", "text": "deep", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply to parse"),
+    ],
+)
+def test_beir_corpus_line_with_a_5000_digit_id_or_100000_deep_rejects_the_line(tmp_path: Path, line: str, why: str) -> None:
+    folder = beir_folder(tmp_path, corpus=[line])
+    loaded = load_beir_counts(folder)
+    assert (loaded.report["corpus_lines"], len(loaded.documents), loaded.report["corpus_rejected"]) == (3, 2, 1)
+    assert [r.reason for r in loaded.rejects] == [f"file {folder / 'corpus.jsonl'}, line 3: {why}"]
+    assert len(loaded.cases) == 2
