@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS
@@ -245,3 +247,69 @@ def test_beir_corpus_line_with_a_5000_digit_id_or_100000_deep_rejects_the_line(t
     assert (loaded.report["corpus_lines"], len(loaded.documents), loaded.report["corpus_rejected"]) == (3, 2, 1)
     assert [r.reason for r in loaded.rejects] == [f"file {folder / 'corpus.jsonl'}, line 3: {why}"]
     assert len(loaded.cases) == 2
+
+
+# ---- 4 and 6. embedding cache: one row with a 10-byte vector, one row with a NaN ---------------------------------
+
+
+def damage_one_cache_row(path: Path, model_id: str, text: str, blob: bytes) -> None:
+    import sqlite3
+
+    from retrieval_pipeline.core.retrieval.embed_cache import text_key
+
+    with sqlite3.connect(path) as conn:
+        assert (
+            conn.execute(
+                "UPDATE embeddings SET vector = ? WHERE model_id = ? AND text_sha256 = ?", (blob, model_id, text_key(text))
+            ).rowcount
+            == 1
+        )
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("blob", "why"),
+    [
+        (b"0123456789", "10 bytes stored, dim 5 needs 20"),
+        (np.array([np.nan, 0, 0, 0, 1], dtype="<f4").tobytes(), "NaN or infinite values stored"),
+    ],
+    ids=["10-byte vector", "NaN vector"],
+)
+def test_embedding_cache_row_with_a_10_byte_or_nan_vector_is_embedded_again_with_a_warning(tmp_path: Path, blob: bytes, why: str) -> None:
+    from retrieval_pipeline.core.atomic import CorruptFileWarning
+    from retrieval_pipeline.core.retrieval.embed_cache import CacheStats, EmbeddingCache
+    from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
+
+    encoder = CountingEncoder(KeywordEncoder(["cat", "dog", "fish", "bird"]))
+    texts = ["a cat", "a dog", "a fish"]
+    path = tmp_path / "emb.sqlite"
+    with EmbeddingCache(path) as cache:
+        expected, _ = cache.get_or_encode(encoder, texts)
+    damage_one_cache_row(path, encoder.model_id, "a dog", blob)
+    for run in range(2):  # the damaged row is replaced: the second run reads everything from the cache
+        with EmbeddingCache(path) as cache, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            vectors, stats = cache.get_or_encode(encoder, texts)
+        np.testing.assert_array_equal(vectors, expected)
+        messages = [str(w.message) for w in caught if issubclass(w.category, CorruptFileWarning)]
+        if run == 0:
+            assert stats == CacheStats(hits=2, misses=1) and encoder.batches[-1] == ["a dog"]
+            assert len(messages) == 1 and str(path) in messages[0] and why in messages[0] and "embedded again" in messages[0]
+        else:
+            assert stats == CacheStats(hits=3, misses=0) and messages == []
+
+
+def test_embedding_cache_refuses_nan_vectors_from_the_encoder(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+
+    class NaNEncoder(KeywordEncoder):
+        def encode(self, texts):  # type: ignore[override]
+            vectors = super().encode(texts)
+            vectors[-1, 0] = np.nan
+            return vectors
+
+    with EmbeddingCache(tmp_path / "emb.sqlite") as cache:
+        with pytest.raises(ValueError, match=r"NaN or infinite values for 1 of 2 texts \(the first: 'a dog'\); nothing of this chunk"):
+            cache.get_or_encode(NaNEncoder(["cat", "dog"]), ["a cat", "a dog"])
+        assert cache.count() == 0
