@@ -313,3 +313,33 @@ def test_embedding_cache_refuses_nan_vectors_from_the_encoder(tmp_path: Path) ->
         with pytest.raises(ValueError, match=r"NaN or infinite values for 1 of 2 texts \(the first: 'a dog'\); nothing of this chunk"):
             cache.get_or_encode(NaNEncoder(["cat", "dog"]), ["a cat", "a dog"])
         assert cache.count() == 0
+
+
+# ---- 9. one huge NQ CSV cell failed the whole file with a wrong guess ("unclosed quote?") -----------------------
+
+
+def test_nq_csv_cell_over_the_field_limit_rejects_only_its_row(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.sources.nq import load_nq_csv
+
+    path = tmp_path / "nq.csv"
+    with path.open("w", encoding="utf-8") as handle:  # 12 MB, written in pieces (the finding had 100 MB)
+        handle.write('question,long_answer,short_answer\nq1,p1,a\nq2,"')
+        for _ in range(12):
+            handle.write("x, y\n" * (1024 * 1024 // 5) + "z" * (1024 * 1024 % 5))
+        handle.write('",b\nq3,p3,c\n')
+    loaded = load_nq_csv(path)
+    assert (loaded.total, len(loaded.rows), len(loaded.rejects)) == (3, 2, 1)
+    assert [row.question for row in loaded.rows] == ["q1", "q3"]
+    assert loaded.rejects[0].reason == (
+        f"file {path}, row 3: 'long_answer' (12,582,912 characters) over the per-cell limit of 100,000 characters"
+    )
+
+
+def test_nq_csv_unclosed_quote_still_fails_the_file_naming_the_row(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.sources.nq import load_nq_csv
+
+    path = write(tmp_path / "nq.csv", 'question,long_answer,short_answer\nq1,p1,a\nq2,"never closed,b\nq3,p3,c\n')
+    with pytest.raises(InputError) as info:
+        load_nq_csv(path)
+    assert str(info.value).endswith("malformed CSV in row 3: unexpected end of data (an unclosed quote?)")
+    assert str(path) in str(info.value)
