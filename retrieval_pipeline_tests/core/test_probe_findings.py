@@ -7,6 +7,8 @@ per-read timeouts become total deadlines; big inputs are bounded before they are
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -343,3 +345,123 @@ def test_nq_csv_unclosed_quote_still_fails_the_file_naming_the_row(tmp_path: Pat
         load_nq_csv(path)
     assert str(info.value).endswith("malformed CSV in row 3: unexpected end of data (an unclosed quote?)")
     assert str(path) in str(info.value)
+
+
+# ---- 10 and 11. the http retriever: per-read timeouts were no deadline; an 800 MB answer was read whole ----------
+
+
+class TrickleServer:
+    """A loopback HTTP server: reads a request, sends ``head`` at once, then ``piece`` every ``every_s`` seconds,
+    ``pieces`` times at most (a shutdown stops it), then closes; ``sent`` counts the bytes sent after ``head``.
+    """
+
+    def __init__(self, head: bytes, piece: bytes, pieces: int, every_s: float) -> None:
+        self.head, self.piece, self.pieces, self.every_s = head, piece, pieces, every_s
+        self.sent = 0
+        self._stop = threading.Event()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.1)
+        self._threads: list[threading.Thread] = []
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/search"
+
+    def __enter__(self) -> TrickleServer:
+        self._accepting.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._accepting.join(5)
+        for thread in self._threads:
+            thread.join(5)
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                data = b""
+                while b"\r\n\r\n" not in data and len(data) < 1_000_000:
+                    data += conn.recv(65536) or b"\r\n\r\n"
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.lower().splitlines() if line.startswith(b"content-length:")), 0)
+                while len(body) < length:
+                    body += conn.recv(65536) or b" " * length
+                conn.sendall(self.head)
+                for _ in range(self.pieces):
+                    if self._stop.wait(self.every_s):
+                        return
+                    conn.sendall(self.piece)
+                    self.sent += len(self.piece)
+            except OSError:
+                return
+
+
+ONE_RESULT = b'{"results": [[{"doc_id": "d1", "score": 1.0}]]}'
+
+
+@pytest.mark.parametrize(
+    ("head", "piece"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", b" "),
+        (b"HTTP/1.1 200 OK\r\nX-Padding: ", b"a"),
+    ],
+    ids=["trickled body", "trickled headers"],
+)
+def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
+    from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever
+    from retrieval_pipeline.core.retrieval.remote import RetryPolicy
+    from retrieval_pipeline.core.retrieval.base import QueryError
+
+    # a byte every 0.25 s (the finding had 2 s): each read is well within the 1 s timeout, for up to 30 s
+    with TrickleServer(head, piece, pieces=120, every_s=0.25) as server:
+        retriever = HttpRetriever(
+            "trickle", server.url, timeout_s=1.0, policy=RetryPolicy(max_retries=1, backoff_base_s=0, backoff_max_s=0)
+        )
+        started = time.monotonic()
+        [answer] = retriever.search(["q"], 3)
+        elapsed = time.monotonic() - started
+    assert elapsed < 4, f"two attempts of a 1 s deadline took {elapsed:.1f} s"
+    assert isinstance(answer, QueryError)
+    assert "no complete answer within 1 s (a deadline for the whole request)" in answer.message and "after 2 attempt(s)" in answer.message
+
+
+def test_http_answer_of_800_mb_is_refused_before_reading() -> None:
+    from retrieval_pipeline.core.retrieval.remote import MAX_ANSWER_BYTES, BadResponse, post_json
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 800000000\r\n\r\n"
+    with TrickleServer(head, b"x" * 65536, pieces=200, every_s=0.001) as server:  # 13 MB at most
+        with pytest.raises(BadResponse) as info:
+            post_json(server.url, {"queries": ["q"], "k": 3}, {}, 10.0)
+    assert str(info.value) == f"the answer is 800,000,000 bytes (Content-Length), over the limit of {MAX_ANSWER_BYTES:,}: not read"
+    assert server.sent < 10 * 1024 * 1024
+
+
+def test_http_streamed_answer_past_the_limit_is_cut_off() -> None:
+    from retrieval_pipeline.core.retrieval.remote import BadResponse, post_json
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"  # no length: read until closed
+    with TrickleServer(head, b"x" * 65536, pieces=160, every_s=0.001) as server:  # 10 MB at most
+        with pytest.raises(BadResponse, match=r"over the limit of 1,000,000 bytes: refused after reading 1,000,000"):
+            post_json(server.url, {"queries": ["q"], "k": 3}, {}, 10.0, max_bytes=1_000_000)
+
+
+def test_http_answer_within_the_deadline_and_limit_is_read() -> None:
+    from retrieval_pipeline.core.retrieval.remote import post_json
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ONE_RESULT)
+    with TrickleServer(head + ONE_RESULT, b"", pieces=0, every_s=0) as server:
+        assert post_json(server.url, {"queries": ["q"], "k": 3}, {}, 5.0) == {"results": [[{"doc_id": "d1", "score": 1.0}]]}
