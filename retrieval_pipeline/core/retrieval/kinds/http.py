@@ -29,8 +29,9 @@ Protocol (JSON over HTTP, one POST per batch of ``batch_size`` queries)::
 
 Settings: ``url``, ``timeout_s`` (a deadline per request: connecting, the headers and the whole answer,
 which is read up to 64 MB), ``max_retries``, ``backoff_base_s``, ``backoff_max_s``, ``batch_size`` (queries
-per POST), ``headers_env``, ``probe_query``. There is nothing to index: building records the url and sends ``probe_query`` once; a service that does not answer it (or
-answers doc ids outside the corpus) fails the build with an error naming the url.
+per POST), ``headers_env``, ``probe_query``. There is nothing to index: building records the url and
+sends ``probe_query`` once; a service that does not answer it (or answers doc ids outside the corpus)
+fails the build with an error naming the url.
 
 Example::
 
