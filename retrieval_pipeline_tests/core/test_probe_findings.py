@@ -422,9 +422,9 @@ ONE_RESULT = b'{"results": [[{"doc_id": "d1", "score": 1.0}]]}'
     ids=["trickled body", "trickled headers"],
 )
 def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
+    from retrieval_pipeline.core.retrieval.base import QueryError
     from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever
     from retrieval_pipeline.core.retrieval.remote import RetryPolicy
-    from retrieval_pipeline.core.retrieval.base import QueryError
 
     # a byte every 0.25 s (the finding had 2 s): each read is well within the 1 s timeout, for up to 30 s
     with TrickleServer(head, piece, pieces=120, every_s=0.25) as server:
@@ -465,3 +465,31 @@ def test_http_answer_within_the_deadline_and_limit_is_read() -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ONE_RESULT)
     with TrickleServer(head + ONE_RESULT, b"", pieces=0, every_s=0) as server:
         assert post_json(server.url, {"queries": ["q"], "k": 3}, {}, 5.0) == {"results": [[{"doc_id": "d1", "score": 1.0}]]}
+
+
+@pytest.mark.parametrize(
+    ("head", "piece"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", b" "),
+        (b"HTTP/1.1 200 OK\r\nX-Padding: ", b"a"),
+    ],
+    ids=["trickled body", "trickled headers"],
+)
+def test_llm_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
+    import pydantic
+
+    from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
+
+    class Answer(pydantic.BaseModel):
+        answer: str
+
+    with TrickleServer(head, piece, pieces=120, every_s=0.25) as server:
+        base_url = server.url.removesuffix("/search") + "/v1"
+        settings = LLMSettings(base_url=base_url, model="m", timeout_s=1.0, max_retries=1, backoff_base_s=0, backoff_max_s=0)
+        with LLMClient(settings) as client:
+            started = time.monotonic()
+            call = client.complete_json([{"role": "user", "content": "Q?"}], Answer)
+            elapsed = time.monotonic() - started
+    assert elapsed < 4, f"two attempts of a 1 s deadline took {elapsed:.1f} s"
+    assert call.value is None and "APITimeoutError" in call.error
+    assert "no complete answer within 1 s (a deadline for the whole request)" in call.error and "after 2 attempt(s)" in call.error
