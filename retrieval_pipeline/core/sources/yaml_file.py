@@ -11,7 +11,11 @@ Every YAML input (suites, ranked targets, the dataset and retriever registries) 
   bomb is refused after a few hundred events), and recursive aliases;
 * aliases that would add more than :data:`MAX_ALIAS_CHARS` characters of scalar text when expanded (one
   1 MB scalar anchored once and aliased 3,000 times is few nodes but 3 GB of text once dumped as JSON);
-* a value that cannot be built, such as an integer of more than 4,300 digits.
+* a value that cannot be built, such as an integer of more than 4,300 digits;
+* more than :func:`max_yaml_nodes` nodes (2,000,000 unless ``RETRIEVAL_PIPELINE_MAX_YAML_NODES`` says
+  otherwise), aliases expanded: PyYAML builds a node graph of a few hundred bytes per node before any
+  Python value, so 19 MB of one-character items (``[a,a,a,...]``, 9.5 million nodes) took 3.3 GB and three
+  minutes to load; 2,000,000 nodes cost about 700 MB at most, and a 20 MB suite of ordinary rows has ~1.1 million.
 
 Anchors and aliases themselves stay allowed: the project's registry shares one thresholds block with
 ``&sample_thresholds`` / ``*sample_thresholds``. Both checks run on the parser's event stream, before a
@@ -41,6 +45,10 @@ MAX_DEPTH = 100
 MAX_ALIAS_NODES = 10_000
 #: Most characters of scalar text that aliases may add to a document when expanded.
 MAX_ALIAS_CHARS = 1_000_000
+#: Default most nodes (scalars, sequences, mappings; aliases expanded) in a document.
+DEFAULT_MAX_YAML_NODES = 2_000_000
+#: Environment variable that overrides :data:`DEFAULT_MAX_YAML_NODES`.
+MAX_YAML_NODES_ENV = "RETRIEVAL_PIPELINE_MAX_YAML_NODES"
 #: Most characters of a parser message repeated in an error.
 _MAX_MESSAGE = 300
 
@@ -49,6 +57,12 @@ def max_yaml_bytes() -> int:
     """The size limit: ``RETRIEVAL_PIPELINE_MAX_YAML_BYTES`` when set to a positive integer, else 20 MB."""
     value = os.environ.get(MAX_YAML_BYTES_ENV, "").strip()
     return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_YAML_BYTES
+
+
+def max_yaml_nodes() -> int:
+    """The node limit: ``RETRIEVAL_PIPELINE_MAX_YAML_NODES`` when set to a positive integer, else 2,000,000."""
+    value = os.environ.get(MAX_YAML_NODES_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_YAML_NODES
 
 
 def read_yaml(path: Path, what: str, *, max_bytes: int | None = None) -> Any:
@@ -103,6 +117,7 @@ def _check_events(text: str) -> None:
 
 
 def _walk(loader: Any) -> None:
+    max_nodes, nodes = max_yaml_nodes(), 0  # every node of the document, aliases expanded
     open_nodes: list[list[Any]] = []  # [expanded size so far, anchor, expanded characters so far] per open collection
     sizes: dict[str, tuple[int, int]] = {}  # anchor -> expanded (nodes, characters) of its finished node
     added = added_chars = 0  # nodes and scalar characters added by aliases
@@ -110,6 +125,10 @@ def _walk(loader: Any) -> None:
         event = loader.get_event()
         if isinstance(event, yaml.StreamEndEvent):
             return
+        if isinstance(event, (yaml.CollectionStartEvent, yaml.ScalarEvent, yaml.AliasEvent)):
+            nodes += _alias_size(event, sizes, open_nodes)[0] if isinstance(event, yaml.AliasEvent) else 1
+            if nodes > max_nodes:
+                raise _Refused(f"more than {max_nodes:,} nodes{_at(event)} (set by {MAX_YAML_NODES_ENV})")
         if isinstance(event, yaml.CollectionStartEvent):
             open_nodes.append([1, event.anchor, 0])
             if len(open_nodes) > MAX_DEPTH:
