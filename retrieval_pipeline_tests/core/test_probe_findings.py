@@ -511,3 +511,21 @@ def test_yaml_of_too_many_nodes_is_refused_before_building(tmp_path: Path, monke
     assert str(info.value) == (
         f"file {path}: suite file refused: more than 100,000 nodes at line 2, column 199996 (set by {MAX_YAML_NODES_ENV})"
     )
+
+
+def test_openai_embeddings_timeout_is_a_deadline_for_a_trickling_server() -> None:
+    from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import EmbeddingServerError, OpenAIEmbeddingEncoder
+    from retrieval_pipeline.core.retrieval.remote import RetryPolicy
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    with TrickleServer(head, b" ", pieces=120, every_s=0.25) as server:
+        base_url = server.url.removesuffix("/search") + "/v1"
+        with OpenAIEmbeddingEncoder(
+            base_url, "m", timeout_s=1.0, dim=3, policy=RetryPolicy(max_retries=1, backoff_base_s=0, backoff_max_s=0)
+        ) as encoder:
+            started = time.monotonic()
+            with pytest.raises(EmbeddingServerError) as info:
+                encoder.encode(["a text"])
+            elapsed = time.monotonic() - started
+    assert elapsed < 4, f"two attempts of a 1 s deadline took {elapsed:.1f} s"
+    assert "no complete answer within 1 s (a deadline for the whole request)" in str(info.value)
