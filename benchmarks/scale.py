@@ -300,8 +300,8 @@ class Corpus:
 
 def installed_corpus() -> Corpus:
     """The ``installed_packages`` dataset's corpus and queries, with its registry settings (cached build)."""
-    from retrieval_pipeline.core.datasets.known_item.queries import known_items
     from retrieval_pipeline.core.datasets.known_item.corpus import build_installed_corpus
+    from retrieval_pipeline.core.datasets.known_item.queries import known_items
     from retrieval_pipeline.core.registry import load_registry
 
     config = load_registry(DATASETS_YAML).get(DATASET)

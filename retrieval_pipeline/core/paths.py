@@ -149,3 +149,8 @@ def read_bounded(path: str | Path, what: str, max_bytes: int, *, follow_symlinks
 
 def _too_large(what: str, size: int, limit: int, hint: str) -> str:
     return f"{what} is {size:,} bytes, over the limit of {limit:,} bytes{hint}: refused, not read"
+
+
+def read_text_bounded(path: str | Path, what: str, max_bytes: int, *, follow_symlinks: bool = True) -> str:
+    """:func:`read_bounded` decoded as UTF-8 (a decoding error is ``UnicodeDecodeError``)."""
+    return read_bounded(path, what, max_bytes, follow_symlinks=follow_symlinks).decode("utf-8")

@@ -8,7 +8,14 @@ Every YAML input (suites, ranked targets, the dataset and retriever registries) 
 * nesting deeper than :data:`MAX_DEPTH` (the C parser would overflow the stack on ``[[[[...``; libyaml
   0.2.6 and later refuse flow nesting past 1,000 on their own, reported with the same message);
 * aliases that would add more than :data:`MAX_ALIAS_NODES` nodes when expanded (a "billion laughs"
-  bomb is refused after a few hundred events), and recursive aliases.
+  bomb is refused after a few hundred events), and recursive aliases;
+* aliases that would add more than :data:`MAX_ALIAS_CHARS` characters of scalar text when expanded (one
+  1 MB scalar anchored once and aliased 3,000 times is few nodes but 3 GB of text once dumped as JSON);
+* a value that cannot be built, such as an integer of more than 4,300 digits;
+* more than :func:`max_yaml_nodes` nodes (2,000,000 unless ``RETRIEVAL_PIPELINE_MAX_YAML_NODES`` says
+  otherwise), aliases expanded: PyYAML builds a node graph of a few hundred bytes per node before any
+  Python value, so 19 MB of one-character items (``[a,a,a,...]``, 9.5 million nodes) took 3.3 GB and three
+  minutes to load; 2,000,000 nodes cost about 700 MB at most, and a 20 MB suite of ordinary rows has ~1.1 million.
 
 Anchors and aliases themselves stay allowed: the project's registry shares one thresholds block with
 ``&sample_thresholds`` / ``*sample_thresholds``. Both checks run on the parser's event stream, before a
@@ -36,6 +43,12 @@ MAX_YAML_BYTES_ENV = "RETRIEVAL_PIPELINE_MAX_YAML_BYTES"
 MAX_DEPTH = 100
 #: Most nodes that aliases may add to a document when expanded.
 MAX_ALIAS_NODES = 10_000
+#: Most characters of scalar text that aliases may add to a document when expanded.
+MAX_ALIAS_CHARS = 1_000_000
+#: Default most nodes (scalars, sequences, mappings; aliases expanded) in a document.
+DEFAULT_MAX_YAML_NODES = 2_000_000
+#: Environment variable that overrides :data:`DEFAULT_MAX_YAML_NODES`.
+MAX_YAML_NODES_ENV = "RETRIEVAL_PIPELINE_MAX_YAML_NODES"
 #: Most characters of a parser message repeated in an error.
 _MAX_MESSAGE = 300
 
@@ -44,6 +57,12 @@ def max_yaml_bytes() -> int:
     """The size limit: ``RETRIEVAL_PIPELINE_MAX_YAML_BYTES`` when set to a positive integer, else 20 MB."""
     value = os.environ.get(MAX_YAML_BYTES_ENV, "").strip()
     return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_YAML_BYTES
+
+
+def max_yaml_nodes() -> int:
+    """The node limit: ``RETRIEVAL_PIPELINE_MAX_YAML_NODES`` when set to a positive integer, else 2,000,000."""
+    value = os.environ.get(MAX_YAML_NODES_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_YAML_NODES
 
 
 def read_yaml(path: Path, what: str, *, max_bytes: int | None = None) -> Any:
@@ -64,6 +83,8 @@ def read_yaml(path: Path, what: str, *, max_bytes: int | None = None) -> Any:
         raise InputError(f"YAML syntax error{_position(exc)}: {_short(exc)}", path=str(path)) from None
     except RecursionError:
         raise InputError(f"{what} refused: nested too deeply to build", path=str(path)) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits (Python's int/str conversion limit)
+        raise InputError(f"{what} refused: a value cannot be built: {_short(exc)}", path=str(path)) from None
 
 
 def _read_text(path: Path, what: str, max_bytes: int) -> str:
@@ -96,38 +117,47 @@ def _check_events(text: str) -> None:
 
 
 def _walk(loader: Any) -> None:
-    open_nodes: list[list[Any]] = []  # [expanded size so far, anchor] per open collection
-    sizes: dict[str, int] = {}  # anchor -> expanded size of its finished node
-    added = 0  # nodes added by aliases
+    max_nodes, nodes = max_yaml_nodes(), 0  # every node of the document, aliases expanded
+    open_nodes: list[list[Any]] = []  # [expanded size so far, anchor, expanded characters so far] per open collection
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> expanded (nodes, characters) of its finished node
+    added = added_chars = 0  # nodes and scalar characters added by aliases
     while True:
         event = loader.get_event()
         if isinstance(event, yaml.StreamEndEvent):
             return
+        if isinstance(event, (yaml.CollectionStartEvent, yaml.ScalarEvent, yaml.AliasEvent)):
+            nodes += _alias_size(event, sizes, open_nodes)[0] if isinstance(event, yaml.AliasEvent) else 1
+            if nodes > max_nodes:
+                raise _Refused(f"more than {max_nodes:,} nodes{_at(event)} (set by {MAX_YAML_NODES_ENV})")
         if isinstance(event, yaml.CollectionStartEvent):
-            open_nodes.append([1, event.anchor])
+            open_nodes.append([1, event.anchor, 0])
             if len(open_nodes) > MAX_DEPTH:
                 raise _Refused(f"nesting deeper than {MAX_DEPTH} levels{_at(event)}")
             continue
         if isinstance(event, yaml.CollectionEndEvent):
-            size, anchor = open_nodes.pop()
+            size, anchor, chars = open_nodes.pop()
         elif isinstance(event, yaml.AliasEvent):
-            size, anchor = _alias_size(event, sizes, open_nodes), None
+            (size, chars), anchor = _alias_size(event, sizes, open_nodes), None
             added += size
+            added_chars += chars
             if added > MAX_ALIAS_NODES:
                 raise _Refused(f"aliases expand to more than {MAX_ALIAS_NODES:,} extra nodes{_at(event)} (an alias bomb?)")
+            if added_chars > MAX_ALIAS_CHARS:
+                raise _Refused(f"aliases expand to more than {MAX_ALIAS_CHARS:,} extra characters{_at(event)} (an alias bomb?)")
         elif isinstance(event, yaml.ScalarEvent):
-            size, anchor = 1, event.anchor
+            size, anchor, chars = 1, event.anchor, len(event.value)
         else:
             continue
         if anchor is not None:
-            sizes[anchor] = size
+            sizes[anchor] = (size, chars)
         if open_nodes:
             open_nodes[-1][0] += size
+            open_nodes[-1][2] += chars
 
 
-def _alias_size(event: yaml.AliasEvent, sizes: dict[str, int], open_nodes: list[list[Any]]) -> int:
+def _alias_size(event: yaml.AliasEvent, sizes: dict[str, tuple[int, int]], open_nodes: list[list[Any]]) -> tuple[int, int]:
     """The expanded size of the aliased node; an alias to a node still open is recursive."""
-    if any(anchor == event.anchor for _, anchor in open_nodes):
+    if any(anchor == event.anchor for _, anchor, _ in open_nodes):
         raise _Refused(f"recursive alias *{_name(event.anchor)}{_at(event)}")
     if event.anchor not in sizes:
         raise _Refused(f"undefined alias *{_name(event.anchor)}{_at(event)}")

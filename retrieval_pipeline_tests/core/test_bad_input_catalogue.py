@@ -441,10 +441,10 @@ NQ_PROBES = [
     ),
     nq_probe("99,000-character passage (control: accepted)", f"{NQ_HEADER}q1,p1,a\nq2,{'x' * 99_000},b\nq3,p3,c\n", counts=(3, 3, 0)),
     nq_probe(
-        "11 MB quoted field (an unclosed quote)",
+        "11 MB quoted field (rejects its row, not the file)",
         f'{NQ_HEADER}q1,p1,a\nq2,"{"x" * (11 * ONE_MB)}",b\n',
-        "malformed CSV in row 3: field larger than field limit (10485760) (a field over 10,485,760 characters",
-        counts=None,
+        "file {root}/nq.csv, row 3: 'long_answer' (11,534,336 characters) over the per-cell limit of 100,000 characters",
+        counts=(2, 1, 1),
     ),
     nq_probe(
         "exact duplicate row",

@@ -9,14 +9,19 @@
 * **JSON re-asks**: an answer that is not JSON (or is truncated) or violates the schema is sent back
   with a short correction, up to ``json_retries`` times;
 * **no exceptions**: a call that still fails returns an ``LLMCall`` with ``value=None`` and an
-  ``error``; only validated answers are cached, each as soon as it is known.
+  ``error``; only validated answers are cached, each as soon as it is known;
+* **deadlines**: ``timeout_s`` bounds each request as a whole (connecting, sending, the headers and
+  the body), not each read: a server trickling a byte every 2 s is cut off at the deadline
+  (:class:`DeadlineTransport`), and the timeout is retried like any other.
 
 The API key is never part of a repr, a log line, a stored error or the cache.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
+import importlib
 import json
 import logging
 import random
@@ -35,6 +40,11 @@ from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.llm.cache import LLMCache
 
 logger = logging.getLogger(__name__)
+
+# the httpx the installed openai builds its client on (openai 3 uses the httpx2 fork), and its httpcore
+_HTTPX_NAME = next(c.__module__.partition(".")[0] for c in openai.DefaultHttpxClient.__mro__ if c.__module__.startswith("httpx"))
+httpx: Any = importlib.import_module(_HTTPX_NAME)
+httpcore: Any = importlib.import_module(_HTTPX_NAME.replace("httpx", "httpcore", 1))
 
 Messages = list[dict[str, Any]]
 Schema = type[pydantic.BaseModel]
@@ -295,7 +305,100 @@ def describe_error(exc: Exception) -> str:
     """Return a one-line description of a failed request."""
     status = getattr(exc, "status_code", None)
     prefix = f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")
-    return " ".join(f"{prefix}: {exc}".split())
+    cause = exc.__cause__
+    detail = f"{exc} ({cause})" if isinstance(cause, httpx.TimeoutException) and _DEADLINE_WORDS in str(cause) else exc
+    return " ".join(f"{prefix}: {detail}".split())
+
+
+# -- a deadline per request ------------------------------------------------------------------------
+
+#: The monotonic time the current thread's request must be done by, and its length in seconds.
+_REQUEST_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("llm_request_deadline", default=None)
+_DEADLINE_WORDS = "a deadline for the whole request"
+
+
+def _remaining(timeout: float | None, exc_class: type[Exception]) -> float | None:
+    """``timeout`` capped by what is left of the current request's deadline (raises ``exc_class`` when none is left)."""
+    deadline = _REQUEST_DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline[0] - time.monotonic()
+    if left <= 0:
+        raise exc_class(f"no complete answer within {deadline[1]:g} s ({_DEADLINE_WORDS})")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A network stream whose every read and write waits at most what is left of the request's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            return self._inner.read(max_bytes, _remaining(timeout, httpcore.ReadTimeout))
+        except httpcore.ReadTimeout:
+            _remaining(None, httpcore.ReadTimeout)  # say so when it was the deadline
+            raise
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        try:
+            self._inner.write(buffer, _remaining(timeout, httpcore.WriteTimeout))
+        except httpcore.WriteTimeout:
+            _remaining(None, httpcore.WriteTimeout)
+            raise
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _remaining(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """Connections whose streams keep to the request's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_tcp(host, port, _remaining(timeout, httpcore.ConnectTimeout), local_address, socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _remaining(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class DeadlineTransport(httpx.HTTPTransport):
+    """An httpx transport whose ``timeout_s`` bounds each request as a whole, body included.
+
+    httpx's timeouts bound each read; here every read and write of a request waits at most what is left
+    of ``timeout_s`` from the moment the request is handed over, so a server that trickles its headers or
+    its body cannot hold a call past the deadline (``httpx.ReadTimeout``, an ``APITimeoutError`` for openai).
+    """
+
+    def __init__(self, timeout_s: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.timeout_s = timeout_s
+        pool = getattr(self, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is None:  # pragma: no cover - an httpcore without the attribute: per-read timeouts only
+            logger.warning("httpcore %s: the LLM request deadline falls back to per-read timeouts", httpcore.__version__)
+        else:
+            pool._network_backend = _DeadlineBackend(backend)  # type: ignore[union-attr]
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        # the deadline stays set after the call: httpx reads the body right after, in this thread
+        _REQUEST_DEADLINE.set((time.monotonic() + self.timeout_s, self.timeout_s))
+        return super().handle_request(request)
 
 
 def _reply_from(completion: Any) -> _Reply:
@@ -348,6 +451,7 @@ class LLMClient(Closing):
             api_key=settings.api_key or "not-needed",
             timeout=settings.timeout_s,
             max_retries=0,
+            http_client=openai.DefaultHttpxClient(transport=DeadlineTransport(settings.timeout_s), timeout=settings.timeout_s),
         )
 
     @property

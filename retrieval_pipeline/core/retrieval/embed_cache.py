@@ -24,6 +24,10 @@ Corruption: a cache file that SQLite rejects ("file is not a database", "databas
 malformed"), when opened or later, is renamed to ``<cache>.corrupt-<UTC timestamp>`` with a
 :class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
 its place (see :mod:`retrieval_pipeline.core.atomic`); the lost vectors are embedded again on demand.
+A single damaged entry (a blob whose length disagrees with its ``dim``, or a vector holding NaN or an
+infinity, which would silently drop its document from dense results) is deleted when it is read and embedded
+again, with a :class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming the cache file; an encoder
+that returns such a vector is an error (nothing is stored).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import contextlib
 import hashlib
 import sqlite3
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +44,14 @@ from typing import TypeVar
 
 import numpy as np
 
-from retrieval_pipeline.core.atomic import connect_wal, file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
+from retrieval_pipeline.core.atomic import (
+    CorruptFileWarning,
+    connect_wal,
+    file_lock,
+    is_corrupt_sqlite_error,
+    open_sqlite,
+    replace_corrupt_sqlite,
+)
 from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
@@ -192,22 +204,38 @@ class EmbeddingCache(Closing):
             keys: Text keys.
 
         Returns:
-            ``{key: float32 vector}`` for the keys present.
+            ``{key: float32 vector}`` for the keys present. A damaged entry (see :func:`_damage`) is deleted
+            and left out, so it is embedded again; a :class:`CorruptFileWarning` names the cache file.
         """
 
-        def run(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+        def run(conn: sqlite3.Connection) -> tuple[dict[str, np.ndarray], list[tuple[str, str]]]:
             found: dict[str, np.ndarray] = {}
+            damaged: list[tuple[str, str]] = []
             for chunk in _chunks(list(keys), _LOOKUP_CHUNK):
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
                     f"SELECT text_sha256, dim, vector FROM embeddings WHERE model_id = ? AND text_sha256 IN ({marks})",
                     (model_id, *chunk),
-                )
+                ).fetchall()
                 for key, dim, blob in rows:
-                    found[key] = _decode(blob, dim)
-            return found
+                    why = _damage(blob, dim)
+                    if why is None:
+                        found[key] = _decode(blob, dim)
+                    else:
+                        damaged.append((key, why))
+            if damaged:
+                conn.executemany("DELETE FROM embeddings WHERE model_id = ? AND text_sha256 = ?", [(model_id, k) for k, _ in damaged])
+            return found, damaged
 
-        return self._guarded(run)
+        found, damaged = self._guarded(run)
+        if damaged:
+            warnings.warn(
+                f"{_WHAT} {self.path}: {len(damaged)} damaged vector(s) of model {model_id!r} deleted, to be embedded again"
+                f" (text sha256 {damaged[0][0][:12]}...: {damaged[0][1]})",
+                CorruptFileWarning,
+                stacklevel=2,
+            )
+        return found
 
     def store(self, model_id: str, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Write vectors in one transaction (``INSERT OR IGNORE``: existing entries are kept).
@@ -310,6 +338,12 @@ class EmbeddingCache(Closing):
         vectors = np.asarray(encoder.encode(texts), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"{encoder.model_id}: encode({len(texts)} texts) returned shape {vectors.shape}")
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        if bad.size:
+            raise ValueError(
+                f"{encoder.model_id}: encode returned NaN or infinite values for {bad.size} of {len(texts)} texts"
+                f" (the first: {texts[int(bad[0])][:80]!r}); nothing of this chunk was cached in {self.path}"
+            )
         known = self.stored_dim(encoder.model_id)
         if known is not None and known != vectors.shape[1]:
             raise ValueError(
@@ -318,6 +352,17 @@ class EmbeddingCache(Closing):
             )
         self.store(encoder.model_id, keys, vectors)
         return {key: vectors[i] for i, key in enumerate(keys)}
+
+
+def _damage(blob: object, dim: object) -> str | None:
+    """Why a stored entry cannot be used (a blob of the wrong length, NaN or infinite values), or None."""
+    if not isinstance(dim, int) or dim < 1 or not isinstance(blob, bytes):
+        return f"dim {dim!r} and a {type(blob).__name__} stored"
+    if len(blob) != dim * _DTYPE.itemsize:
+        return f"{len(blob)} bytes stored, dim {dim} needs {dim * _DTYPE.itemsize}"
+    if not np.isfinite(np.frombuffer(blob, dtype=_DTYPE)).all():
+        return "NaN or infinite values stored"
+    return None
 
 
 def _decode(blob: bytes, dim: int) -> np.ndarray:

@@ -8,17 +8,24 @@
 * :func:`secret_from_env`: secrets are named by environment variable in the specs; only the name is
   ever stored, and :func:`scrub` removes the values (and any bearer token) from error texts.
 * :func:`post_json`: one JSON POST with the standard library (no extra dependency), and
-  :func:`classify_http_error` / :func:`describe_http_error` for its failures.
+  :func:`classify_http_error` / :func:`describe_http_error` for its failures. Its ``timeout_s`` is a
+  deadline for the whole exchange (a server trickling a byte every 2 s is cut off at the deadline, not
+  after each byte), and an answer over :data:`MAX_ANSWER_BYTES` is refused unread when its
+  ``Content-Length`` says so, else as soon as it passes the limit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import io
 import json
 import logging
 import os
 import random
 import re
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -39,6 +46,8 @@ ERROR_LIMIT = 400
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
 _BODY_SNIPPET = 200
+#: Largest answer :func:`post_json` reads, in bytes.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -151,26 +160,135 @@ class BadResponse(ValueError):
     """A 2xx answer that is not the expected JSON (never retried: the server would say it again)."""
 
 
-def post_json(url: str, payload: Any, headers: Mapping[str, str], timeout_s: float) -> Any:
+def post_json(url: str, payload: Any, headers: Mapping[str, str], timeout_s: float, *, max_bytes: int = MAX_ANSWER_BYTES) -> Any:
     """POST ``payload`` as JSON and return the decoded JSON answer.
 
-    ``timeout_s`` bounds the connection and every read (``urllib``'s socket timeout).
+    ``timeout_s`` is a deadline for the whole exchange: connecting, sending, the headers and the body
+    (a watchdog shuts the connection down when it passes, however the server trickles its bytes).
 
     Raises:
-        urllib.error.HTTPError: A non-2xx status.
-        urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException: Transport failures.
-        BadResponse: A 2xx body that is not JSON.
+        urllib.error.HTTPError: A non-2xx status (its body cut to the first 200 bytes).
+        urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException: Transport failures;
+            ``TimeoutError`` when the deadline passed.
+        BadResponse: A 2xx body that is not JSON, or larger than ``max_bytes`` (refused unread when its
+            ``Content-Length`` says so).
     """
     data = json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(
         url, data=data, method="POST", headers={"Content-Type": "application/json", "Accept": "application/json", **headers}
     )
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - the URL is the operator's setting
-        body = response.read()
+    with _Deadline(timeout_s) as deadline:
+        opener = urllib.request.build_opener(_DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline))
+        try:
+            with opener.open(request, timeout=timeout_s) as response:
+                body = _read_answer(response, max_bytes)
+        except urllib.error.HTTPError as error:
+            deadline.check()
+            snippet = error.read(_BODY_SNIPPET) if error.fp is not None else b""
+            raise urllib.error.HTTPError(error.url, error.code, error.msg, error.headers, io.BytesIO(snippet)) from None
+        except BadResponse:
+            raise
+        except Exception:
+            deadline.check()
+            raise
+        deadline.check()
     try:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadResponse(f"the answer is not JSON ({exc}): {_snippet(body)!r}") from None
+
+
+def _read_answer(response: http.client.HTTPResponse, max_bytes: int) -> bytes:
+    """The body, at most ``max_bytes``: a larger ``Content-Length`` is refused before reading."""
+    length = (response.headers.get("Content-Length") or "").strip()
+    if length.isdigit() and int(length) > max_bytes:
+        raise BadResponse(f"the answer is {int(length):,} bytes (Content-Length), over the limit of {max_bytes:,}: not read")
+    body = response.read(max_bytes + 1)
+    if len(body) > max_bytes:
+        raise BadResponse(f"the answer is over the limit of {max_bytes:,} bytes: refused after reading {max_bytes:,}")
+    return body
+
+
+class _Deadline:
+    """A watchdog: when ``seconds`` pass, every connection registered with :meth:`watch` is shut down."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut ``sock`` down at the deadline (at once when it has passed)."""
+        with self._lock:
+            self._sockets.append(sock)
+            expired = self.expired
+        if expired:
+            self._shut(sock)
+
+    def check(self) -> None:
+        """Raise TimeoutError when the deadline has passed."""
+        if self.expired:
+            raise TimeoutError(f"no complete answer within {self.seconds:g} s (a deadline for the whole request)")
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked read, unlike close()
+
+
+class _WatchedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self._deadline.watch(self.sock)
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self._deadline.watch(self.sock)
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTPConnection, req, deadline=self._deadline)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTPSConnection, req, context=self._context, deadline=self._deadline)
 
 
 def classify_http_error(exc: Exception) -> tuple[bool, float | None]:
@@ -195,7 +313,7 @@ def describe_http_error(exc: Exception) -> str:
     if isinstance(exc, urllib.error.URLError) and not isinstance(exc.reason, str):
         exc = exc.reason if isinstance(exc.reason, Exception) else exc
     if isinstance(exc, TimeoutError):
-        return f"timed out ({type(exc).__name__})"
+        return f"timed out ({exc})" if "deadline" in str(exc) else f"timed out ({type(exc).__name__})"
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 

@@ -41,7 +41,8 @@ Bad input:
   ``_id``, an id with whitespace (TREC run files could not hold it), empty text, a duplicate id (the
   later row is rejected), a qrels line with a wrong field count or a non-integer grade, a qrels line
   naming a query or document that is not loaded, a repeated (query, document) pair, and a valid query
-  left with no valid judgement in the split.
+  left with no valid judgement in the split, a JSON line holding an integer of more than 4,300 digits or
+  nested too deeply to parse, and a grade outside the 32-bit range (:data:`MIN_GRADE` to :data:`MAX_GRADE`).
 
 Counts add up (blank lines are skipped and not counted as rows)::
 
@@ -74,6 +75,10 @@ BEIR_BENCHMARK_TYPE = "beir"
 T = TypeVar("T")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+#: Grades accepted: a 32-bit integer (TREC grades are small; a 20-digit grade cannot be written to Parquet).
+MIN_GRADE, MAX_GRADE = -(2**31), 2**31 - 1
+#: Most digits of a JSON integer read (Python refuses to convert longer ones).
+MAX_INT_DIGITS = 4_300
 
 
 @dataclass
@@ -210,7 +215,11 @@ def _read_id_rows(path: Path, build: Callable[[dict[str, Any], str, int], T]) ->
     rows: _IdRows[T] = _IdRows(path)
     for number, text in _lines(path):
         rows.lines += 1
-        row = _parse_json(text, path, number)
+        try:
+            row = _parse_json(text, path, number)
+        except _RowProblem as problem:
+            rows.rejects.append(_reject(path, number, None, str(problem)))
+            continue
         row_id = _row_id(row)
         try:
             checked_id = _checked_id(row, row_id, rows)
@@ -224,12 +233,22 @@ def _read_id_rows(path: Path, build: Callable[[dict[str, Any], str, int], T]) ->
 
 
 def _parse_json(text: str, path: Path, number: int) -> Any:
-    """``json.loads`` one line; raises InputError naming the line and column."""
+    """``json.loads`` one line; raises InputError naming the line and column, and _RowProblem for a valid
+    line Python cannot build (an integer of more than :data:`MAX_INT_DIGITS` digits, nesting too deep).
+    """
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as error:
         message = f"line {number}: invalid JSON ({error.msg} at column {error.colno})"
         raise InputError(message, path=str(path)) from error
+    except RecursionError:
+        raise _RowProblem("nested too deeply to parse") from None
+
+
+def _json_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _RowProblem(f"an integer of {len(digits.lstrip('-')):,} digits, more than {MAX_INT_DIGITS:,}")
+    return int(digits)
 
 
 def _row_id(row: Any) -> str | None:
@@ -358,7 +377,14 @@ def _qrels_entry(fields: list[str], read: _QrelsRead) -> tuple[str, str, int]:
         raise _RowProblem("empty id: query-id and corpus-id must not be empty")
     if not _is_int(grade):
         raise _RowProblem(f"non-integer grade: {grade!r}")
+    if len(grade.lstrip("+-")) > 10 or not MIN_GRADE <= int(grade) <= MAX_GRADE:
+        raise _RowProblem(f"grade out of range: {_cut(grade)} (grades are {MIN_GRADE:,} to {MAX_GRADE:,})")
     return query_id, doc_id, int(grade)
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    """``text`` quoted, cut to ``limit`` characters with its length when longer."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 def _check_judgement(query_id: str, doc_id: str, read: _QrelsRead, corpus: _IdRows[Document], queries: _IdRows[Case]) -> None:

@@ -17,6 +17,8 @@ Quirks handled, each counted in :attr:`ContextQALoad.report`:
   folding) as an earlier row: the later row is rejected, naming the earlier one.
 * **Empty fields.** A missing, non-string or empty ``question`` or ``context`` is rejected with the
   file and the row.
+* **Unreadable rows.** A row holding an integer of more than :data:`MAX_INT_DIGITS` digits, or nested too
+  deeply for the JSON parser, is rejected with the file, the row and the line; the other rows are read.
 
 File-level problems (unreadable, malformed JSON, not a list) raise :class:`InputError`. Every row ends
 up a case or a reject: ``len(cases) + len(rejects) == total``.
@@ -46,11 +48,12 @@ _LOADER_KEYS = ("expected_context", "raw_context", "cleaning", "repeat_of")
 REPORT_COUNTERS: dict[str, str] = {
     "total": "rows in the file",
     "accepted": "rows that became cases",
-    "rejected": "rows that did not (the sum of the four reject counters below)",
+    "rejected": "rows that did not (the sum of the five reject counters below)",
     "empty_question": "rejected: question missing, not a string, or empty",
     "empty_context": "rejected: context missing, not a string, or empty (also after junk removal)",
     "not_an_object": "rejected: the row is not a JSON object",
     "exact_duplicates": "rejected: same question and context as an earlier row",
+    "unreadable_rows": "rejected: an integer of more than 4,300 digits, or nested too deeply to parse",
     "repeated_questions": "cases whose question an earlier case already asked (with another context)",
     "repeated_question_strings": "distinct questions asked by more than one case",
     "junk_cleaned_rows": "cases with parser junk replaced in the question or context",
@@ -82,6 +85,11 @@ class ContextQALoad:
 # Parser junk: ``[<RawText children='X'>]`` and friends
 # --------------------------------------------------------------------------------------------------
 
+#: Deepest ``[<Node children=[<Node ...`` nesting that is parsed as junk (deeper is left as it is, counted unparsed).
+MAX_JUNK_DEPTH = 50
+#: Most digits of a JSON integer read (Python refuses to convert longer ones).
+MAX_INT_DIGITS = 4_300
+
 _JUNK_START = re.compile(r"\[?\s*<[A-Za-z_]\w* children=")
 _NODE_HEAD = re.compile(r"<([A-Za-z_]\w*) children=")
 _QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
@@ -93,29 +101,31 @@ class _NotJunk(Exception):
     """The text at this position does not parse as an AST repr."""
 
 
-def _parse_children(text: str, pos: int) -> tuple[str, int]:
+def _parse_children(text: str, pos: int, depth: int) -> tuple[str, int]:
     """Parse a quoted string or a ``[node, ...]`` list at ``pos``; return its text and the end."""
     quoted = _QUOTED.match(text, pos)
     if quoted:
         return ast.literal_eval(quoted.group()), quoted.end()
     if text.startswith("[", pos):
-        return _parse_list(text, pos)
+        return _parse_list(text, pos, depth + 1)
     raise _NotJunk
 
 
-def _parse_node(text: str, pos: int) -> tuple[str, int]:
+def _parse_node(text: str, pos: int, depth: int = 0) -> tuple[str, int]:
     """Parse ``<Name children=...>`` at ``pos``."""
     head = _NODE_HEAD.match(text, pos)
     if head is None:
         raise _NotJunk
-    inner, end = _parse_children(text, head.end())
+    inner, end = _parse_children(text, head.end(), depth)
     if not text.startswith(">", end):
         raise _NotJunk
     return inner, end + 1
 
 
-def _parse_list(text: str, pos: int) -> tuple[str, int]:
+def _parse_list(text: str, pos: int, depth: int = 0) -> tuple[str, int]:
     """Parse ``[node, node, ...]`` at ``pos`` (the ``[``); the nodes' texts are concatenated."""
+    if depth > MAX_JUNK_DEPTH:
+        raise _NotJunk
     parts: list[str] = []
     pos = _SPACE.match(text, pos + 1).end()
     while not text.startswith("]", pos):
@@ -124,7 +134,7 @@ def _parse_list(text: str, pos: int) -> tuple[str, int]:
             if separator is None:
                 raise _NotJunk
             pos = separator.end()
-        inner, pos = _parse_node(text, pos)
+        inner, pos = _parse_node(text, pos, depth)
         parts.append(inner)
         pos = _SPACE.match(text, pos).end()
     return "".join(parts), pos + 1
@@ -250,6 +260,8 @@ def _case(row: Any, index: int, path: str, suite: str, seen: _Seen, report: Coun
     Repeats are recorded in ``seen``; the row's quirk counters are added to ``report`` only when the
     row is accepted, so the report describes the cases.
     """
+    if isinstance(row, _Unreadable):
+        raise _RowProblem("unreadable_rows", f"row {index} ({row.where}): {row.why}")
     if not isinstance(row, dict):
         raise _RowProblem("not_an_object", f"row {index}: expected a JSON object, got {type(row).__name__}")
     case_id, cleaning, counts = f"qa_{index:04d}", [], Counter[str]()
@@ -281,22 +293,93 @@ def _case(row: Any, index: int, path: str, suite: str, seen: _Seen, report: Coun
     )
 
 
+@dataclass
+class _Unreadable:
+    """A row JSON could not turn into a value: why, and where it starts (``line L``)."""
+
+    why: str
+    where: str
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_JSON_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
 def _read_rows(path: Path) -> list[Any]:
+    """The top-level list's rows, one at a time: a row that cannot be built becomes :class:`_Unreadable`."""
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not JSON: dropped
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read context-QA file: {exc}", path=str(path)) from exc
     if not text.strip():
         raise InputError("the file is empty; expected a JSON list of QA objects", path=str(path))
+    long_numbers: list[int] = []
+    decoder = json.JSONDecoder(parse_int=lambda digits: _json_int(digits, long_numbers))
+    pos = _JSON_SPACE.match(text).end()
     try:
-        rows = json.loads(text)
+        if not text.startswith("[", pos):
+            got = type(decoder.decode(text)).__name__
+            raise InputError(f"expected a JSON list of QA objects at the top level, got {got}", path=str(path))
+        return _list_rows(text, pos, decoder, long_numbers, path)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise InputError(f"malformed JSON at {where}: {exc.msg}", path=str(path)) from exc
-    if not isinstance(rows, list):
-        got = type(rows).__name__
-        raise InputError(f"expected a JSON list of QA objects at the top level, got {got}", path=str(path))
-    return rows
+    except RecursionError:
+        raise InputError("the top level is nested too deeply to parse; expected a JSON list of QA objects", path=str(path)) from None
+
+
+def _json_int(digits: str, long_numbers: list[int]) -> int | None:
+    """``int(digits)``, or None with the length noted in ``long_numbers`` past :data:`MAX_INT_DIGITS` digits."""
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        long_numbers.append(len(digits.lstrip("-")))
+        return None
+    return int(digits)
+
+
+def _list_rows(text: str, pos: int, decoder: json.JSONDecoder, long_numbers: list[int], path: Path) -> list[Any]:
+    """Decode the rows of the list opening at ``pos`` one by one (same messages as ``json.loads``)."""
+    rows: list[Any] = []
+    pos = _JSON_SPACE.match(text, pos + 1).end()
+    if text.startswith("]", pos):
+        end = _JSON_SPACE.match(text, pos + 1).end()
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
+        return rows
+    while True:
+        long_numbers.clear()
+        try:
+            row, end = decoder.raw_decode(text, pos)
+        except RecursionError:
+            row, end = _Unreadable("nested too deeply to parse", _line(text, pos)), _skip_value(text, pos)
+        if long_numbers:
+            row = _Unreadable(f"an integer of {max(long_numbers):,} digits, more than {MAX_INT_DIGITS:,}", _line(text, pos))
+        rows.append(row)
+        pos = _JSON_SPACE.match(text, end).end()
+        if text.startswith(",", pos):
+            pos = _JSON_SPACE.match(text, pos + 1).end()
+            continue
+        if not text.startswith("]", pos):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        end = _JSON_SPACE.match(text, pos + 1).end()
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
+        return rows
+
+
+def _skip_value(text: str, pos: int) -> int:
+    """The end of the (deeply nested) array or object at ``pos``, matched by brackets outside strings."""
+    depth = 0
+    for match in _JSON_BRACKET.finditer(text, pos):
+        token = match.group()
+        depth += token in "[{"
+        depth -= token in "]}"
+        if depth == 0:
+            return match.end()
+    raise json.JSONDecodeError("Expecting ',' delimiter", text, len(text))
+
+
+def _line(text: str, pos: int) -> str:
+    return f"line {text.count(chr(10), 0, pos) + 1}"
 
 
 def load_context_qa(path: str | Path, *, suite: str | None = None) -> ContextQALoad:

@@ -32,7 +32,6 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
-from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSet, KnownItemSettings, known_items, nested_subsets
 from retrieval_pipeline.core.datasets.known_item.corpus import (
     DEFAULT_CACHE_DIR,
     DEFAULT_EXCLUDE,
@@ -41,6 +40,7 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     build_installed_corpus,
     environment_fingerprint,
 )
+from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSet, KnownItemSettings, known_items, nested_subsets
 from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:

@@ -21,9 +21,10 @@ cell longer than :data:`MAX_CELL_CHARS`, or repeating an earlier row's question 
 column, so ``len(rows) + len(rejects) == total``. Blank lines are skipped and not counted.
 
 **Cell sizes.** Python's csv module refuses fields over 131,072 characters by default, which would
-fail the whole file on one long cell; the limit is raised to :data:`CSV_FIELD_LIMIT` (a field beyond
-it is almost surely an unclosed quote, and fails the file naming the row), and a cell over
-:data:`MAX_CELL_CHARS` rejects only its row.
+fail the whole file on one long cell; the limit is raised to the length of the file's text (at least
+:data:`CSV_FIELD_LIMIT`), so no field fails the file: a cell over :data:`MAX_CELL_CHARS` rejects only its
+row, however long, and the other rows are kept. An unclosed quote still fails the file, at its end
+("unexpected end of data"), naming the row where the quote opened.
 
 **Question ids** are ``nq_q000000``, ``nq_q000001``, ... from the 0-based position of the data row
 (blank lines skipped, rejected rows counted), so an id stays the same whatever other rows are
@@ -59,7 +60,8 @@ SHORT_ANSWER_SEPARATOR = " | "
 #: The benchmark type of NQ cases.
 NQ_BENCHMARK_TYPE = "nq"
 
-#: Largest field the csv parser accepts, in characters (its default, 131,072, is raised to this).
+#: Smallest field limit the csv parser is given, in characters (its default, 131,072, is raised to this,
+#: or to the length of the text parsed when that is larger).
 CSV_FIELD_LIMIT = 10 * 1024 * 1024
 #: Largest ``question`` / ``long_answer`` / ``short_answer`` cell accepted; a longer one rejects its row.
 MAX_CELL_CHARS = 100_000
@@ -221,8 +223,9 @@ def _row_of_line(text: str, line: int) -> int:
 
 def _spans(text: str) -> Iterator[tuple[list[str], int, int]]:
     """Each CSV record with its first and last physical line (1-based); blank lines give ``[]``."""
-    if csv.field_size_limit() < CSV_FIELD_LIMIT:  # process-wide: raise it, never lower what someone else set
-        csv.field_size_limit(CSV_FIELD_LIMIT)
+    limit = max(CSV_FIELD_LIMIT, len(text) + 1)  # no field is longer than the text: none fails the file
+    if csv.field_size_limit() < limit:  # process-wide: raise it, never lower what someone else set
+        csv.field_size_limit(limit)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     last = 0
     for record in reader:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import PathRefused, resolve_inside, shown
+from retrieval_pipeline.core.paths import PathRefused, read_text_bounded, resolve_inside, shown
 from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
 from retrieval_pipeline.core.yaml_file import read_yaml
 
@@ -63,6 +63,12 @@ _TYPED_KEYS = {
 
 #: Longest case id accepted (ids end up in file names of reports, TREC lines and table cells).
 MAX_CASE_ID_CHARS = 200
+#: Longest question / description accepted, in characters (the NQ reader caps its cells at the same size).
+MAX_QUERY_CHARS = 100_000
+#: Most characters of text (keys and scalars, aliases counted each time they appear) in a case's extra fields.
+MAX_EXTRA_CHARS = 1_000_000
+#: Largest ``code_snippet_ref`` file read, in bytes (fix_error code files have the same cap).
+MAX_SNIPPET_BYTES = 1_000_000
 
 
 @dataclass
@@ -197,10 +203,39 @@ def _build_case(raw: Any, index: int, path: Path, suite: str, files_root: Path) 
         index=index,
         query=_required_text(raw, _QUERY_KEY[benchmark_type]),
         explanation=str(explanation) if explanation is not None else None,
-        extra={k: v for k, v in raw.items() if k not in _TYPED_KEYS[benchmark_type]},
+        extra=_extra_fields(raw, _TYPED_KEYS[benchmark_type]),
     )
     _FILLERS[benchmark_type](case, raw, files_root)
     return case
+
+
+def _extra_fields(raw: Mapping[Any, Any], typed: set[str]) -> dict[str, Any]:
+    """The row's other keys, kept in ``Case.extra``: they travel as JSON text, so every key, at any depth,
+    must be text, and their text is bounded (aliases are counted each time they appear).
+    """
+    extra = {k: v for k, v in raw.items() if k not in typed}
+    budget = [MAX_EXTRA_CHARS]
+    for key, value in extra.items():
+        _check_extra(value, [str(key)] if isinstance(key, str) else [], key, budget)
+    return extra
+
+
+def _check_extra(value: Any, where: list[str], key: Any, budget: list[int]) -> None:
+    """Raise _CaseProblem for a non-text key (naming where it is) or extra fields past :data:`MAX_EXTRA_CHARS`."""
+    if not isinstance(key, str):
+        inside = f" in '{'.'.join(where)}'" if where else ""
+        raise _CaseProblem(f"key {shown(key)} ({type(key).__name__}){inside} is not text: quote it (extra fields are stored as JSON)")
+    budget[0] -= len(key)
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_extra(v, [*where, str(k)] if isinstance(k, str) else where, k, budget)
+    elif isinstance(value, list):
+        for item in value:
+            _check_extra(item, where, "", budget)
+    else:
+        budget[0] -= len(value) if isinstance(value, str) else len(str(value))
+    if budget[0] < 0:
+        raise _CaseProblem(f"extra fields hold more than {MAX_EXTRA_CHARS:,} characters (at '{'.'.join(where)}')")
 
 
 def _required_text(raw: Mapping[str, Any], key: str) -> str:
@@ -211,6 +246,8 @@ def _required_text(raw: Mapping[str, Any], key: str) -> str:
     text = value.strip() if isinstance(value, str) else ""
     if not text:
         raise _CaseProblem(f"missing or empty '{key}'")
+    if len(text) > MAX_QUERY_CHARS:
+        raise _CaseProblem(f"'{key}' is {len(text):,} characters, over the limit of {MAX_QUERY_CHARS:,}")
     return text
 
 
@@ -278,7 +315,9 @@ def load_snippet(path: str | Path, section: str) -> str:
     if not path.is_file():
         raise SnippetError(f"the file {path} does not exist")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text_bounded(path, "code snippet file", MAX_SNIPPET_BYTES).splitlines()
+    except PathRefused as refused:
+        raise SnippetError(refused.reason) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SnippetError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
     edges = [

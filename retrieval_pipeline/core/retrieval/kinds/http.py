@@ -27,10 +27,11 @@ Protocol (JSON over HTTP, one POST per batch of ``batch_size`` queries)::
 * Headers (e.g. ``Authorization``) come from environment variables named in ``headers_env``
   (header -> variable NAME); the spec, ``params.json`` and every message hold only the names.
 
-Settings: ``url``, ``timeout_s`` (per request), ``max_retries``, ``backoff_base_s``, ``backoff_max_s``,
-``batch_size`` (queries per POST), ``headers_env``, ``probe_query``. There is nothing to index:
-building records the url and sends ``probe_query`` once; a service that does not answer it (or
-answers doc ids outside the corpus) fails the build with an error naming the url.
+Settings: ``url``, ``timeout_s`` (a deadline per request: connecting, the headers and the whole answer,
+which is read up to 64 MB), ``max_retries``, ``backoff_base_s``, ``backoff_max_s``, ``batch_size`` (queries
+per POST), ``headers_env``, ``probe_query``. There is nothing to index: building records the url and
+sends ``probe_query`` once; a service that does not answer it (or answers doc ids outside the corpus)
+fails the build with an error naming the url.
 
 Example::
 
@@ -111,7 +112,7 @@ class HttpRetriever:
         name: The retriever's name.
         url: The endpoint.
         headers: Extra request headers (their values are scrubbed from every message).
-        timeout_s: Seconds per request.
+        timeout_s: Seconds per request, a deadline for the whole exchange.
         batch_size: Queries per POST.
         policy: Retry budget and backoff.
         post: Sends one request (injectable for tests).

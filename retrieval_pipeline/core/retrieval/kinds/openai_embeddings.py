@@ -106,7 +106,7 @@ class OpenAIEmbeddingEncoder(Closing):
         model: The model name.
         api_key: The key (``None``: the server needs none). Never stored in a repr or a message.
         batch_size: Texts per request.
-        timeout_s: Seconds per request.
+        timeout_s: Seconds per request, a deadline for the whole exchange (not per read).
         policy: Retry budget and backoff.
         dimensions: Asked of the server when set (and then the expected dimension).
         dim: The expected dimension when known (from a saved index or the cache); learnt from the first
@@ -159,7 +159,12 @@ class OpenAIEmbeddingEncoder(Closing):
         """An ``openai.OpenAI`` with its own retries off (this class retries)."""
         import openai
 
-        return openai.OpenAI(base_url=self.base_url, api_key=self._api_key or "not-needed", timeout=self.timeout_s, max_retries=0)
+        from retrieval_pipeline.core.llm.client import DeadlineTransport  # timeout_s bounds the whole request
+
+        http_client = openai.DefaultHttpxClient(transport=DeadlineTransport(self.timeout_s), timeout=self.timeout_s)
+        return openai.OpenAI(
+            base_url=self.base_url, api_key=self._api_key or "not-needed", timeout=self.timeout_s, max_retries=0, http_client=http_client
+        )
 
     @property
     def dim(self) -> int:  # type: ignore[override]

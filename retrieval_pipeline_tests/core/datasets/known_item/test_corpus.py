@@ -17,6 +17,12 @@ import pytest
 
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
 from retrieval_pipeline.core.datasets.known_item import corpus as ic
+from retrieval_pipeline.core.datasets.known_item.corpus import (
+    InstalledCorpus,
+    IntrospectionError,
+    IntrospectionSettings,
+    build_installed_corpus,
+)
 from retrieval_pipeline.core.datasets.known_item.queries import (
     KnownItemSettings,
     collapse,
@@ -24,12 +30,6 @@ from retrieval_pipeline.core.datasets.known_item.queries import (
     first_sentence,
     known_items,
     remove_sentence,
-)
-from retrieval_pipeline.core.datasets.known_item.corpus import (
-    InstalledCorpus,
-    IntrospectionError,
-    IntrospectionSettings,
-    build_installed_corpus,
 )
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.types import Document

@@ -164,8 +164,8 @@ def test_max_documents_keeps_the_benchmarks_subset_with_the_golds_of_its_queries
 def test_an_id_with_whitespace_is_a_reject_and_so_is_its_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Introspection found ``DgApiList[dict[str, Any]]``: a TREC file cannot hold that id, so it is rejected, with its query."""
     from retrieval_pipeline.core.datasets.known_item import adapter as known_item
-    from retrieval_pipeline.core.datasets.known_item.queries import KnownItemQuery, KnownItemSet
     from retrieval_pipeline.core.datasets.known_item.corpus import InstalledCorpus
+    from retrieval_pipeline.core.datasets.known_item.queries import KnownItemQuery, KnownItemSet
     from retrieval_pipeline.core.types import Document
 
     bad = "pkg.mod.DgApiList[dict[str, Any]]"
