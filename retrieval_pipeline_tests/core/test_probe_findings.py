@@ -225,7 +225,7 @@ def load_beir_counts(folder: Path):
 )
 def test_beir_grade_of_5000_digits_or_past_int32_rejects_the_line(tmp_path: Path, grade: str, shown: str) -> None:
     from retrieval_pipeline.core.datasets.beir.adapter import beir_pair
-    from retrieval_pipeline.core.pairs.build import QAPair
+    from retrieval_pipeline.core.types import QAPair
 
     folder = beir_folder(tmp_path, qrels=[f"q1\td2\t{grade}"])
     loaded = load_beir_counts(folder)
@@ -280,7 +280,7 @@ def damage_one_cache_row(path: Path, model_id: str, text: str, blob: bytes) -> N
 def test_embedding_cache_row_with_a_10_byte_or_nan_vector_is_embedded_again_with_a_warning(tmp_path: Path, blob: bytes, why: str) -> None:
     from retrieval_pipeline.core.atomic import CorruptFileWarning
     from retrieval_pipeline.core.retrieval.embed_cache import CacheStats, EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import CountingEncoder, KeywordEncoder
+    from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
     encoder = CountingEncoder(KeywordEncoder(["cat", "dog", "fish", "bird"]))
     texts = ["a cat", "a dog", "a fish"]
@@ -303,7 +303,7 @@ def test_embedding_cache_row_with_a_10_byte_or_nan_vector_is_embedded_again_with
 
 def test_embedding_cache_refuses_nan_vectors_from_the_encoder(tmp_path: Path) -> None:
     from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+    from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     class NaNEncoder(KeywordEncoder):
         def encode(self, texts):  # type: ignore[override]
