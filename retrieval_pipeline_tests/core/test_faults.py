@@ -74,7 +74,7 @@ _CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+    from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     path, n, delay = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 

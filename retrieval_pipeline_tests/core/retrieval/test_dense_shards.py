@@ -58,7 +58,7 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from retrieval_pipeline.core.retrieval.dense import DenseRetriever
     from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+    from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
     from retrieval_pipeline_tests.core.retrieval.test_dense_shards import BATCH, VOCAB, corpus
 
     path, n, delay = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])

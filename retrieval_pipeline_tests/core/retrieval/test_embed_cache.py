@@ -105,7 +105,7 @@ _WORKER = textwrap.dedent(
     import sys
     from pathlib import Path
     from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder
+    from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     path, start = Path(sys.argv[1]), int(sys.argv[2])
     encoder = KeywordEncoder(["cat", "dog", "fish", "bird"])
