@@ -1,6 +1,5 @@
 """The evaluation report: one self-contained HTML file per dataset, and its summary in the Dagster UI."""
 
-import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -8,9 +7,10 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.report.html import ReportData, build_report, headline_metadata, summary_markdown, trend_frame
+from retrieval_pipeline.core.report.assemble import assemble_report, report_metadata
+from retrieval_pipeline.core.report.html import build_report, summary_markdown
 from retrieval_pipeline.core.result_cache import using_result_cache
+from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import PipelineSettings
@@ -70,62 +70,19 @@ def evaluation_report(
     evaluation is also logged to MLflow: params, every mean with the evaluation week as step, the report.
     """
     dataset = context.partition_key
-    config = settings.dataset(dataset)
     run_id = _run_id(context)
-    # the means are computed here, not read from retrieval_metrics: a failing ERROR floor there (a blocking
-    # check) must not stop the report, which is what one opens to see why
-    table = metric_table(query_results, config.retrievers)
-    retrieval_metrics = table.frame
-    current = (time.time(), {"metrics": table.by_retriever})
-    trend = trend_frame([current, *metrics_history(context.instance, dataset, exclude_run=run_id)])
-    data = ReportData(
-        dataset=dataset,
-        description=config.description,
-        baseline=config.baseline_retriever,
-        retrievers=config.retrievers,
-        metrics=retrieval_metrics,
-        significance=metric_significance,
-        query_results=query_results,
-        fusion_sweep=fusion_sweep,
-        failure_buckets=failure_buckets,
-        retrieval_dataset=retrieval_dataset,
-        corpus=corpus,
-        trend=trend,
-        alpha=config.statistics.alpha,
-        confidence=config.statistics.confidence,
-        objective=config.tuning.objective,
-    )
-    with using_result_cache(settings.cache_path()):  # charts drawn once per content (html_report.chart_key)
-        text = build_report(data)
-        summary = summary_markdown(data, max_bytes=SUMMARY_MAX_BYTES)
+    history = metrics_history(context.instance, dataset, exclude_run=run_id)
+    inputs = {"metric_significance": metric_significance, "query_results": query_results, "fusion_sweep": fusion_sweep}
+    inputs |= {"failure_buckets": failure_buckets, "retrieval_dataset": retrieval_dataset, "corpus": corpus}
+    report = assemble_report(dataset, settings.dataset(dataset), history, **inputs)
+    with using_result_cache(settings.cache_path()):  # charts drawn once per content (chart_key)
+        text = build_report(report.data)
+        summary = summary_markdown(report.data, max_bytes=SUMMARY_MAX_BYTES)
     path = atomic_write_text(settings.export_path(dataset, "report.html"), text)
-    empty = [name for name, frame in data.frames().items() if frame.empty]
-    if empty:
-        context.log.info(f"evaluation_report {dataset}: no data in {', '.join(empty)}; those sections say so")
-    logged = mlflow.log(
-        dataset,
-        datetime.now(timezone.utc),
-        params={
-            "retrievers": list(config.retrievers),
-            "baseline": config.baseline_retriever,
-            "queries": int(query_results["query_id"].nunique()),
-            "statistics": config.statistics.model_dump(),
-            "tuning_objective": config.tuning.objective,
-        },
-        metrics=retrieval_metrics.set_index("retriever").select_dtypes("number").to_dict("index"),
-        artifacts=[path],
-        dagster_run_id=run_id,
-    )
+    if report.empty:
+        context.log.info(f"evaluation_report {dataset}: no data in {', '.join(report.empty)}; those sections say so")
+    when = datetime.now(timezone.utc)
+    logged = mlflow.log(dataset, when, params=report.mlflow_params, metrics=report.mlflow_metrics, artifacts=[path], dagster_run_id=run_id)
     tracked = {} if logged is None else {"mlflow_run_id": logged.run_id, "mlflow_step": logged.step, "mlflow_metrics": logged.n_metrics}
-    return dg.MaterializeResult(
-        metadata={
-            **tracked,
-            "report": dg.MetadataValue.path(str(path)),
-            "size_kb": round(len(text.encode("utf-8")) / 1024, 1),
-            "trend_weeks": int(trend["week"].nunique()),
-            "trend_points": len(trend),
-            "inputs_without_data": dg.MetadataValue.json(empty),
-            "headline": dg.MetadataValue.json(headline_metadata(data)),
-            "summary": dg.MetadataValue.md(summary),
-        }
-    )
+    metadata = {**tracked, "report": dg.MetadataValue.path(str(path)), **report_metadata(report, text, summary)}
+    return dg.MaterializeResult(metadata=dagster_metadata(metadata))
