@@ -594,3 +594,42 @@ def test_a_question_that_reads_a_secret_file_leaks_nothing_into_the_report(sandb
         assert leak.read_text() == content
     finally:
         shutil.rmtree(top)
+
+
+#: Reads what the sandbox's other processes and its mount table show: pid 1 is bwrap itself.
+PROC_READER = """import glob, json
+
+
+def read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().replace(b"\\\\0", b" ").decode(errors="replace")
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def test_read_proc():
+    seen = {path: read(path) for path in ["/proc/1/environ", "/proc/1/cmdline", "/proc/self/mountinfo"]
+            + glob.glob("/proc/*/environ") + glob.glob("/proc/*/cmdline")}
+    print("SEEN", seen)
+    with open("option.evidence.json", "w") as handle:
+        json.dump(seen, handle)
+    assert False
+"""
+
+
+def test_no_process_of_the_sandbox_shows_the_pipeline_s_environment(sandbox, monkeypatch):
+    """bwrap itself (pid 1 of the sandbox) starts with a cleared environment, not only its child."""
+    secret = f"sk-fake-{time.monotonic_ns()}abcdefghijklmnop"
+    host_path = f"/nonexistent/rp-host-path-{time.monotonic_ns()}"
+    monkeypatch.setenv("RETRIEVAL_LLM_API_KEY", secret)
+    monkeypatch.setenv("PATH", f"{os.environ.get('PATH', '/usr/bin:/bin')}:{host_path}")
+    alone = run_pytest(PROC_READER, "test_proc.py", sandbox)
+    batch = sandbox_module.run_pytest_batch([(PROC_READER, "test_proc_a.py"), (PROC_READER, "test_proc_b.py")], sandbox)
+    for execution in [alone, *batch]:
+        assert execution is not None and execution.outcome == "failed", execution
+        assert "/proc/1/environ" in execution.stdout  # it did read
+        texts = [execution.stdout, execution.stderr, *execution.artifacts.values()]
+        for text in texts:
+            assert secret not in text, text[:3000]
+            assert host_path not in text, text[:3000]
