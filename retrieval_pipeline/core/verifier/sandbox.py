@@ -47,6 +47,13 @@ top of the processes the run's user (the sandbox user, or the non-root caller) a
 without a way to drop privileges no limit could bind, and nothing runs. A wall-clock timeout kills the
 process group (and bwrap's ``--die-with-parent`` takes the pid namespace with it); whatever is left in
 the run's cgroup is killed too. Output goes to files outside the sandbox and comes back truncated.
+The memory of all the run's processes together is limited too, by a memory cgroup of the run
+(``memory_mb``, or ``total_memory_mb``; no swap): on cgroup v1 a directory of its own in the memory
+hierarchy, joined as the pids cgroup is; on cgroup v2 the run's pids cgroup itself, where its parent
+enables ``+memory``. Past the limit the kernel's OOM killer ends a process of the run
+(``Execution.memory_limit_hit``, ``limit`` "memory"). Where no memory cgroup can be made (not root, a
+read-only or absent memory controller) only ``RLIMIT_AS`` binds, per process: n processes may then use n
+times ``memory_mb``.
 
 **Batches.** :func:`run_pytest_batch` runs the proofs of one question in one such sandbox: a runner
 imports pytest once, runs a throw-away session, then forks one process per proof, each exactly as
@@ -57,8 +64,10 @@ working directory changed. Results travel through a descriptor only the runner h
 host passed through bwrap (whose pid 1 closes it), closed in each proof's process before the proof runs;
 the runner is not dumpable and holds no key a proof could copy (a forked proof sees the runner's memory
 as it was). The runner is the real module ``sandbox_files/batch_runner.py``, its settings a JSON file.
-Whatever the batch did not report, the caller runs alone. Concurrent runs (several questions at once) share nothing: each has its own temporary
-folder, bwrap namespaces and pids cgroup (named by pid, a counter and the clock; removed after the run).
+Whatever the batch did not report, the caller runs alone. Concurrent runs (several questions at once)
+share nothing: each has its own temporary folder, bwrap namespaces, pids and memory cgroups (named by
+pid, a counter and the clock; removed after the run). A batch's memory cgroup allows the runner's
+``_RUNNER_MEMORY_MB`` on top of ``memory_mb``.
 
 **Output hygiene.** :func:`redact_secrets` masks secret-looking text (password hashes, private key
 blocks, ``*_KEY=``/token strings) and :func:`safe_text` redacts and caps; the verdict and the report
@@ -102,6 +111,8 @@ _counter = itertools.count()
 _PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-x")
 _BATCH_RUNNER_FILE = "rp_batch_runner.py"
 _BATCH_CONFIG_FILE = "rp_batch_config.json"
+#: What a batch's memory cgroup allows on top of a proof's: the runner, warmed up (a forked proof shares its pages).
+_RUNNER_MEMORY_MB = 192
 #: The package holding the files that run inside the sandbox (the batch runner), read as resources.
 _SANDBOX_FILES = "retrieval_pipeline.core.verifier.sandbox_files"
 #: bwrap's own environment: nothing of the pipeline's (bwrap is pid 1 of the sandbox, /proc/1/environ).
@@ -140,7 +151,9 @@ class SandboxSettings:
     Attributes:
         python: Interpreter of the environment that holds the library under test.
         timeout_s: Wall-clock limit for the whole run (the process group is killed after it).
-        memory_mb: Address-space limit (``RLIMIT_AS``) per process.
+        memory_mb: Address-space limit (``RLIMIT_AS``) per process, and the memory of all the run's
+            processes together (a memory cgroup of the run, where one can be made; see
+            :func:`_memory_cgroup_parent`), unless ``total_memory_mb`` says otherwise.
         max_processes: Processes and threads the run may have at once.
         cpu_s: CPU-seconds limit (``RLIMIT_CPU``) per process.
         file_mb: Largest file the run may write, captured output included (``RLIMIT_FSIZE``); also the
@@ -150,6 +163,7 @@ class SandboxSettings:
             verifier is root (65534, "nobody"/"nogroup"). Never 0.
         extra_ro_binds: More host paths to show read-only, at their own path (those that do not exist are
             skipped; permission checks inside them are made for the sandbox user).
+        total_memory_mb: The memory cgroup's limit (RAM, swap allowed none), when not ``memory_mb``.
     """
 
     python: Path = field(default_factory=lambda: Path(sys.executable))
@@ -161,6 +175,7 @@ class SandboxSettings:
     max_output_chars: int = 20_000
     sandbox_uid: int = 65534
     extra_ro_binds: tuple[Path, ...] = ()
+    total_memory_mb: int | None = None
 
 
 @dataclass
@@ -184,6 +199,7 @@ class Execution:
     limit: str | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
     pids_limit_hit: bool = False  # the run's pids cgroup refused a fork at some point, whatever the outcome
+    memory_limit_hit: bool = False  # the run's memory cgroup killed a process for memory (OOM), whatever the outcome
 
 
 @dataclass(frozen=True)
@@ -194,6 +210,7 @@ class _RunPlan:
     staged: tuple[tuple[Path, Path], ...]  # (host path, staging mount point), mounted by the root child
     cgroup: _PidsCgroup | None
     nproc_limit: int | None
+    memory: _MemoryCgroup | None = None  # the run's memory cgroup (None: only RLIMIT_AS per process)
 
 
 def bwrap_path() -> str | None:
@@ -262,7 +279,7 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
         Per file, its :class:`Execution` (``outcome``, exit code, stdout, stderr, ``*.evidence.json``
         artifacts, as :func:`run_pytest` gives them), or None when the batch did not report it: the
         runner was stopped or killed, a file changed what the next one would see, the sandbox could not
-        start, or the process limit bound somewhere in the batch (it could not be told whose). Run such
+        start, or the process or memory limit bound somewhere in the batch (it could not be told whose). Run such
         a file alone, with :func:`run_pytest`.
 
     Raises:
@@ -289,11 +306,12 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
         settings,
         timeout_s=settings.timeout_s * (len(tests) + 1) + 10,  # the runner's start, then each file's own limit
         max_processes=settings.max_processes + 1,  # the runner itself
+        total_memory_mb=(settings.total_memory_mb or settings.memory_mb) + _RUNNER_MEMORY_MB,
     )
     files = {_BATCH_RUNNER_FILE: runner, _BATCH_CONFIG_FILE: json.dumps(config)}
     argv = [str(settings.python), _BATCH_RUNNER_FILE, _BATCH_CONFIG_FILE]
     execution, channel = _sandboxed(files, argv, batch, channel_bytes=settings.file_mb * 2**20)
-    if execution.pids_limit_hit:
+    if execution.pids_limit_hit or execution.memory_limit_hit:
         return [None] * len(tests)
     records = _batch_records(channel, len(tests))
     results: list[Execution | None] = []
@@ -390,6 +408,8 @@ def _sandboxed(
             os.close(channel)
         if plan is not None and plan.cgroup is not None:
             plan.cgroup.remove()
+        if plan is not None and plan.memory is not None:
+            plan.memory.remove()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -453,13 +473,19 @@ def _run(
     finally:
         for fd in (args_fd, *extra_fds):
             os.close(fd)
-    if plan.cgroup is not None:
-        plan.cgroup.kill_all()
+    for cgroup in (plan.cgroup, plan.memory):
+        if cgroup is not None:
+            cgroup.kill_all()
     pids_hit = plan.cgroup.limit_hit() if plan.cgroup is not None else False
+    memory_hit = plan.memory.limit_hit() if plan.memory is not None else False
     stdout = _read_truncated(out_path, settings.max_output_chars)
     stderr = _read_truncated(err_path, settings.max_output_chars)
     artifacts = _collect(workdir, collect_suffix, max_artifact_bytes) if collect_suffix else {}
-    return _execution(process.returncode, timed_out, stdout, stderr, duration, pids_hit, artifacts)
+    execution = _execution(process.returncode, timed_out, stdout, stderr, duration, pids_hit, artifacts)
+    if memory_hit:  # the kernel's OOM killer ended a process of the run: memory, unless another limit was seen
+        execution.memory_limit_hit = True
+        execution.limit = execution.limit or "memory"
+    return execution
 
 
 def _check_filename(name: str) -> None:
@@ -522,7 +548,13 @@ def _plan(base: Path, binds: Sequence[Path], settings: SandboxSettings, drop_to:
             point.chmod(0o755 if host.is_dir() else 0o644)
             staged.append((host, point))
     cgroup, nproc_limit = _process_limit(settings.max_processes, drop_to)
-    return _RunPlan(drop_to, tuple(staged), cgroup, nproc_limit)
+    try:
+        memory = _memory_cgroup(cgroup, (settings.total_memory_mb or settings.memory_mb) * 2**20)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+    return _RunPlan(drop_to, tuple(staged), cgroup, nproc_limit, memory)
 
 
 def _reachable(path: Path, uid: int, gid: int) -> bool:
@@ -713,12 +745,12 @@ def _child_setup(settings: SandboxSettings, plan: _RunPlan) -> Callable[[], None
     memory = settings.memory_mb * 2**20
     cpu = (settings.cpu_s, settings.cpu_s + 1)
     fsize = settings.file_mb * 2**20
-    procs_file = plan.cgroup.procs_file if plan.cgroup is not None else None
+    procs_files = [c.procs_file for c in (plan.cgroup, plan.memory) if c is not None and c.procs_file is not None]
     mounts = [(os.fsencode(host), os.fsencode(point)) for host, point in plan.staged]
     nproc_limit, drop_to = plan.nproc_limit, plan.drop_to
 
     def setup() -> None:
-        if procs_file is not None:
+        for procs_file in procs_files:
             fd = os.open(procs_file, os.O_WRONLY)
             try:
                 os.write(fd, str(os.getpid()).encode())
@@ -813,6 +845,99 @@ class _PidsCgroup:
                 return
             except OSError:
                 time.sleep(0.05)
+
+
+class _MemoryCgroup(_PidsCgroup):
+    """The memory limit of all of a run's processes together: ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1).
+
+    On cgroup v2 it is the run's pids cgroup itself (a process is in one v2 cgroup; ``procs_file`` is
+    None, the run joins it as its pids cgroup); on v1 a cgroup of its own in the memory hierarchy. Swap
+    is allowed none (``memory.swap.max`` 0, or ``memory.memsw.limit_in_bytes`` equal to the limit where
+    the kernel accounts swap). Past the limit the kernel reclaims, then its OOM killer ends a process of
+    the run (the largest), never one outside it.
+    """
+
+    def __init__(self, path: Path, limit_bytes: int, *, v2: bool, own: bool) -> None:
+        self.path = path
+        self.v2 = v2
+        self.own = own
+        self.procs_file = str(path / "cgroup.procs") if own else None
+        if own:
+            path.mkdir()
+        try:
+            if v2:
+                (path / "memory.max").write_text(str(limit_bytes))
+                if (path / "memory.swap.max").exists():
+                    (path / "memory.swap.max").write_text("0")
+            else:
+                (path / "memory.limit_in_bytes").write_text(str(limit_bytes))
+                if (path / "memory.memsw.limit_in_bytes").exists():
+                    (path / "memory.memsw.limit_in_bytes").write_text(str(limit_bytes))
+        except OSError:
+            if own:
+                path.rmdir()
+            raise
+
+    def limit_hit(self) -> bool:
+        """True when the kernel killed a process of the run for want of memory (``oom_kill`` > 0)."""
+        name = "memory.events" if self.v2 else "memory.oom_control"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and int(value or 0) > 0:
+                    return True
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def remove(self) -> None:
+        if self.own:
+            super().remove()
+
+
+def _memory_cgroup_parent() -> tuple[Path, bool] | None:
+    """Where a run's memory cgroup can be made: (the writable v1 ``memory`` directory of this process, False),
+    or (a v2 directory with ``+memory`` for its children, True); None when neither is there.
+
+    The v2 case only counts where the run's pids cgroup is made in that same directory.
+    """
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:  # cgroup v1: "N:memory:/path"
+        _, controllers, rel = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            candidate = Path("/sys/fs/cgroup/memory") / rel.lstrip("/")
+            if (candidate / "memory.limit_in_bytes").exists() and os.access(candidate, os.W_OK):
+                return candidate, False
+    for line in lines:  # cgroup v2: "0::/path", with memory enabled for children
+        if line.startswith("0::"):
+            candidate = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+            try:
+                enabled = (candidate / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                continue
+            if "memory" in enabled and os.access(candidate, os.W_OK):
+                return candidate, True
+    return None
+
+
+def _memory_cgroup(pids: _PidsCgroup | None, limit_bytes: int) -> _MemoryCgroup | None:
+    """The run's memory cgroup, or None where none can be made (then RLIMIT_AS binds per process only)."""
+    found = _memory_cgroup_parent()
+    if found is None:
+        return None
+    parent, v2 = found
+    try:
+        if v2:
+            if pids is None or pids.path.parent != parent:
+                return None
+            return _MemoryCgroup(pids.path, limit_bytes, v2=True, own=False)
+        name = f"rp_sandbox_{os.getpid()}_{next(_counter)}_{time.monotonic_ns()}"
+        return _MemoryCgroup(parent / name, limit_bytes, v2=False, own=True)
+    except OSError:
+        return None
 
 
 def _pids_cgroup_parent() -> Path | None:
