@@ -88,9 +88,16 @@ def site_packages(python: str | Path) -> list[Path]:
     """The ``site-packages`` folders of the environment of ``python`` (``<prefix>/lib*/python*/site-packages``).
 
     The interpreter is not run (its environment is the one under test): the folders are found beside it.
+    One folder reached twice counts once (``python -m venv`` makes ``lib64`` a link to ``lib``): the first
+    path found, ``lib/...`` before ``lib64/...``.
     """
     prefix = Path(python).absolute().parent.parent
-    return sorted(p for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages") for p in prefix.glob(pattern) if p.is_dir())
+    found: dict[Path, Path] = {}
+    for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages"):
+        for path in sorted(prefix.glob(pattern)):
+            if path.is_dir():
+                found.setdefault(path.resolve(), path)
+    return sorted(found.values())
 
 
 def _dist_info_name(folder: Path) -> tuple[str, str]:

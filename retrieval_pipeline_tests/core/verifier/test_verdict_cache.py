@@ -33,6 +33,7 @@ from retrieval_pipeline.core.verifier.verdict_cache import (
     cacheable,
     decode_verdict,
     encode_verdict,
+    site_packages,
     source_digest,
     using_verdict_cache,
 )
@@ -213,6 +214,15 @@ def test_an_unchanged_library_hits(prove, cache, tmp_path):
     python = fake_env(tmp_path / "env")
     run([mc()], cache, index=acme_index(python))
     assert run([mc()], cache, index=acme_index(python)).reused == ["q:1"]
+
+
+def test_an_unchanged_library_hits_in_a_venv_whose_lib64_links_to_lib(prove, cache, tmp_path):
+    python = fake_env(tmp_path / "env")
+    (tmp_path / "env" / "lib64").symlink_to("lib")  # as python -m venv makes it
+    first = run([mc()], cache, index=acme_index(python))
+    assert first.cache_status == "used", first.cache_status
+    assert run([mc()], cache, index=acme_index(python)).reused == ["q:1"]
+    assert site_packages(python) == [tmp_path / "env" / "lib" / "python3.11" / "site-packages"]
 
 
 def test_a_new_library_version_misses(prove, cache, tmp_path):
