@@ -54,8 +54,13 @@ NAMESPACE = "verifier_verdicts"
 KEY_VERSION = "verdict-cache-1"
 #: The verifier's own folder: every ``.py`` in it is part of the key.
 VERIFIER_DIR = Path(__file__).resolve().parent
-#: Core modules outside the folder that shape claims or proofs (``dotted_name``; the ``Case`` type).
-EXTRA_SOURCES: tuple[Path, ...] = (VERIFIER_DIR.parent / "astutil.py", VERIFIER_DIR.parent / "types.py")
+#: Modules outside the folder's top level that shape claims or proofs (``dotted_name``; the ``Case`` type;
+#: the batch runner, which runs the proofs inside the sandbox).
+EXTRA_SOURCES: tuple[Path, ...] = (
+    VERIFIER_DIR.parent / "astutil.py",
+    VERIFIER_DIR.parent / "types.py",
+    VERIFIER_DIR / "sandbox_files" / "batch_runner.py",
+)
 #: Provers whose decisions are cached (the offline prover; ``derived`` is "None of the above").
 CACHED_PROVERS = frozenset({"offline", "derived"})
 #: Execution outcomes that may be an accident of a busy machine: such a verdict is proven again next time.

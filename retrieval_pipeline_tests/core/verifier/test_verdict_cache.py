@@ -181,6 +181,13 @@ def test_the_source_digest_covers_every_python_file_of_the_folder(tmp_path):
     assert source_digest() == source_digest() and len(source_digest()) == 64
 
 
+def test_the_source_digest_covers_the_batch_runner_run_inside_the_sandbox():
+    from retrieval_pipeline.core.verifier.verdict_cache import EXTRA_SOURCES, VERIFIER_DIR
+
+    assert VERIFIER_DIR / "sandbox_files" / "batch_runner.py" in EXTRA_SOURCES
+    assert all(path.is_file() for path in EXTRA_SOURCES)
+
+
 def test_a_change_of_python_version_misses(prove, cache):
     run([mc()], cache, index=stdlib_index())
     other = dataclasses.replace(stdlib_index(), python_version="3.99.0")
