@@ -430,13 +430,13 @@ def _run(
     layout in ``/proc/1/environ`` and ``/proc/1/cmdline`` (only the program's own argv, as its process does).
     """
     out_path, err_path = base / "stdout.txt", base / "stderr.txt"
-    args_fd = os.open(base, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    args_fd = _anonymous_file(base, "args")
     extra_fds: list[int] = []
     try:
         options = command.index("--")  # the options go through the descriptor; the program and its argv follow
         seccomp = _seccomp_program()
         if seccomp is not None:
-            seccomp_fd = os.open(base, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            seccomp_fd = _anonymous_file(base, "seccomp")
             os.write(seccomp_fd, seccomp)
             os.lseek(seccomp_fd, 0, os.SEEK_SET)
             extra_fds.append(seccomp_fd)
@@ -486,6 +486,17 @@ def _run(
         execution.memory_limit_hit = True
         execution.limit = execution.limit or "memory"
     return execution
+
+
+def _anonymous_file(folder: Path, tag: str) -> int:
+    """A private file (0600) in ``folder`` that only the returned descriptor reaches (O_TMPFILE, else made and unlinked)."""
+    try:
+        return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except OSError:  # a file system without O_TMPFILE (overlayfs before Linux 6.6)
+        path = folder / f"{tag}_{next(_counter)}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        path.unlink()
+        return fd
 
 
 def _check_filename(name: str) -> None:
