@@ -81,7 +81,9 @@ def counting(counts: Counts) -> Iterator[None]:
     A batch of proofs (``run_pytest_batch``, where it exists) is one process running several proofs; a
     proof run alone (``run_pytest``) is one process running one.
     """
-    real_run = sandbox_module.run_in_sandbox
+    # every sandboxed process goes through _sandboxed where it exists (run_in_sandbox and the batch alike)
+    entry = "_sandboxed" if hasattr(sandbox_module, "_sandboxed") else "run_in_sandbox"
+    real_run = getattr(sandbox_module, entry)
     real_single, real_batch = verify_module.run_pytest, getattr(verify_module, "run_pytest_batch", None)
     fixes_name = "propose_fixes" if hasattr(questions_module, "propose_fixes") else "remediate"
     real_verify, real_fixes = questions_module.run_verification, getattr(questions_module, fixes_name)
@@ -109,7 +111,7 @@ def counting(counts: Counts) -> Iterator[None]:
 
         return wrapper
 
-    sandbox_module.run_in_sandbox = run_in_sandbox
+    setattr(sandbox_module, entry, run_in_sandbox)
     verify_module.run_pytest = run_pytest
     if real_batch is not None:
         verify_module.run_pytest_batch = run_pytest_batch
@@ -118,7 +120,7 @@ def counting(counts: Counts) -> Iterator[None]:
     try:
         yield
     finally:
-        sandbox_module.run_in_sandbox = real_run
+        setattr(sandbox_module, entry, real_run)
         verify_module.run_pytest = real_single
         if real_batch is not None:
             verify_module.run_pytest_batch = real_batch

@@ -41,15 +41,33 @@ def verified_pairs(
     return dg.MaterializeResult(value=result.frame, metadata=dagster_metadata(result.metadata(llm_meta)))
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas", "jsonl"})
-def retrieval_dataset(
-    context: dg.AssetExecutionContext, settings: PipelineSettings, verified_pairs: pd.DataFrame, corpus: pd.DataFrame
-) -> dg.MaterializeResult[pd.DataFrame]:
+@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas", "jsonl"}, output_required=False)
+def retrieval_dataset(context: dg.AssetExecutionContext, settings: PipelineSettings, verified_pairs: pd.DataFrame, corpus: pd.DataFrame):
     """The verified retrieval-evaluation dataset: (query, positives, hard negatives, metadata) per kept pair.
 
     Also exported as ``retrieval_dataset.jsonl`` in the shape
     ``{id, source, query, positive_ctxs: [{fqn, text, rank_relevance}], negative_ctxs: [{fqn, text, is_hard_negative}], metadata}``.
+
+    A dataset without any retrieval case (multiple-choice questions only: those go to the verifier) has
+    nothing to evaluate: no output and no file, a warning and an observation saying so; the retrieval and
+    evaluation steps after it are skipped, and the run succeeds. Retrieval pairs that were all dropped or
+    undecided are still an error (the filter kept no pair).
     """
-    path = settings.export_path(context.partition_key, "retrieval_dataset.jsonl")
-    result = build_dataset(verified_pairs, from_frame(corpus, Document), context.partition_key, path)
-    return dg.MaterializeResult(value=result.frame, metadata=dagster_metadata(result.metadata()))
+    dataset = context.partition_key
+    if verified_pairs.empty:
+        message = nothing_to_evaluate(dataset)
+        context.log.warning(message)
+        context.log_event(dg.AssetObservation(asset_key=context.asset_key, partition=dataset, metadata={"nothing_to_evaluate": message}))
+        return
+    path = settings.export_path(dataset, "retrieval_dataset.jsonl")
+    result = build_dataset(verified_pairs, from_frame(corpus, Document), dataset, path)
+    yield dg.MaterializeResult(value=result.frame, metadata=dagster_metadata(result.metadata()))
+
+
+def nothing_to_evaluate(dataset: str) -> str:
+    """What a dataset without retrieval cases says instead of a retrieval dataset."""
+    return (
+        f"dataset {dataset}: nothing to evaluate for retrieval, it has no retrieval case (its multiple-choice "
+        "questions are checked by the verifier: question_verdicts, quality_report); retrieval_dataset is not "
+        "materialised and the retrieval and evaluation steps after it are skipped"
+    )

@@ -80,3 +80,35 @@ def test_verdicts_report_and_check_on_planted_questions(verifier_resources):
     retrieval_alert_sensor.evaluate_tick(context)
     alerts = verifier_resources["alerts"].sink().read()
     assert [a["asset"] for a in alerts] == ["quality_report"] and alerts[0]["failed_checks"][0]["check"] == "no_incorrect_questions"
+
+
+def test_a_dataset_of_only_multiple_choice_questions_succeeds(tmp_path):
+    """Nothing to evaluate for retrieval: said, and skipped; the verifier's assets materialise; the run succeeds."""
+    registry = write_dataset(tmp_path / "in")
+    (tmp_path / "in" / "suites" / "multiple_choice.yaml").write_text(MC_SUITE)
+    registry.write_text(
+        registry.read_text().replace(
+            "suites: [suites/api_understanding.yaml, suites/fix_errors.yaml]", "suites: [suites/multiple_choice.yaml]"
+        )
+    )
+    resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=VOCAB), registry)
+    result = dg.materialize(
+        list(defs().assets), partition_key="stdlib", resources=resources, raise_on_error=False, instance=dg.DagsterInstance.ephemeral()
+    )
+    failures = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert result.success and not failures, failures
+    materialised = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert {"question_verdicts", "quality_report", "verified_pairs"} <= materialised
+    assert "retrieval_dataset" not in materialised and "retrieval_metrics" not in materialised
+    verdicts = result.asset_value("question_verdicts").set_index("case_id")
+    assert verdicts.loc["mc:json_import", "verdict"] == "Valid" and verdicts.loc["mc:wrong_marked", "verdict"] == "Incorrect"
+    observed = [
+        e.event_specific_data.asset_observation.metadata["nothing_to_evaluate"].value
+        for e in result.all_events
+        if e.event_type_value == "ASSET_OBSERVATION" and e.asset_key == dg.AssetKey("retrieval_dataset")
+    ]
+    assert len(observed) == 1 and "nothing to evaluate" in observed[0] and "no retrieval case" in observed[0]
+    skipped = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SKIPPED"}
+    assert {"retrieval_metrics", "evaluation_report"} <= skipped
+    assert not resources["settings"].export_path("stdlib", "retrieval_dataset.jsonl").exists()
+    assert resources["settings"].export_path("stdlib", "quality_report.json").exists()

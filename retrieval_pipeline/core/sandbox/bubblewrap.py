@@ -26,7 +26,12 @@ layout below keeps the caller's other files out. ``sandbox_uid`` 0 is refused.
 * ``--dev /dev``, ``--proc /proc`` (its own pid namespace), a private ``--tmpfs /tmp`` (capped at
   ``file_mb``), and the run's fresh working directory, read-write, owned by the sandbox user;
 * ``--clearenv`` plus a minimal PATH/HOME/LANG: no variable of the parent (tokens, keys) is inherited;
-  ``--die-with-parent --new-session``.
+  ``--die-with-parent --new-session``. bwrap itself, which stays in the sandbox as its pid 1, starts
+  with a fixed environment of its own (``/proc/1/environ`` shows nothing of the pipeline's) and reads its
+  options from a descriptor (``--args``: ``/proc/1/cmdline`` shows the program's argv only);
+* a seccomp filter (bwrap's ``--seccomp``): ``ptrace``, ``process_vm_readv``/``writev``, ``kcmp`` and
+  ``pidfd_getfd`` fail with EPERM, as does any system call of another ABI (x86_64 and aarch64; elsewhere
+  no filter). bwrap's pid 1 is dumpable by the sandbox user: without the filter a proof could attach to it.
 
 An environment path the sandbox user cannot reach on the host (a base Python under root's 0700 home)
 is bind-mounted by the still-root child, inside a private mount namespace of its own, onto a staging
@@ -42,16 +47,27 @@ top of the processes the run's user (the sandbox user, or the non-root caller) a
 without a way to drop privileges no limit could bind, and nothing runs. A wall-clock timeout kills the
 process group (and bwrap's ``--die-with-parent`` takes the pid namespace with it); whatever is left in
 the run's cgroup is killed too. Output goes to files outside the sandbox and comes back truncated.
+The memory of all the run's processes together is limited too, by a memory cgroup of the run
+(``memory_mb``, or ``total_memory_mb``; no swap): on cgroup v1 a directory of its own in the memory
+hierarchy, joined as the pids cgroup is; on cgroup v2 the run's pids cgroup itself, where its parent
+enables ``+memory``. Past the limit the kernel's OOM killer ends a process of the run
+(``Execution.memory_limit_hit``, ``limit`` "memory"). Where no memory cgroup can be made (not root, a
+read-only or absent memory controller) only ``RLIMIT_AS`` binds, per process: n processes may then use n
+times ``memory_mb``.
 
 **Batches.** :func:`run_pytest_batch` runs the proofs of one question in one such sandbox: a runner
 imports pytest once, runs a throw-away session, then forks one process per proof, each exactly as
 :func:`run_pytest` would start it (same arguments, working directory, limits, outcome and output).
 Between two proofs it kills every other process of the sandbox and empties everything writable (the
 working directory, ``/tmp``, ``/dev/shm``), and it stops when ``/dev`` or the folders leading to the
-working directory changed. Results travel through a descriptor only the runner holds, each signed with
-a key only the runner knows (the runner is not dumpable); whatever the batch did not report, the caller
-runs alone. Concurrent runs (several questions at once) share nothing: each has its own temporary
-folder, bwrap namespaces and pids cgroup (named by pid, a counter and the clock; removed after the run).
+working directory changed. Results travel through a descriptor only the runner holds: a file of the
+host passed through bwrap (whose pid 1 closes it), closed in each proof's process before the proof runs;
+the runner is not dumpable and holds no key a proof could copy (a forked proof sees the runner's memory
+as it was). The runner is the real module ``sandbox_files/batch_runner.py``, its settings a JSON file.
+Whatever the batch did not report, the caller runs alone. Concurrent runs (several questions at once)
+share nothing: each has its own temporary folder, bwrap namespaces, pids and memory cgroups (named by
+pid, a counter and the clock; removed after the run). A batch's memory cgroup allows the runner's
+``_RUNNER_MEMORY_MB`` on top of ``memory_mb``.
 
 **Output hygiene.** :func:`redact_secrets` masks secret-looking text (password hashes, private key
 blocks, ``*_KEY=``/token strings) and :func:`safe_text` redacts and caps; the verdict and the report
@@ -67,23 +83,22 @@ import base64
 import ctypes
 import dataclasses
 import functools
-import hashlib
-import hmac
 import itertools
 import json
 import os
 import re
 import resource
-import secrets
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -95,6 +110,13 @@ _counter = itertools.count()
 #: How every proof runs: ``python -m pytest <these> <file>`` (alone, or in a batch).
 _PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-x")
 _BATCH_RUNNER_FILE = "rp_batch_runner.py"
+_BATCH_CONFIG_FILE = "rp_batch_config.json"
+#: What a batch's memory cgroup allows on top of a proof's: the runner, warmed up (a forked proof shares its pages).
+_RUNNER_MEMORY_MB = 192
+#: The package holding the files that run inside the sandbox (the batch runner), read as resources.
+_SANDBOX_FILES = "retrieval_pipeline.core.verifier.sandbox_files"
+#: bwrap's own environment: nothing of the pipeline's (bwrap is pid 1 of the sandbox, /proc/1/environ).
+_BWRAP_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _BATCH_PREFIX = "RPBATCH "
 
 #: Top-level system paths shown as on the host (symlinks stay symlinks); /usr itself is bound read-only.
@@ -102,6 +124,13 @@ _SYSTEM_TOP = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: Host files of /etc that the interpreter may read and that hold no secret.
 _HOST_ETC = ("ld.so.cache", "localtime")
 
+#: Per machine: the seccomp audit arch, and the system calls a proof is refused (EPERM): ptrace,
+#: process_vm_readv, process_vm_writev, kcmp, pidfd_getfd. Another process's memory and descriptors stay
+#: out of reach even where the kernel's permission checks would allow them (bwrap's pid 1 is dumpable).
+_SECCOMP_DENY = {
+    "x86_64": (0xC000003E, (101, 310, 311, 312, 438)),
+    "aarch64": (0xC00000B7, (117, 270, 271, 272, 438)),
+}
 _CLONE_NEWNS = 0x00020000
 _MS_BIND = 4096
 _MS_REC = 16384
@@ -122,7 +151,9 @@ class SandboxSettings:
     Attributes:
         python: Interpreter of the environment that holds the library under test.
         timeout_s: Wall-clock limit for the whole run (the process group is killed after it).
-        memory_mb: Address-space limit (``RLIMIT_AS``) per process.
+        memory_mb: Address-space limit (``RLIMIT_AS``) per process, and the memory of all the run's
+            processes together (a memory cgroup of the run, where one can be made; see
+            :func:`_memory_cgroup_parent`), unless ``total_memory_mb`` says otherwise.
         max_processes: Processes and threads the run may have at once.
         cpu_s: CPU-seconds limit (``RLIMIT_CPU``) per process.
         file_mb: Largest file the run may write, captured output included (``RLIMIT_FSIZE``); also the
@@ -132,6 +163,7 @@ class SandboxSettings:
             verifier is root (65534, "nobody"/"nogroup"). Never 0.
         extra_ro_binds: More host paths to show read-only, at their own path (those that do not exist are
             skipped; permission checks inside them are made for the sandbox user).
+        total_memory_mb: The memory cgroup's limit (RAM, swap allowed none), when not ``memory_mb``.
     """
 
     python: Path = field(default_factory=lambda: Path(sys.executable))
@@ -143,6 +175,7 @@ class SandboxSettings:
     max_output_chars: int = 20_000
     sandbox_uid: int = 65534
     extra_ro_binds: tuple[Path, ...] = ()
+    total_memory_mb: int | None = None
 
 
 @dataclass
@@ -166,6 +199,7 @@ class Execution:
     limit: str | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
     pids_limit_hit: bool = False  # the run's pids cgroup refused a fork at some point, whatever the outcome
+    memory_limit_hit: bool = False  # the run's memory cgroup killed a process for memory (OOM), whatever the outcome
 
 
 @dataclass(frozen=True)
@@ -176,6 +210,7 @@ class _RunPlan:
     staged: tuple[tuple[Path, Path], ...]  # (host path, staging mount point), mounted by the root child
     cgroup: _PidsCgroup | None
     nproc_limit: int | None
+    memory: _MemoryCgroup | None = None  # the run's memory cgroup (None: only RLIMIT_AS per process)
 
 
 def bwrap_path() -> str | None:
@@ -232,8 +267,9 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
     :class:`SandboxSettings` bind each file's process as they would bind its own sandbox (the CPU time
     and address space are per process; the wall-clock limit is the runner's, per file); the process
     limit counts the runner too. What a file left behind cannot reach the next one, nor its result:
-    each result is sent through a descriptor only the runner holds, signed with a key only the runner
-    knows (it is not dumpable: no other process of the sandbox can read its memory or descriptors).
+    each result is sent through a descriptor only the runner holds (it is not dumpable: no other process
+    of the sandbox can read its memory or descriptors, and seccomp refuses ptrace and pidfd_getfd), and
+    nothing in the runner's memory (which each forked proof sees a copy of) lets a proof forge one.
 
     Args:
         tests: ``(test_source, filename)`` per file; file names must be distinct.
@@ -243,7 +279,7 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
         Per file, its :class:`Execution` (``outcome``, exit code, stdout, stderr, ``*.evidence.json``
         artifacts, as :func:`run_pytest` gives them), or None when the batch did not report it: the
         runner was stopped or killed, a file changed what the next one would see, the sandbox could not
-        start, or the process limit bound somewhere in the batch (it could not be told whose). Run such
+        start, or the process or memory limit bound somewhere in the batch (it could not be told whose). Run such
         a file alone, with :func:`run_pytest`.
 
     Raises:
@@ -253,11 +289,10 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
     names = [filename for _, filename in tests]
     for name in names:
         _check_filename(name)
-    if len(set(names)) != len(names) or _BATCH_RUNNER_FILE in names:
-        raise ValueError(f"the files of a batch need distinct names other than {_BATCH_RUNNER_FILE}: {names}")
+    if len(set(names)) != len(names) or {_BATCH_RUNNER_FILE, _BATCH_CONFIG_FILE} & set(names):
+        raise ValueError(f"the files of a batch need distinct names other than {_BATCH_RUNNER_FILE}, {_BATCH_CONFIG_FILE}: {names}")
     if not tests:
         return []
-    key = secrets.token_hex(32)
     config = {
         "tests": [[filename, source] for source, filename in tests],
         "timeout_s": settings.timeout_s,
@@ -265,19 +300,20 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
         "collect_suffix": ".evidence.json",
         "artifact_bytes": 256 * 1024,
         "pytest_args": list(_PYTEST_ARGS),
-        "key": key,
     }
-    runner = f"import json\nCONFIG = json.loads({json.dumps(json.dumps(config))})\n" + _BATCH_RUNNER
+    runner = resources.files(_SANDBOX_FILES).joinpath("batch_runner.py").read_text(encoding="utf-8")
     batch = dataclasses.replace(
         settings,
         timeout_s=settings.timeout_s * (len(tests) + 1) + 10,  # the runner's start, then each file's own limit
         max_processes=settings.max_processes + 1,  # the runner itself
-        max_output_chars=settings.file_mb * 2**20,  # the results; RLIMIT_FSIZE caps them anyway
+        total_memory_mb=(settings.total_memory_mb or settings.memory_mb) + _RUNNER_MEMORY_MB,
     )
-    execution = run_in_sandbox({_BATCH_RUNNER_FILE: runner}, [str(settings.python), _BATCH_RUNNER_FILE], batch)
-    if execution.pids_limit_hit:
+    files = {_BATCH_RUNNER_FILE: runner, _BATCH_CONFIG_FILE: json.dumps(config)}
+    argv = [str(settings.python), _BATCH_RUNNER_FILE, _BATCH_CONFIG_FILE]
+    execution, channel = _sandboxed(files, argv, batch, channel_bytes=settings.file_mb * 2**20)
+    if execution.pids_limit_hit or execution.memory_limit_hit:
         return [None] * len(tests)
-    records = _batch_records(execution.stdout, key.encode(), len(tests))
+    records = _batch_records(channel, len(tests))
     results: list[Execution | None] = []
     for index in range(len(tests)):
         record = records.get(index)
@@ -285,18 +321,18 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
     return results
 
 
-def _batch_records(stdout: str, key: bytes, count: int) -> dict[int, dict[str, object]]:
-    """The runner's result records, by file index: only lines signed with the run's key, first one per file."""
+def _batch_records(channel: bytes, count: int) -> dict[int, dict[str, object]]:
+    """The runner's result records, by file index: the first one per file.
+
+    They come from the result channel, a descriptor that only the runner holds inside the sandbox (what
+    a proof prints goes elsewhere), so they need no signature: no key exists that a proof could steal.
+    """
     records: dict[int, dict[str, object]] = {}
-    for line in stdout.splitlines():
+    for line in channel.decode("utf-8", errors="replace").splitlines():
         if not line.startswith(_BATCH_PREFIX):
             continue
-        signature, _, payload = line[len(_BATCH_PREFIX) :].partition(" ")
-        expected = hmac.new(key, payload.encode("utf-8", errors="replace"), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(signature.encode("utf-8", errors="replace"), expected.encode()):
-            continue
         try:
-            record = json.loads(payload)
+            record = json.loads(line[len(_BATCH_PREFIX) :])
         except ValueError:
             continue
         index = record.get("index") if isinstance(record, dict) else None
@@ -323,350 +359,6 @@ def _batch_execution(record: Mapping[str, object], max_chars: int) -> Execution 
     return _execution(returncode, timed_out, streams[0], streams[1], duration, False, artifacts)
 
 
-#: The runner of :func:`run_pytest_batch`; ``CONFIG`` is prepended as a JSON literal. Standard library only.
-_BATCH_RUNNER = r'''
-import atexit, base64, ctypes, gc, hashlib, hmac, os, select, signal, stat, sys, threading, time, traceback
-
-TESTS = CONFIG["tests"]
-TIMEOUT = CONFIG["timeout_s"]
-OUTPUT_BYTES = CONFIG["output_bytes"]
-SUFFIX = CONFIG["collect_suffix"]
-ARTIFACT_BYTES = CONFIG["artifact_bytes"]
-PYTEST_ARGS = CONFIG["pytest_args"]
-KEY = CONFIG.pop("key").encode()
-WORKDIR = os.getcwd()
-CHAIN = []  # the folders leading to the working directory (each test may write in them: emptied, checked)
-_up = os.path.dirname(WORKDIR)
-while _up not in ("/", ""):
-    CHAIN.insert(0, _up)
-    _up = os.path.dirname(_up)
-
-
-def unescape_octal(text):
-    """A mountinfo path: space, tab, newline and backslash are written as 3-digit octal escapes."""
-    parts = text.split("\\")
-    out = parts[0]
-    for part in parts[1:]:
-        if len(part) >= 3 and all(c in "01234567" for c in part[:3]):
-            out += chr(int(part[:3], 8)) + part[3:]
-        else:
-            out += "\\" + part
-    return out
-
-
-def mount_ancestors():
-    """The folders leading to each mount point of the sandbox (a venv bound under /tmp, say): kept, never emptied."""
-    found = set()
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            fields = line.split(" ")
-            if len(fields) < 5:
-                continue
-            point = unescape_octal(fields[4])
-            up = os.path.dirname(point)
-            while up not in ("/", ""):
-                found.add(up)
-                up = os.path.dirname(up)
-    return found
-
-
-MOUNT_CHAIN = sorted(mount_ancestors() - set(CHAIN) - {WORKDIR})
-KEEP = set(CHAIN) | {WORKDIR} | set(MOUNT_CHAIN)
-CHANNEL = os.dup(1)  # where the results go; every other process loses its copy of it
-DEVNULL = os.open("/dev/null", os.O_RDWR)
-STATUSES = {}
-LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_DUMPABLE = 4
-
-
-class Stop(Exception):
-    """The batch cannot go on safely: the tests not reported yet are run one sandbox each."""
-
-
-def emit(record):
-    payload = json.dumps(record)
-    line = "RPBATCH " + hmac.new(KEY, payload.encode(), hashlib.sha256).hexdigest() + " " + payload + "\n"
-    data = line.encode()
-    while data:
-        data = data[os.write(CHANNEL, data):]
-
-
-def exit_code(status):
-    """The exit status as bwrap passes it on: 128 + the signal for a process a signal ended."""
-    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-
-
-def reap():
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        STATUSES[pid] = status
-
-
-def sweep():
-    """SIGKILL every other process of the sandbox (pid 1, bwrap's, and this one are spared), reap ours."""
-    for _ in range(2000):
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            reap()
-            return
-        reap()
-        time.sleep(0.005)
-    raise Stop("processes survive SIGKILL")
-
-
-def guarded():
-    """What a test must not change for the next one: /dev's entries, the folders up to the working directory."""
-    seen = {}
-    for path in ["/dev/" + n for n in sorted(os.listdir("/dev"))] + CHAIN + MOUNT_CHAIN + [WORKDIR, "/dev/shm"]:
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            seen[path] = None
-            continue
-        link = os.readlink(path) if stat.S_ISLNK(info.st_mode) else None
-        seen[path] = (info.st_mode, info.st_ino, info.st_dev, info.st_uid, info.st_gid, info.st_rdev, link)
-    return seen
-
-
-def remove(path, info):
-    if stat.S_ISDIR(info.st_mode):
-        if stat.S_IMODE(info.st_mode) & 0o700 != 0o700:
-            os.chmod(path, 0o700)
-        for name in os.listdir(path):
-            inner = os.path.join(path, name)
-            inner_info = os.lstat(inner)
-            if inner_info.st_dev != info.st_dev:
-                raise Stop("a mount point inside " + path)
-            remove(inner, inner_info)
-        os.rmdir(path)
-    else:
-        os.unlink(path)
-
-
-def empty(folder):
-    """Remove everything in ``folder`` except the way to the working directory and the mounts of the sandbox."""
-    if not os.path.isdir(folder) or os.path.islink(folder):
-        return
-    device = os.lstat(folder).st_dev
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        info = os.lstat(path)
-        if path in KEEP:
-            if stat.S_ISDIR(info.st_mode):
-                empty(path)
-        elif info.st_dev == device:
-            remove(path, info)
-
-
-def read_head(fd, limit):
-    size = os.fstat(fd).st_size
-    chunks, got = [], 0
-    while got < limit:
-        data = os.pread(fd, min(limit - got, 1 << 20), got)
-        if not data:
-            break
-        chunks.append(data)
-        got += len(data)
-    return b"".join(chunks), size
-
-
-def collect():
-    found = {}
-    for name in sorted(os.listdir(WORKDIR)):
-        if not name.endswith(SUFFIX):
-            continue
-        try:
-            fd = os.open(os.path.join(WORKDIR, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            continue
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                found[name] = read_head(fd, ARTIFACT_BYTES)[0].decode("utf-8", "replace")
-        finally:
-            os.close(fd)
-    return found
-
-
-def write_file(name, text):
-    fd = os.open(os.path.join(WORKDIR, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with open(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(os.path.join(WORKDIR, name), 0o644)
-
-
-def anonymous_file(tag):
-    """A file only its descriptors reach: made, then unlinked at once."""
-    path = os.path.join(WORKDIR, "rp_%s_%d_%d" % (tag, os.getpid(), time.monotonic_ns()))
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    os.unlink(path)
-    return fd
-
-
-def pytest_session(filename):
-    """What ``python -m pytest <args> <filename>`` does, up to the interpreter's exit; returns its status."""
-    import runpy
-
-    sys.argv = ["-m", *PYTEST_ARGS, filename]  # runpy puts pytest/__main__.py first, as -m does
-    code = 0
-    try:
-        runpy.run_module("pytest", run_name="__main__", alter_sys=True)
-    except SystemExit as exc:
-        code = exc.code
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    for thread in threading.enumerate():  # as at the interpreter's exit: non-daemon threads first, then atexit
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    return code & 0xFF
-
-
-def child(filename, out_fd, err_fd):
-    code = 1
-    try:
-        os.setsid()
-        LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        for fd in (CHANNEL, DEVNULL, out_fd, err_fd):
-            os.close(fd)
-        code = pytest_session(filename)
-    except BaseException:
-        try:
-            traceback.print_exc()
-        except BaseException:
-            pass
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:
-            pass
-        os._exit(code)
-
-
-def wait(pid, timeout):
-    """The exit status of ``pid``, or None when it is still running after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return status
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if pidfd is not None:
-                select.select([pidfd], [], [], left)
-            else:
-                time.sleep(min(0.01, left))
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-
-
-def warm_up():
-    """One session on a trivial test: plugins imported and rewritten once, not once per test."""
-    write_file("test_rp_warmup.py", "def test_warmup():\n    pass\n")
-    saved = os.dup(2)
-    os.dup2(DEVNULL, 2)
-    try:
-        import pytest
-
-        code = pytest.main([*PYTEST_ARGS, "test_rp_warmup.py"])
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-    if int(code) != 0:
-        raise Stop("the warm-up session ended with %s" % int(code))
-    gc.collect()
-    gc.freeze()  # what the warm-up left is never collected again: each test's own collections stay short
-
-
-def run_one(index, filename, source, expected):
-    sweep()
-    if guarded() != expected:
-        raise Stop("a test changed /dev or the folders leading to the working directory")
-    empty(WORKDIR)
-    empty("/tmp")
-    if os.access("/dev/shm", os.W_OK):
-        empty("/dev/shm")
-    write_file(filename, source)
-    out_fd, err_fd = anonymous_file("out"), anonymous_file("err")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child(filename, out_fd, err_fd)
-    try:
-        status = wait(pid, TIMEOUT)
-        timed_out = status is None
-        if timed_out:
-            sweep()
-            status = STATUSES.pop(pid, None)
-        duration = time.monotonic() - started
-        sweep()  # whatever the test left running
-        stdout, stdout_size = read_head(out_fd, OUTPUT_BYTES)
-        stderr, stderr_size = read_head(err_fd, OUTPUT_BYTES)
-    finally:
-        os.close(out_fd)
-        os.close(err_fd)
-    emit({
-        "index": index,
-        "returncode": -signal.SIGKILL if timed_out else None if status is None else exit_code(status),
-        "timed_out": timed_out,
-        "duration": duration,
-        "stdout": base64.b64encode(stdout).decode(),
-        "stdout_size": stdout_size,
-        "stderr": base64.b64encode(stderr).decode(),
-        "stderr_size": stderr_size,
-        "artifacts": collect(),
-    })
-
-
-def main():
-    if os.getppid() not in (0, 1):  # kill(-1) must reach this sandbox's processes only: its own pid namespace
-        raise Stop("the runner is not in a pid namespace of its own")
-    if LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise Stop("cannot make the runner undumpable")
-    os.dup2(DEVNULL, 1)  # what the runner's imports print goes nowhere; results go to CHANNEL only
-    warm_up()
-    expected = guarded()
-    for index, (filename, source) in enumerate(TESTS):
-        run_one(index, filename, source, expected)
-    sweep()
-    emit({"done": len(TESTS)})
-
-
-try:
-    main()
-except BaseException as exc:
-    try:
-        emit({"stopped": type(exc).__name__ + ": " + str(exc)[:500]})
-        sweep()
-    except BaseException:
-        pass
-    os._exit(3)
-os._exit(0)
-'''
-
-
 def run_in_sandbox(
     files: Mapping[str, str],
     argv: Sequence[str],
@@ -676,20 +368,48 @@ def run_in_sandbox(
     max_artifact_bytes: int = 256 * 1024,
 ) -> Execution:
     """Write ``files`` into a fresh working directory and run ``argv`` there under bubblewrap."""
+    return _sandboxed(files, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes)[0]
+
+
+def _sandboxed(
+    files: Mapping[str, str],
+    argv: Sequence[str],
+    settings: SandboxSettings,
+    *,
+    collect_suffix: str | None = None,
+    max_artifact_bytes: int = 256 * 1024,
+    channel_bytes: int | None = None,
+) -> tuple[Execution, bytes]:
+    """As :func:`run_in_sandbox`; with ``channel_bytes``, also a result channel and what came through it.
+
+    The channel is a private file of the run's folder (never shown in the sandbox), open on a descriptor
+    whose number is appended to ``argv``: bwrap passes it to its child only (pid 1 closes it), so only the
+    program ``argv`` starts holds it. Its first ``channel_bytes`` come back.
+    """
     bwrap = require_bwrap()
     drop_to = _host_user(settings)
     extras = tuple(Path(os.path.abspath(p)) for p in settings.extra_ro_binds if os.path.lexists(p))
     binds = environment_paths(Path(settings.python)) + extras
     base = Path(tempfile.mkdtemp(prefix="rp_sandbox_"))
     plan: _RunPlan | None = None
+    channel: int | None = None
     try:
         workdir = _prepare_base(base, files, drop_to)
         plan = _plan(base, binds, settings, drop_to)
+        if channel_bytes is not None:
+            channel = os.open(base / "channel", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            argv = [*argv, str(channel)]
         command = _bwrap_command(bwrap, base, workdir, argv, settings, binds, dict(plan.staged))
-        return _run(command, base, workdir, settings, plan, collect_suffix, max_artifact_bytes)
+        execution = _run(command, base, workdir, settings, plan, collect_suffix, max_artifact_bytes, channel)
+        received = os.pread(channel, channel_bytes, 0) if channel is not None and channel_bytes else b""
+        return execution, received
     finally:
+        if channel is not None:
+            os.close(channel)
         if plan is not None and plan.cgroup is not None:
             plan.cgroup.remove()
+        if plan is not None and plan.memory is not None:
+            plan.memory.remove()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -701,40 +421,82 @@ def _run(
     plan: _RunPlan,
     collect_suffix: str | None,
     max_artifact_bytes: int,
+    channel: int | None = None,
 ) -> Execution:
-    """Start bwrap with the plan's limits, wait (bounded by the timeout), then read what it left."""
+    """Start bwrap with the plan's limits, wait (bounded by the timeout), then read what it left.
+
+    bwrap starts with an environment of its own (:data:`_BWRAP_ENV`) and reads its arguments from a
+    descriptor (``--args``), so pid 1 of the sandbox shows neither the pipeline's environment nor the
+    layout in ``/proc/1/environ`` and ``/proc/1/cmdline`` (only the program's own argv, as its process does).
+    """
     out_path, err_path = base / "stdout.txt", base / "stderr.txt"
-    with _private_file(out_path) as out, _private_file(err_path) as err:
-        started = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                cwd=str(workdir),
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                start_new_session=True,
-                preexec_fn=_child_setup(settings, plan),
-            )
-        except subprocess.SubprocessError as exc:
-            what = f"cgroup, limits, staging mounts, switch to uid {plan.drop_to}"
-            raise SandboxError(f"the sandbox's process could not be set up ({what}): {exc}") from exc
-        timed_out = False
-        try:
-            process.wait(timeout=settings.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process.pid)
-            process.wait(timeout=10)
-        duration = time.monotonic() - started
-    if plan.cgroup is not None:
-        plan.cgroup.kill_all()
+    args_fd = _anonymous_file(base, "args")
+    extra_fds: list[int] = []
+    try:
+        options = command.index("--")  # the options go through the descriptor; the program and its argv follow
+        seccomp = _seccomp_program()
+        if seccomp is not None:
+            seccomp_fd = _anonymous_file(base, "seccomp")
+            os.write(seccomp_fd, seccomp)
+            os.lseek(seccomp_fd, 0, os.SEEK_SET)
+            extra_fds.append(seccomp_fd)
+            command = [*command[:options], "--seccomp", str(seccomp_fd), *command[options:]]
+            options += 2
+        os.write(args_fd, b"".join(os.fsencode(arg) + b"\0" for arg in command[1:options]))
+        os.lseek(args_fd, 0, os.SEEK_SET)
+        pass_fds = (args_fd, *extra_fds) if channel is None else (args_fd, *extra_fds, channel)
+        with _private_file(out_path) as out, _private_file(err_path) as err:
+            started = time.monotonic()
+            try:
+                process = subprocess.Popen(
+                    [command[0], "--args", str(args_fd), *command[options:]],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    cwd=str(workdir),
+                    env=_BWRAP_ENV,
+                    start_new_session=True,
+                    pass_fds=pass_fds,
+                    preexec_fn=_child_setup(settings, plan),
+                )
+            except subprocess.SubprocessError as exc:
+                what = f"cgroup, limits, staging mounts, switch to uid {plan.drop_to}"
+                raise SandboxError(f"the sandbox's process could not be set up ({what}): {exc}") from exc
+            timed_out = False
+            try:
+                process.wait(timeout=settings.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(process.pid)
+                process.wait(timeout=10)
+            duration = time.monotonic() - started
+    finally:
+        for fd in (args_fd, *extra_fds):
+            os.close(fd)
+    for cgroup in (plan.cgroup, plan.memory):
+        if cgroup is not None:
+            cgroup.kill_all()
     pids_hit = plan.cgroup.limit_hit() if plan.cgroup is not None else False
+    memory_hit = plan.memory.limit_hit() if plan.memory is not None else False
     stdout = _read_truncated(out_path, settings.max_output_chars)
     stderr = _read_truncated(err_path, settings.max_output_chars)
     artifacts = _collect(workdir, collect_suffix, max_artifact_bytes) if collect_suffix else {}
-    return _execution(process.returncode, timed_out, stdout, stderr, duration, pids_hit, artifacts)
+    execution = _execution(process.returncode, timed_out, stdout, stderr, duration, pids_hit, artifacts)
+    if memory_hit:  # the kernel's OOM killer ended a process of the run: memory, unless another limit was seen
+        execution.memory_limit_hit = True
+        execution.limit = execution.limit or "memory"
+    return execution
+
+
+def _anonymous_file(folder: Path, tag: str) -> int:
+    """A private file (0600) in ``folder`` that only the returned descriptor reaches (O_TMPFILE, else made and unlinked)."""
+    try:
+        return os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except OSError:  # a file system without O_TMPFILE (overlayfs before Linux 6.6)
+        path = folder / f"{tag}_{next(_counter)}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        path.unlink()
+        return fd
 
 
 def _check_filename(name: str) -> None:
@@ -797,7 +559,13 @@ def _plan(base: Path, binds: Sequence[Path], settings: SandboxSettings, drop_to:
             point.chmod(0o755 if host.is_dir() else 0o644)
             staged.append((host, point))
     cgroup, nproc_limit = _process_limit(settings.max_processes, drop_to)
-    return _RunPlan(drop_to, tuple(staged), cgroup, nproc_limit)
+    try:
+        memory = _memory_cgroup(cgroup, (settings.total_memory_mb or settings.memory_mb) * 2**20)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+    return _RunPlan(drop_to, tuple(staged), cgroup, nproc_limit, memory)
 
 
 def _reachable(path: Path, uid: int, gid: int) -> bool:
@@ -953,6 +721,31 @@ def _bwrap_command(
     return command + list(argv)
 
 
+@functools.lru_cache(maxsize=1)
+def _seccomp_program() -> bytes | None:
+    """A classic BPF seccomp program for bwrap's ``--seccomp``: :data:`_SECCOMP_DENY` and every system call
+    of another ABI (i386 through ``int 0x80``, x32) fail with EPERM; all else is allowed. None on a machine
+    not listed (then nothing is filtered)."""
+    machine = os.uname().machine
+    if machine not in _SECCOMP_DENY:
+        return None
+    arch, denied = _SECCOMP_DENY[machine]
+    ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    body = [(ld_w_abs, 0, 0, 0)]  # the system call's number
+    body += [(jeq_k, len(denied) - i, 0, nr) for i, nr in enumerate(denied)]  # to "deny" below
+    body += [(ret_k, 0, 0, allow), (ret_k, 0, 0, deny)]
+    head = [
+        (ld_w_abs, 0, 0, 4),  # seccomp_data.arch
+        (jeq_k, 1, 0, arch),
+        (ret_k, 0, 0, deny),  # another ABI
+        (ld_w_abs, 0, 0, 0),
+        (jge_k, 0, 1, 0x40000000),  # x32's numbers
+        (ret_k, 0, 0, deny),
+    ]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in head + body)
+
+
 def _child_setup(settings: SandboxSettings, plan: _RunPlan) -> Callable[[], None]:
     """Return what the forked child runs before exec: join the cgroup, set rlimits, stage, leave root.
 
@@ -963,12 +756,12 @@ def _child_setup(settings: SandboxSettings, plan: _RunPlan) -> Callable[[], None
     memory = settings.memory_mb * 2**20
     cpu = (settings.cpu_s, settings.cpu_s + 1)
     fsize = settings.file_mb * 2**20
-    procs_file = plan.cgroup.procs_file if plan.cgroup is not None else None
+    procs_files = [c.procs_file for c in (plan.cgroup, plan.memory) if c is not None and c.procs_file is not None]
     mounts = [(os.fsencode(host), os.fsencode(point)) for host, point in plan.staged]
     nproc_limit, drop_to = plan.nproc_limit, plan.drop_to
 
     def setup() -> None:
-        if procs_file is not None:
+        for procs_file in procs_files:
             fd = os.open(procs_file, os.O_WRONLY)
             try:
                 os.write(fd, str(os.getpid()).encode())
@@ -1063,6 +856,99 @@ class _PidsCgroup:
                 return
             except OSError:
                 time.sleep(0.05)
+
+
+class _MemoryCgroup(_PidsCgroup):
+    """The memory limit of all of a run's processes together: ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1).
+
+    On cgroup v2 it is the run's pids cgroup itself (a process is in one v2 cgroup; ``procs_file`` is
+    None, the run joins it as its pids cgroup); on v1 a cgroup of its own in the memory hierarchy. Swap
+    is allowed none (``memory.swap.max`` 0, or ``memory.memsw.limit_in_bytes`` equal to the limit where
+    the kernel accounts swap). Past the limit the kernel reclaims, then its OOM killer ends a process of
+    the run (the largest), never one outside it.
+    """
+
+    def __init__(self, path: Path, limit_bytes: int, *, v2: bool, own: bool) -> None:
+        self.path = path
+        self.v2 = v2
+        self.own = own
+        self.procs_file = str(path / "cgroup.procs") if own else None
+        if own:
+            path.mkdir()
+        try:
+            if v2:
+                (path / "memory.max").write_text(str(limit_bytes))
+                if (path / "memory.swap.max").exists():
+                    (path / "memory.swap.max").write_text("0")
+            else:
+                (path / "memory.limit_in_bytes").write_text(str(limit_bytes))
+                if (path / "memory.memsw.limit_in_bytes").exists():
+                    (path / "memory.memsw.limit_in_bytes").write_text(str(limit_bytes))
+        except OSError:
+            if own:
+                path.rmdir()
+            raise
+
+    def limit_hit(self) -> bool:
+        """True when the kernel killed a process of the run for want of memory (``oom_kill`` > 0)."""
+        name = "memory.events" if self.v2 else "memory.oom_control"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and int(value or 0) > 0:
+                    return True
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def remove(self) -> None:
+        if self.own:
+            super().remove()
+
+
+def _memory_cgroup_parent() -> tuple[Path, bool] | None:
+    """Where a run's memory cgroup can be made: (the writable v1 ``memory`` directory of this process, False),
+    or (a v2 directory with ``+memory`` for its children, True); None when neither is there.
+
+    The v2 case only counts where the run's pids cgroup is made in that same directory.
+    """
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:  # cgroup v1: "N:memory:/path"
+        _, controllers, rel = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            candidate = Path("/sys/fs/cgroup/memory") / rel.lstrip("/")
+            if (candidate / "memory.limit_in_bytes").exists() and os.access(candidate, os.W_OK):
+                return candidate, False
+    for line in lines:  # cgroup v2: "0::/path", with memory enabled for children
+        if line.startswith("0::"):
+            candidate = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+            try:
+                enabled = (candidate / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                continue
+            if "memory" in enabled and os.access(candidate, os.W_OK):
+                return candidate, True
+    return None
+
+
+def _memory_cgroup(pids: _PidsCgroup | None, limit_bytes: int) -> _MemoryCgroup | None:
+    """The run's memory cgroup, or None where none can be made (then RLIMIT_AS binds per process only)."""
+    found = _memory_cgroup_parent()
+    if found is None:
+        return None
+    parent, v2 = found
+    try:
+        if v2:
+            if pids is None or pids.path.parent != parent:
+                return None
+            return _MemoryCgroup(pids.path, limit_bytes, v2=True, own=False)
+        name = f"rp_sandbox_{os.getpid()}_{next(_counter)}_{time.monotonic_ns()}"
+        return _MemoryCgroup(parent / name, limit_bytes, v2=False, own=True)
+    except OSError:
+        return None
 
 
 def _pids_cgroup_parent() -> Path | None:

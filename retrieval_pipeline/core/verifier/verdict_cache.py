@@ -54,8 +54,13 @@ NAMESPACE = "verifier_verdicts"
 KEY_VERSION = "verdict-cache-1"
 #: The verifier's own folder: every ``.py`` in it is part of the key.
 VERIFIER_DIR = Path(__file__).resolve().parent
-#: Core modules outside the folder that shape claims or proofs (``dotted_name``; the ``Case`` type).
-EXTRA_SOURCES: tuple[Path, ...] = (VERIFIER_DIR.parent / "astutil.py", VERIFIER_DIR.parent / "types.py")
+#: Modules outside the folder's top level that shape claims or proofs (``dotted_name``; the ``Case`` type;
+#: the batch runner, which runs the proofs inside the sandbox).
+EXTRA_SOURCES: tuple[Path, ...] = (
+    VERIFIER_DIR.parent / "astutil.py",
+    VERIFIER_DIR.parent / "types.py",
+    VERIFIER_DIR / "sandbox_files" / "batch_runner.py",
+)
 #: Provers whose decisions are cached (the offline prover; ``derived`` is "None of the above").
 CACHED_PROVERS = frozenset({"offline", "derived"})
 #: Execution outcomes that may be an accident of a busy machine: such a verdict is proven again next time.
@@ -88,9 +93,16 @@ def site_packages(python: str | Path) -> list[Path]:
     """The ``site-packages`` folders of the environment of ``python`` (``<prefix>/lib*/python*/site-packages``).
 
     The interpreter is not run (its environment is the one under test): the folders are found beside it.
+    One folder reached twice counts once (``python -m venv`` makes ``lib64`` a link to ``lib``): the first
+    path found, ``lib/...`` before ``lib64/...``.
     """
     prefix = Path(python).absolute().parent.parent
-    return sorted(p for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages") for p in prefix.glob(pattern) if p.is_dir())
+    found: dict[Path, Path] = {}
+    for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages"):
+        for path in sorted(prefix.glob(pattern)):
+            if path.is_dir():
+                found.setdefault(path.resolve(), path)
+    return sorted(found.values())
 
 
 def _dist_info_name(folder: Path) -> tuple[str, str]:

@@ -592,3 +592,92 @@ def test_a_question_that_reads_a_secret_file_leaks_nothing_into_the_report(sandb
         assert leak.read_text() == content
     finally:
         shutil.rmtree(top)
+
+
+#: Reads what the sandbox's other processes and its mount table show: pid 1 is bwrap itself.
+PROC_READER = """import glob, json
+
+
+def read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().replace(b"\\\\0", b" ").decode(errors="replace")
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def test_read_proc():
+    seen = {path: read(path) for path in ["/proc/1/environ", "/proc/1/cmdline", "/proc/self/mountinfo"]
+            + glob.glob("/proc/*/environ") + glob.glob("/proc/*/cmdline")}
+    print("SEEN", seen)
+    with open("option.evidence.json", "w") as handle:
+        json.dump(seen, handle)
+    assert False
+"""
+
+
+def test_no_process_of_the_sandbox_shows_the_pipeline_s_environment(sandbox, monkeypatch):
+    """bwrap itself (pid 1 of the sandbox) starts with a cleared environment, not only its child."""
+    secret = f"sk-fake-{time.monotonic_ns()}abcdefghijklmnop"
+    host_path = f"/nonexistent/rp-host-path-{time.monotonic_ns()}"
+    monkeypatch.setenv("RETRIEVAL_LLM_API_KEY", secret)
+    monkeypatch.setenv("PATH", f"{os.environ.get('PATH', '/usr/bin:/bin')}:{host_path}")
+    alone = run_pytest(PROC_READER, "test_proc.py", sandbox)
+    batch = sandbox_module.run_pytest_batch([(PROC_READER, "test_proc_a.py"), (PROC_READER, "test_proc_b.py")], sandbox)
+    for execution in [alone, *batch]:
+        assert execution is not None and execution.outcome == "failed", execution
+        assert "/proc/1/environ" in execution.stdout  # it did read
+        texts = [execution.stdout, execution.stderr, *execution.artifacts.values()]
+        for text in texts:
+            assert secret not in text, text[:3000]
+            assert host_path not in text, text[:3000]
+
+
+#: Six forked children, 150 MB each: RLIMIT_AS (per process) lets every one of them hold it.
+CHILD_HOGS = """import os, select, time
+
+
+def test_children_hog():
+    reader, writer = os.pipe()
+    children = []
+    for index in range(6):
+        pid = os.fork()
+        if pid == 0:
+            os.close(reader)
+            data = b"x" * (150 * 2**20)  # written, so the pages are really there
+            os.write(writer, bytes([index]))
+            time.sleep(60)
+            os._exit(len(data) and 0)
+        children.append(pid)
+    os.close(writer)
+    reported, dead = set(), set()
+    deadline = time.monotonic() + 25
+    while len(reported | dead) < 6 and time.monotonic() < deadline:  # each child: holds its 150 MB, or ended
+        if select.select([reader], [], [], 0.2)[0]:
+            reported.update(os.read(reader, 64))
+        dead.update(index for index, pid in enumerate(children) if index not in dead and os.waitpid(pid, os.WNOHANG)[0])
+    print("HELD", len(reported - dead), "ENDED", len(dead), "WAITING", 6 - len(reported | dead))
+    for pid in children:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    assert False
+"""
+
+
+@pytest.mark.skipif(
+    sandbox_module._memory_cgroup_parent() is None, reason="no writable memory cgroup here: RLIMIT_AS binds per process only"
+)
+def test_memory_limit_binds_all_processes_of_a_run_together(sandbox):
+    settings = replace(sandbox, memory_mb=512, timeout_s=30)
+    execution = run_pytest(CHILD_HOGS, "test_hogs.py", settings)
+    line = next(line for line in execution.stdout.splitlines() if line.startswith("HELD "))
+    held, waiting = int(line.split()[1]), int(line.split()[5])
+    assert waiting == 0 and held * 150 < 512, line  # six would be 900 MB: the kernel ended the ones past the run's 512 MB
+    assert execution.memory_limit_hit and execution.limit == "memory", execution
+    batch = sandbox_module.run_pytest_batch([(CHILD_HOGS, "test_hogs_a.py"), ("def test_ok():\n    pass\n", "test_ok_b.py")], settings)
+    assert batch == [None, None]  # whose it was cannot be told: each runs alone
+    own = f"rp_sandbox_{os.getpid()}_"
+    found = sandbox_module._memory_cgroup_parent()
+    assert found is not None and not [p.name for p in found[0].iterdir() if p.name.startswith(own)]  # removed after each run

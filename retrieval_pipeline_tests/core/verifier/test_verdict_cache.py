@@ -33,6 +33,7 @@ from retrieval_pipeline.core.verifier.verdict_cache import (
     cacheable,
     decode_verdict,
     encode_verdict,
+    site_packages,
     source_digest,
     using_verdict_cache,
 )
@@ -180,6 +181,13 @@ def test_the_source_digest_covers_every_python_file_of_the_folder(tmp_path):
     assert source_digest() == source_digest() and len(source_digest()) == 64
 
 
+def test_the_source_digest_covers_the_batch_runner_run_inside_the_sandbox():
+    from retrieval_pipeline.core.verifier.verdict_cache import EXTRA_SOURCES, VERIFIER_DIR
+
+    assert VERIFIER_DIR / "sandbox_files" / "batch_runner.py" in EXTRA_SOURCES
+    assert all(path.is_file() for path in EXTRA_SOURCES)
+
+
 def test_a_change_of_python_version_misses(prove, cache):
     run([mc()], cache, index=stdlib_index())
     other = dataclasses.replace(stdlib_index(), python_version="3.99.0")
@@ -213,6 +221,15 @@ def test_an_unchanged_library_hits(prove, cache, tmp_path):
     python = fake_env(tmp_path / "env")
     run([mc()], cache, index=acme_index(python))
     assert run([mc()], cache, index=acme_index(python)).reused == ["q:1"]
+
+
+def test_an_unchanged_library_hits_in_a_venv_whose_lib64_links_to_lib(prove, cache, tmp_path):
+    python = fake_env(tmp_path / "env")
+    (tmp_path / "env" / "lib64").symlink_to("lib")  # as python -m venv makes it
+    first = run([mc()], cache, index=acme_index(python))
+    assert first.cache_status == "used", first.cache_status
+    assert run([mc()], cache, index=acme_index(python)).reused == ["q:1"]
+    assert site_packages(python) == [tmp_path / "env" / "lib" / "python3.11" / "site-packages"]
 
 
 def test_a_new_library_version_misses(prove, cache, tmp_path):
