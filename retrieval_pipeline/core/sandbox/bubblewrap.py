@@ -63,7 +63,7 @@ working directory, ``/tmp``, ``/dev/shm``), and it stops when ``/dev`` or the fo
 working directory changed. Results travel through a descriptor only the runner holds: a file of the
 host passed through bwrap (whose pid 1 closes it), closed in each proof's process before the proof runs;
 the runner is not dumpable and holds no key a proof could copy (a forked proof sees the runner's memory
-as it was). The runner is the real module ``sandbox_files/batch_runner.py``, its settings a JSON file.
+as it was). The runner is the real module ``files/batch_runner.py``, its settings a JSON file.
 Whatever the batch did not report, the caller runs alone. Concurrent runs (several questions at once)
 share nothing: each has its own temporary folder, bwrap namespaces, pids and memory cgroups (named by
 pid, a counter and the clock; removed after the run). A batch's memory cgroup allows the runner's
@@ -114,7 +114,7 @@ _BATCH_CONFIG_FILE = "rp_batch_config.json"
 #: What a batch's memory cgroup allows on top of a proof's: the runner, warmed up (a forked proof shares its pages).
 _RUNNER_MEMORY_MB = 192
 #: The package holding the files that run inside the sandbox (the batch runner), read as resources.
-_SANDBOX_FILES = "retrieval_pipeline.core.verifier.sandbox_files"
+_SANDBOX_FILES = "retrieval_pipeline.core.sandbox.files"
 #: bwrap's own environment: nothing of the pipeline's (bwrap is pid 1 of the sandbox, /proc/1/environ).
 _BWRAP_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _BATCH_PREFIX = "RPBATCH "

@@ -52,14 +52,16 @@ from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 NAMESPACE = "verifier_verdicts"
 #: Bumped by hand when the key's layout changes (the source digest covers every other code change).
 KEY_VERSION = "verdict-cache-1"
-#: The verifier's own folder: every ``.py`` in it is part of the key.
+#: The verifier's own folder: every ``.py`` in it, sub-folders included, is part of the key.
 VERIFIER_DIR = Path(__file__).resolve().parent
-#: Modules outside the folder's top level that shape claims or proofs (``dotted_name``; the ``Case`` type;
-#: the batch runner, which runs the proofs inside the sandbox).
+#: The sandbox that runs the proofs (the runner, the limits): every ``.py`` in it is part of the key too.
+SANDBOX_DIR = VERIFIER_DIR.parent / "sandbox"
+#: Modules outside the verifier's folder that shape claims or proofs (``dotted_name``; the ``Case`` type;
+#: the sandbox and the batch runner, which run the proofs).
 EXTRA_SOURCES: tuple[Path, ...] = (
     VERIFIER_DIR.parent / "astutil.py",
     VERIFIER_DIR.parent / "types.py",
-    VERIFIER_DIR / "sandbox_files" / "batch_runner.py",
+    *sorted(SANDBOX_DIR.rglob("*.py")),
 )
 #: Provers whose decisions are cached (the offline prover; ``derived`` is "None of the above").
 CACHED_PROVERS = frozenset({"offline", "derived"})
@@ -70,15 +72,15 @@ _TIMING_FIELDS = ("seconds", "cpu_seconds")
 
 
 def source_digest(folder: Path = VERIFIER_DIR, extra: tuple[Path, ...] = EXTRA_SOURCES) -> str:
-    """SHA-256 over every ``.py`` file of ``folder`` and the ``extra`` files: names and contents, in sorted order.
+    """SHA-256 over every ``.py`` file under ``folder`` and the ``extra`` files: names and contents, in sorted order.
 
     Args:
         folder: The verifier's package folder.
         extra: Further source files the verdicts depend on (a missing one is hashed as missing).
     """
     digest = hashlib.sha256()
-    for path in sorted(folder.glob("*.py")) + sorted(extra):
-        digest.update(path.name.encode() + b"\0")
+    for path in sorted(folder.rglob("*.py")) + sorted(extra):
+        digest.update(str(path.relative_to(folder) if path.is_relative_to(folder) else path.name).encode() + b"\0")
         digest.update(path.read_bytes() if path.exists() else b"<missing>")
         digest.update(b"\0")
     return digest.hexdigest()
