@@ -8,7 +8,9 @@ Every YAML input (suites, ranked targets, the dataset and retriever registries) 
 * nesting deeper than :data:`MAX_DEPTH` (the C parser would overflow the stack on ``[[[[...``; libyaml
   0.2.6 and later refuse flow nesting past 1,000 on their own, reported with the same message);
 * aliases that would add more than :data:`MAX_ALIAS_NODES` nodes when expanded (a "billion laughs"
-  bomb is refused after a few hundred events), and recursive aliases.
+  bomb is refused after a few hundred events), and recursive aliases;
+* a key given twice in one mapping (a case with ``question:`` twice, two datasets of one name): YAML
+  loaders keep the last one silently; here the file is refused, naming both lines.
 
 Anchors and aliases themselves stay allowed: the project's registry shares one thresholds block with
 ``&sample_thresholds`` / ``*sample_thresholds``. Both checks run on the parser's event stream, before a
@@ -134,9 +136,31 @@ def _alias_size(event: yaml.AliasEvent, sizes: dict[str, int], open_nodes: list[
     return sizes[event.anchor]
 
 
+class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, refusing a mapping that gives one key twice (merge keys ``<<`` may still be overridden)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    earlier = first.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the base constructor says so
+                    break
+                if earlier is not key_node:
+                    raise _Refused(
+                        f"duplicate key {_name(key)!r}{_at_node(key_node)} (first at line {earlier.start_mark.line + 1}): "
+                        "the second would silently replace the first"
+                    )
+        return super().construct_mapping(node, deep=deep)
+
+
 def _load(text: str) -> Any:
     """Build the single document (the checks have passed)."""
-    loader = _SafeLoader(text)
+    loader = _UniqueKeyLoader(text)
     try:
         return loader.get_single_data()
     finally:
@@ -148,7 +172,12 @@ def _at(event: yaml.Event) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
 
 
-def _name(anchor: str | None) -> str:
+def _at_node(node: yaml.Node) -> str:
+    mark = node.start_mark
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _name(anchor: object) -> str:
     return str(anchor)[:40]
 
 
