@@ -48,11 +48,19 @@ import pandas as pd
 from dagster import DagsterEvent, EventLogEntry
 from tabulate import tabulate
 
+from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
-from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
-from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
-from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
+
+try:  # importing the definitions reads the registries: a refusal there is one line on the command line, not a traceback
+    from retrieval_pipeline.definitions import defs
+    from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
+    from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
+    from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
+except (InputError, RetrieverError) as _refused:
+    if __name__ != "__main__":
+        raise
+    print(f"error: {' '.join(str(_refused).split())}", file=sys.stderr)
+    sys.exit(2)
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (("hit@1", "hit_rate@1"), ("hit@5", "hit_rate@5"), ("MRR", "mrr"), ("nDCG@10", "ndcg@10"))
@@ -360,20 +368,51 @@ def run_datasets(
         if unknown:
             raise UsageError(f"unknown dataset(s) {', '.join(unknown)}; the registry has: {', '.join(known)}")
         settings = definitions.resources["settings"]
+        invalid = _invalid_datasets(settings, datasets)
+        for why in invalid.values():
+            out.write(f"error: {_first_line(why)}: not run\n")
         graph = definitions.resolve_asset_graph()
         blocking = {(k.asset_key, k.name) for k in graph.asset_check_keys if graph.get_check_spec(k).blocking}
         config = {**(run_config or {}), "loggers": {**(run_config or {}).get("loggers", {}), **QUIET_CONSOLE["loggers"]}}
         runs: list[DatasetRun] = []
         with _instance(instance, out) as dagster_instance:
             for i, dataset in enumerate(datasets, 1):
-                used, unused = used_by_dataset(keys, settings.registry(), dataset)
-                if unused:
-                    out.write(f"   ({dataset} does not use {', '.join(unused)}: their steps are left out)\n")
-                plan = _Plan.of(definitions, sorted(used))
-                runs.append(
-                    _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
-                )
+                exports = Path(settings.out_dir) / "exports" / dataset
+                if dataset in invalid:
+                    runs.append(DatasetRun(dataset, "", False, 0.0, [], [], None, exports, error=invalid[dataset]))
+                    continue
+                try:
+                    used, unused = used_by_dataset(keys, settings.registry(), dataset)
+                    if unused:
+                        out.write(f"   ({dataset} does not use {', '.join(unused)}: their steps are left out)\n")
+                    plan = _Plan.of(definitions, sorted(used))
+                    runs.append(
+                        _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
+                    )
+                except Exception as exc:  # e.g. the registry changed under the run: this dataset fails, the others still run
+                    out.write(f"== {dataset}: FAILED: {_first_line(str(exc))}\n")
+                    logging.getLogger("dagster").exception(f"run of {dataset} failed")
+                    runs.append(DatasetRun(dataset, "", False, 0.0, list(stream.steps), [], None, exports, error=str(exc)))
         return runs
+
+
+def _invalid_datasets(settings: Any, datasets: Sequence[str]) -> dict[str, str]:
+    """``{dataset: why}`` for the datasets whose settings the registry refused (known partitions all the same).
+
+    Raises:
+        UsageError: The registry itself cannot be read (its message names the file).
+    """
+    try:
+        registry = settings.registry()
+    except (InputError, RetrieverError) as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+    invalid = {}
+    for dataset in datasets:
+        try:
+            registry.get(dataset)
+        except InputError as exc:
+            invalid[dataset] = str(exc)
+    return invalid
 
 
 def _retriever_step(key: dg.AssetKey) -> tuple[str, str] | None:
@@ -611,8 +650,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+#: The wrappers Dagster puts around a step's own exception (the real message is their cause's).
+_WRAPPER_ERRORS = {"DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError"}
+
+
 def _error_text(error: Any) -> str:
-    """A ``SerializableErrorInfo``'s message without the ``module.Class: `` prefix Dagster puts before it."""
+    """A ``SerializableErrorInfo``'s message without the ``module.Class: `` prefix Dagster puts before it.
+
+    ``Error occurred while executing op "raw_cases":`` says nothing: the exception the step raised is its
+    cause (as the event log holds it), so the message shown is the innermost wrapped one's.
+    """
+    while error.cls_name in _WRAPPER_ERRORS and getattr(error, "cause", None) is not None:
+        error = error.cause
     message = error.message.strip()
     head, sep, rest = message.partition(": ")
     return rest if sep and error.cls_name and head.split(".")[-1] == error.cls_name else message
@@ -688,8 +737,8 @@ def main(
             instance=instance,
             run_config=args.config_json,
         )
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (UsageError, InputError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         out.write(f"\ninterrupted; the event stream so far is in {_shown(log_path)}\n")
