@@ -33,7 +33,9 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -75,6 +77,8 @@ LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
 QUIET_CONSOLE: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 #: The error class of a step whose blocking check failed (the check itself is reported, not the step).
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
+#: The error class of a step stopped by SIGINT (or SIGTERM): Dagster ends the run, the runner stops after it.
+INTERRUPTED_ERROR = "DagsterExecutionInterruptedError"
 #: Exit codes.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -132,6 +136,11 @@ class DatasetRun:
     @property
     def failed_steps(self) -> list[StepResult]:
         return [s for s in self.steps if s.status == "failed"]
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a signal stopped the run (Dagster ends it with the interrupted step failed)."""
+        return any(s.error_class == INTERRUPTED_ERROR for s in self.steps)
 
 
 @dataclass
@@ -389,6 +398,8 @@ def run_datasets(
                     runs.append(
                         _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
                     )
+                    if runs[-1].interrupted:  # Ctrl-C, SIGINT or SIGTERM during the run: no further dataset
+                        break
                 except Exception as exc:  # e.g. the registry changed under the run: this dataset fails, the others still run
                     out.write(f"== {dataset}: FAILED: {_first_line(str(exc))}\n")
                     logging.getLogger("dagster").exception(f"run of {dataset} failed")
@@ -699,6 +710,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM stop the runs as Ctrl-C does, with or without a terminal.
+
+    A background job of a non-interactive shell (``setsid make run &``, a CI step) inherits SIGINT *ignored*,
+    so ``kill -INT`` did nothing; SIGTERM killed the process at once, mid-write. Inside the block SIGINT
+    raises KeyboardInterrupt (Dagster's own handling during a run included) and SIGTERM is turned into a
+    SIGINT, as Dagster's CLI does; the previous handlers come back after.
+    """
+    if threading.current_thread() is not threading.main_thread():  # handlers can only be set in the main thread
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -728,15 +761,16 @@ def main(
     log_path = args.log or out_dir / "logs" / f"run-{datetime.now():%Y%m%d-%H%M%S}.log"
     datasets = list(dict.fromkeys(args.datasets))
     try:
-        runs = run_datasets(
-            datasets,
-            select=args.select,
-            log_path=log_path,
-            out=out,
-            resources=overrides or None,
-            instance=instance,
-            run_config=args.config_json,
-        )
+        with stop_on_signals():
+            runs = run_datasets(
+                datasets,
+                select=args.select,
+                log_path=log_path,
+                out=out,
+                resources=overrides or None,
+                instance=instance,
+                run_config=args.config_json,
+            )
     except (UsageError, InputError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
@@ -744,6 +778,9 @@ def main(
         out.write(f"\ninterrupted; the event stream so far is in {_shown(log_path)}\n")
         return EXIT_INTERRUPTED
     out.write(format_summary(runs, log_path))
+    if any(r.interrupted for r in runs):
+        out.write(f"interrupted; the event stream so far is in {_shown(log_path)}\n")
+        return EXIT_INTERRUPTED
     return EXIT_OK if all(r.success for r in runs) else EXIT_FAILED
 
 
