@@ -92,8 +92,10 @@ test:
 test-local-llm: install $(VENV)/.installed-local-llm
 	$(BIN)/python -m pytest -m local_llm
 
+# dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal) stop the
+# whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL) and its temp folder goes
 dev: install  # the UI on http://127.0.0.1:3000, with the daemon (schedule, sensor, run monitoring)
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/dg dev
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m retrieval_pipeline.cli.dev
 
 bench: install
 	$(BIN)/python benchmarks/bm25_vs_rank_bm25.py --docs 50000 --queries 200

@@ -33,7 +33,9 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -48,11 +50,19 @@ import pandas as pd
 from dagster import DagsterEvent, EventLogEntry
 from tabulate import tabulate
 
+from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
-from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
-from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
-from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
+
+try:  # importing the definitions reads the registries: a refusal there is one line on the command line, not a traceback
+    from retrieval_pipeline.definitions import defs
+    from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
+    from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
+    from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
+except (InputError, RetrieverError) as _refused:
+    if __name__ != "__main__":
+        raise
+    print(f"error: {' '.join(str(_refused).split())}", file=sys.stderr)
+    sys.exit(2)
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (("hit@1", "hit_rate@1"), ("hit@5", "hit_rate@5"), ("MRR", "mrr"), ("nDCG@10", "ndcg@10"))
@@ -67,6 +77,8 @@ LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
 QUIET_CONSOLE: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 #: The error class of a step whose blocking check failed (the check itself is reported, not the step).
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
+#: The error class of a step stopped by SIGINT (or SIGTERM): Dagster ends the run, the runner stops after it.
+INTERRUPTED_ERROR = "DagsterExecutionInterruptedError"
 #: Exit codes.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -124,6 +136,11 @@ class DatasetRun:
     @property
     def failed_steps(self) -> list[StepResult]:
         return [s for s in self.steps if s.status == "failed"]
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a signal stopped the run (Dagster ends it with the interrupted step failed)."""
+        return any(s.error_class == INTERRUPTED_ERROR for s in self.steps)
 
 
 @dataclass
@@ -360,20 +377,53 @@ def run_datasets(
         if unknown:
             raise UsageError(f"unknown dataset(s) {', '.join(unknown)}; the registry has: {', '.join(known)}")
         settings = definitions.resources["settings"]
+        invalid = _invalid_datasets(settings, datasets)
+        for why in invalid.values():
+            out.write(f"error: {_first_line(why)}: not run\n")
         graph = definitions.resolve_asset_graph()
         blocking = {(k.asset_key, k.name) for k in graph.asset_check_keys if graph.get_check_spec(k).blocking}
         config = {**(run_config or {}), "loggers": {**(run_config or {}).get("loggers", {}), **QUIET_CONSOLE["loggers"]}}
         runs: list[DatasetRun] = []
         with _instance(instance, out) as dagster_instance:
             for i, dataset in enumerate(datasets, 1):
-                used, unused = used_by_dataset(keys, settings.registry(), dataset)
-                if unused:
-                    out.write(f"   ({dataset} does not use {', '.join(unused)}: their steps are left out)\n")
-                plan = _Plan.of(definitions, sorted(used))
-                runs.append(
-                    _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
-                )
+                exports = Path(settings.out_dir) / "exports" / dataset
+                if dataset in invalid:
+                    runs.append(DatasetRun(dataset, "", False, 0.0, [], [], None, exports, error=invalid[dataset]))
+                    continue
+                try:
+                    used, unused = used_by_dataset(keys, settings.registry(), dataset)
+                    if unused:
+                        out.write(f"   ({dataset} does not use {', '.join(unused)}: their steps are left out)\n")
+                    plan = _Plan.of(definitions, sorted(used))
+                    runs.append(
+                        _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
+                    )
+                    if runs[-1].interrupted:  # Ctrl-C, SIGINT or SIGTERM during the run: no further dataset
+                        break
+                except Exception as exc:  # e.g. the registry changed under the run: this dataset fails, the others still run
+                    out.write(f"== {dataset}: FAILED: {_first_line(str(exc))}\n")
+                    logging.getLogger("dagster").exception(f"run of {dataset} failed")
+                    runs.append(DatasetRun(dataset, "", False, 0.0, list(stream.steps), [], None, exports, error=str(exc)))
         return runs
+
+
+def _invalid_datasets(settings: Any, datasets: Sequence[str]) -> dict[str, str]:
+    """``{dataset: why}`` for the datasets whose settings the registry refused (known partitions all the same).
+
+    Raises:
+        UsageError: The registry itself cannot be read (its message names the file).
+    """
+    try:
+        registry = settings.registry()
+    except (InputError, RetrieverError) as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+    invalid = {}
+    for dataset in datasets:
+        try:
+            registry.get(dataset)
+        except InputError as exc:
+            invalid[dataset] = str(exc)
+    return invalid
 
 
 def _retriever_step(key: dg.AssetKey) -> tuple[str, str] | None:
@@ -611,8 +661,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+#: The wrappers Dagster puts around a step's own exception (the real message is their cause's).
+_WRAPPER_ERRORS = {"DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError"}
+
+
 def _error_text(error: Any) -> str:
-    """A ``SerializableErrorInfo``'s message without the ``module.Class: `` prefix Dagster puts before it."""
+    """A ``SerializableErrorInfo``'s message without the ``module.Class: `` prefix Dagster puts before it.
+
+    ``Error occurred while executing op "raw_cases":`` says nothing: the exception the step raised is its
+    cause (as the event log holds it), so the message shown is the innermost wrapped one's.
+    """
+    while error.cls_name in _WRAPPER_ERRORS and getattr(error, "cause", None) is not None:
+        error = error.cause
     message = error.message.strip()
     head, sep, rest = message.partition(": ")
     return rest if sep and error.cls_name and head.split(".")[-1] == error.cls_name else message
@@ -650,6 +710,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM stop the runs as Ctrl-C does, with or without a terminal.
+
+    A background job of a non-interactive shell (``setsid make run &``, a CI step) inherits SIGINT *ignored*,
+    so ``kill -INT`` did nothing; SIGTERM killed the process at once, mid-write. Inside the block SIGINT
+    raises KeyboardInterrupt (Dagster's own handling during a run included) and SIGTERM is turned into a
+    SIGINT, as Dagster's CLI does; the previous handlers come back after.
+    """
+    if threading.current_thread() is not threading.main_thread():  # handlers can only be set in the main thread
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -679,22 +761,26 @@ def main(
     log_path = args.log or out_dir / "logs" / f"run-{datetime.now():%Y%m%d-%H%M%S}.log"
     datasets = list(dict.fromkeys(args.datasets))
     try:
-        runs = run_datasets(
-            datasets,
-            select=args.select,
-            log_path=log_path,
-            out=out,
-            resources=overrides or None,
-            instance=instance,
-            run_config=args.config_json,
-        )
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        with stop_on_signals():
+            runs = run_datasets(
+                datasets,
+                select=args.select,
+                log_path=log_path,
+                out=out,
+                resources=overrides or None,
+                instance=instance,
+                run_config=args.config_json,
+            )
+    except (UsageError, InputError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         out.write(f"\ninterrupted; the event stream so far is in {_shown(log_path)}\n")
         return EXIT_INTERRUPTED
     out.write(format_summary(runs, log_path))
+    if any(r.interrupted for r in runs):
+        out.write(f"interrupted; the event stream so far is in {_shown(log_path)}\n")
+        return EXIT_INTERRUPTED
     return EXIT_OK if all(r.success for r in runs) else EXIT_FAILED
 
 

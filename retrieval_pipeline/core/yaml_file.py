@@ -16,6 +16,8 @@ Every YAML input (suites, ranked targets, the dataset and retriever registries) 
   otherwise), aliases expanded: PyYAML builds a node graph of a few hundred bytes per node before any
   Python value, so 19 MB of one-character items (``[a,a,a,...]``, 9.5 million nodes) took 3.3 GB and three
   minutes to load; 2,000,000 nodes cost about 700 MB at most, and a 20 MB suite of ordinary rows has ~1.1 million.
+* a key given twice in one mapping (a case with ``question:`` twice, two datasets of one name): YAML
+  loaders keep the last one silently; here the file is refused, naming both lines.
 
 Anchors and aliases themselves stay allowed: the project's registry shares one thresholds block with
 ``&sample_thresholds`` / ``*sample_thresholds``. Both checks run on the parser's event stream, before a
@@ -164,9 +166,31 @@ def _alias_size(event: yaml.AliasEvent, sizes: dict[str, tuple[int, int]], open_
     return sizes[event.anchor]
 
 
+class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, refusing a mapping that gives one key twice (merge keys ``<<`` may still be overridden)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    earlier = first.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the base constructor says so
+                    break
+                if earlier is not key_node:
+                    raise _Refused(
+                        f"duplicate key {_name(key)!r}{_at_node(key_node)} (first at line {earlier.start_mark.line + 1}): "
+                        "the second would silently replace the first"
+                    )
+        return super().construct_mapping(node, deep=deep)
+
+
 def _load(text: str) -> Any:
     """Build the single document (the checks have passed)."""
-    loader = _SafeLoader(text)
+    loader = _UniqueKeyLoader(text)
     try:
         return loader.get_single_data()
     finally:
@@ -178,7 +202,12 @@ def _at(event: yaml.Event) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
 
 
-def _name(anchor: str | None) -> str:
+def _at_node(node: yaml.Node) -> str:
+    mark = node.start_mark
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _name(anchor: object) -> str:
     return str(anchor)[:40]
 
 

@@ -37,7 +37,10 @@ def raw_cases(context: dg.AssetExecutionContext, settings: PipelineSettings):
         raise RuntimeError(f"case counts do not add up: {len(loaded.cases)} + {len(loaded.rejects)} != {loaded.total}")
     if not loaded.cases:
         first = loaded.rejects[0].reason if loaded.rejects else "the input is empty"
-        raise InputError(f"no valid case; first reject: {first}", path=", ".join(map(str, config.input_paths())))
+        raise InputError(
+            f"no valid case: {loaded.total} read, {len(loaded.rejects)} rejected; first reject: {first}",
+            path=", ".join(map(str, config.input_paths())),
+        )
     cases = to_frame(loaded.cases, Case, CASE_JSON_FIELDS)
     rejects = to_frame(loaded.rejects, Rejected)
     for r in loaded.rejects:

@@ -20,9 +20,9 @@ def test_project_registry_loads_with_issue_defaults():
     assert {m: (t.min, t.severity) for m, t in adk.thresholds.items()} == {
         "hit_rate@5": (0.80, "ERROR"),
         "hit_rate@10": (0.88, "WARN"),
-        "precision@5": (0.72, "WARN"),
         "mrr": (0.82, "WARN"),
-    }
+    }  # no precision@5 floor: 0.72 failed by construction (test_default_floors)
+    assert adk.gated == ["bm25"]  # the gate: its baseline (it names no production retriever)
     stdlib = registry.get("stdlib")  # the demo sample overrides one floor's severity only
     assert (stdlib.thresholds["hit_rate@5"].min, stdlib.thresholds["hit_rate@5"].severity) == (0.80, "WARN")
     assert stdlib.thresholds["mrr"] == adk.thresholds["mrr"]

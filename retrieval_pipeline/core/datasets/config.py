@@ -98,6 +98,10 @@ class DatasetConfig(_Strict):
     kind: str = "suite"  # a registered adapter's kind
     retrievers: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRIEVERS), min_length=1)
     baseline: str | None = None  # the retriever others are compared with; default: the first listed
+    production: str | None = None  # the retriever the dataset's application uses (gated by default)
+    # the retrievers whose ERROR floors fail the run; the others' floors are reported as WARN.
+    # Default: the baseline and the production retriever
+    gate: list[str] | None = None
     retrieval: RetrievalSettings = RetrievalSettings()
     negatives: NegativeSettings = NegativeSettings()
     filter: FilterSettings = FilterSettings()
@@ -119,12 +123,24 @@ class DatasetConfig(_Strict):
         unknown = [r for r in self.checked_retrievers or [] if r not in self.retrievers]
         if unknown:
             raise ValueError(f"checked_retrievers: {unknown} are not among the dataset's retrievers {self.retrievers}")
+        if self.production is not None and self.production not in self.retrievers:
+            raise ValueError(f"production: {self.production!r} is not one of the dataset's retrievers {self.retrievers}")
+        unknown = [r for r in self.gate or [] if r not in self.retrievers]
+        if unknown:
+            raise ValueError(f"gate: {unknown} are not among the dataset's retrievers {self.retrievers}")
         return self
 
     @property
     def baseline_retriever(self) -> str:
         """The retriever the others are compared with: ``baseline``, else the first listed."""
         return self.baseline or self.retrievers[0]
+
+    @property
+    def gated(self) -> list[str]:
+        """The retrievers whose ERROR floors fail the run: ``gate``, else the baseline and the production retriever."""
+        if self.gate is not None:
+            return list(self.gate)
+        return list(dict.fromkeys([self.baseline_retriever, *([self.production] if self.production else [])]))
 
     @property
     def checked(self) -> list[str]:

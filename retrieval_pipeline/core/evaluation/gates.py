@@ -1,7 +1,8 @@
 """Threshold and drift gates over metric tables, Dagster-free (the checks in ``defs`` call these).
 
 A threshold gate fails when ANY checked retriever is below the floor; the result lists every
-retriever's value so the failing one is visible. The drift gate compares each checked retriever's
+retriever's value so the failing one is visible. An ERROR floor keeps its severity only when a gated
+retriever (the dataset's ``gate``) is below it; otherwise its failure is reported as WARN. The drift gate compares each checked retriever's
 metric with the previous evaluation of the same dataset: relative drop ``(prev - cur) / prev``.
 """
 
@@ -34,20 +35,38 @@ def drift_check_name(metric: str) -> str:
 
 
 def threshold_gate(
-    metric: str, minimum: float, severity: str, metrics: Mapping[str, Mapping[str, float]], checked: Sequence[str]
+    metric: str,
+    minimum: float,
+    severity: str,
+    metrics: Mapping[str, Mapping[str, float]],
+    checked: Sequence[str],
+    gated: Sequence[str] | None = None,
 ) -> GateResult:
-    """Fail when any checked retriever's ``metric`` is below ``minimum`` (NaN counts as failing)."""
-    values = {r: float(metrics[r][metric]) for r in checked if r in metrics}
-    missing = [r for r in checked if r not in metrics]
+    """Fail when any checked retriever's ``metric`` is below ``minimum`` (NaN counts as failing).
+
+    ``gated``: the retrievers whose failure keeps an ERROR floor's severity (the dataset's ``gate``); a floor
+    failed only by other retrievers is reported as WARN, so it never fails the run. ``None``: all are gated.
+    """
+    gate = list(checked) if gated is None else list(gated)
+    looked_at = list(dict.fromkeys([*checked, *gate]))
+    values = {r: float(metrics[r][metric]) for r in looked_at if r in metrics}
+    missing = [r for r in looked_at if r not in metrics]
     below = {r: v for r, v in values.items() if math.isnan(v) or v < minimum}
+    extra = {} if gated is None else {"gate": gate}
+
+    def result(passed: bool, desc: str, failing: Sequence[str]) -> GateResult:
+        demoted = severity == "ERROR" and not passed and not any(r in gate for r in failing)
+        if demoted:
+            desc += f" (not in the gate {gate}: reported as WARN, the run goes on)"
+        return GateResult(check_name(metric), passed, "WARN" if demoted else severity, desc, values, minimum, extra)
+
     if missing:
-        desc = f"no {metric} for checked retrievers {missing}"
-        return GateResult(check_name(metric), False, severity, desc, values, minimum)
+        return result(False, f"no {metric} for checked retrievers {missing}", missing)
     if below:
         desc = f"{metric} below {minimum:g} for " + ", ".join(f"{r} ({v:.3f})" for r, v in below.items())
     else:
         desc = f"{metric} >= {minimum:g} for all {len(values)} checked retrievers (lowest {min(values.values()):.3f})"
-    return GateResult(check_name(metric), not below, severity, desc, values, minimum)
+    return result(not below, desc, list(below))
 
 
 def drift_gate(

@@ -91,10 +91,14 @@ def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTab
     return MetricTable(by_retriever, pd.DataFrame(by_retriever).T.reset_index(names="retriever"))
 
 
-def dataset_gates(thresholds: Mapping[str, tuple[float, str]], table: MetricTable, checked: Sequence[str]) -> list[GateResult]:
-    """Every floor (``{metric: (min, severity)}``) over the checked retrievers present."""
+def dataset_gates(
+    thresholds: Mapping[str, tuple[float, str]], table: MetricTable, checked: Sequence[str], gated: Sequence[str] | None = None
+) -> list[GateResult]:
+    """Every floor (``{metric: (min, severity)}``) over the checked retrievers present; an ERROR floor fails the
+    run only for the ``gated`` retrievers (default: all), the others' failures are WARN."""
     present = [r for r in checked if r in table.by_retriever]
-    return [threshold_gate(m, floor, severity, table.by_retriever, present) for m, (floor, severity) in thresholds.items()]
+    gate = None if gated is None else [r for r in gated if r in table.by_retriever]
+    return [threshold_gate(m, floor, severity, table.by_retriever, present, gate) for m, (floor, severity) in thresholds.items()]
 
 
 def _relative_rule(
@@ -180,6 +184,6 @@ def evaluate_dataset(config: DatasetConfig, query_results: pd.DataFrame, earlier
     table = metric_table(query_results, config.retrievers)
     floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
     choice = choose_baseline(earlier, config.drift.blessed_run_id)
-    gates = dataset_gates(floors, table, config.checked)
+    gates = dataset_gates(floors, table, config.checked, config.gated)
     gates.append(drift_check(config.drift, table, query_results, config.checked, choice))
     return EvaluatedDataset(table, gates, choice, config.drift.metric)

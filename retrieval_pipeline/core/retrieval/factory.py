@@ -98,8 +98,10 @@ class RetrieverRegistry:
 def load_retriever_specs(path: Path | str) -> RetrieverRegistry:
     """Read ``retrievers.yaml`` (``retrievers: {name: {kind: ..., ...}}``); each entry validated alone.
 
-    A missing component is an error of the entry that names it. Cycles are found by
-    :meth:`RetrieverRegistry.closure`.
+    A missing component is an error of the entry that names it. A cycle of components is an error of
+    the entries in it (and of those that use one of them), naming the cycle: each index asset depends
+    on its components' indexes, so a cycle left in would make the whole asset graph unloadable and stop
+    every dataset. :meth:`RetrieverRegistry.closure` still refuses a cycle it meets.
     """
     path = Path(path)
     doc = read_yaml_mapping(path, "retriever registry")
@@ -117,7 +119,42 @@ def load_retriever_specs(path: Path | str) -> RetrieverRegistry:
         if missing:
             registry.errors[name] = f"its component(s) {missing} are not valid retrievers in this file"
             del registry.specs[name]
+    _refuse_cycles(registry)
     return registry
+
+
+def _refuse_cycles(registry: RetrieverRegistry) -> None:
+    """Move every retriever in a cycle of components to ``errors`` (``its own component, through a cycle: a -> b -> a``),
+    then every one that needs such a retriever, so the others build and run."""
+    cycles: dict[str, str] = {}
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            loop = path[path.index(name) :] + (name,)
+            for member in loop[:-1]:
+                cycles.setdefault(member, " -> ".join(loop[loop.index(member) :] + loop[1 : loop.index(member) + 1]))
+            return
+        if name in done or name not in registry.specs:
+            return
+        for part in registry.specs[name].components():
+            visit(part, (*path, name))
+        done.add(name)
+
+    for name in list(registry.specs):
+        visit(name, ())
+    for name, loop in cycles.items():
+        registry.errors[name] = f"it is its own component, through a cycle: {loop}"
+        del registry.specs[name]
+    changed = bool(cycles)
+    while changed:  # what needs a refused retriever cannot be built either
+        changed = False
+        for name, spec in list(registry.specs.items()):
+            refused = [c for c in spec.components() if c not in registry.specs]
+            if refused:
+                registry.errors[name] = f"its component(s) {refused} are refused (see their errors in this file)"
+                del registry.specs[name]
+                changed = True
 
 
 def _short(exc: Exception) -> str:
