@@ -13,7 +13,7 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation import buckets as fb
 from retrieval_pipeline.core.evaluation.buckets import Doc, Miss
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 # --- words ------------------------------------------------------------------------------------
 

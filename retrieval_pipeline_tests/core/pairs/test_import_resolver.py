@@ -14,7 +14,7 @@ from retrieval_pipeline.core.pairs.import_resolver import ImportResolver, Librar
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.conftest import require_sandbox
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ADK_PYTHON = PROJECT_ROOT / ".venvs" / "adk" / "bin" / "python"
 WIDGET = "fakelib.core.models.Widget"
 

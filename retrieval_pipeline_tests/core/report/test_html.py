@@ -41,7 +41,7 @@ from retrieval_pipeline.core.report.html import (
 )
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 REAL_OUT = PROJECT_ROOT / "data" / "out"
 HOSTILE_QUERY = "<script>alert('q1')</script> how do I dump JSON?"
 HOSTILE_TITLE = '<img src=x onerror="alert(1)">dumps'

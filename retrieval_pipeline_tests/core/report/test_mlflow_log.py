@@ -36,7 +36,7 @@ requires_mlflow = pytest.mark.skipif(
     importlib.util.find_spec("mlflow") is None, reason="the mlflow extra is not installed: pip install 'retrieval_pipeline[mlflow]'"
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 WEEK_47 = datetime(2026, 11, 19, 9, 30, tzinfo=timezone.utc)  # Thursday of ISO week 47 of 2026 (worked out below)
 WEEK_48 = WEEK_47 + timedelta(days=7)
 

@@ -33,7 +33,7 @@ from retrieval_pipeline_tests.core.conftest import in_ci
 from retrieval_pipeline_tests.core.report.test_html import HOSTILE_QUERY, synthetic_data
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 REAL_OUT = PROJECT_ROOT / "data" / "out"
 REAL_SCREENSHOT = Path("/tmp/report_stdlib.png")
 WIDTH = 1280

@@ -31,7 +31,7 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.types import Case, Document
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "samples" / "context_qa" / "qa_pairs.json"
+SAMPLE = Path(__file__).resolve().parents[4] / "data" / "samples" / "context_qa" / "qa_pairs.json"
 
 
 def write_json(tmp_path: Path, rows: Any, name: str = "qa.json") -> Path:

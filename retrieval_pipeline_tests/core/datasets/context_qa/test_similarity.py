@@ -295,7 +295,7 @@ def test_autojunk_changes_judgements_on_insurance_data(shared_data: Path) -> Non
 
 def test_embedded_sample_contexts_are_found_in_their_own_topic() -> None:
     """The project's sample over pydoc topics: most contexts reach 0.5, always in the topic they came from."""
-    sample = Path(__file__).resolve().parents[2] / "data" / "samples" / "context_qa" / "qa_pairs.json"
+    sample = Path(__file__).resolve().parents[4] / "data" / "samples" / "context_qa" / "qa_pairs.json"
     cases = load_context_qa(sample).cases
     topics = sorted({case.extra["source_document"] for case in cases})
     chunks = [c for topic, text in pydoc_topic_documents(topics) for c in chunk_markdown(topic, text, 400, 100)]

@@ -21,7 +21,7 @@ from retrieval_pipeline.core.datasets.nq.reader import (
 from retrieval_pipeline.core.errors import InputError
 
 HEADER = "question,long_answer,short_answer\n"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
 SAMPLE_CSV = PROJECT_ROOT / "data" / "samples" / "nq" / "nq_sample.csv"
 
 
