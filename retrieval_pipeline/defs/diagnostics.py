@@ -7,6 +7,9 @@ from retrieval_pipeline.core.evaluation import buckets as buckets
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
+
 
 class FailureBucketsConfig(dg.Config):
     """The cut-off: a query is missed when no gold document is in the top ``k``."""
@@ -14,7 +17,7 @@ class FailureBucketsConfig(dg.Config):
     k: int = 5
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
 def failure_buckets(
     context: dg.AssetExecutionContext,
     config: FailureBucketsConfig,

@@ -1,12 +1,9 @@
-"""Evaluation: runs per retriever, per-query results, and the metric table with its checks."""
-
-import math
+"""Evaluation: per-query results, the metric table (its checks are declared in ``checks.py``), significance, exports."""
 
 import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.datasets import adapter_for
-from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
 from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
@@ -16,9 +13,13 @@ from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
+from retrieval_pipeline.defs.checks import CHECK_SPECS, check_result
 from retrieval_pipeline.defs.metadata import dagster_metadata
-from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions, partitioned_check_spec
+from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
+
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
 
 
 class JudgeConfig(dg.Config):
@@ -29,7 +30,7 @@ class JudgeConfig(dg.Config):
     pass_at: float = 0.7
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
 def query_results(
     context: dg.AssetExecutionContext,
     config: JudgeConfig,
@@ -80,37 +81,6 @@ def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFram
     return frame
 
 
-def _build_check_specs() -> list[dg.AssetCheckSpec]:
-    """One floor check per metric any registered dataset sets a threshold on, plus the drift checks.
-
-    Every spec is partitioned by dataset, so each dataset has its own check status and history.
-    """
-    metrics = sorted({m for d in REGISTRY.datasets.values() for m in d.thresholds})
-    drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
-    specs = [
-        partitioned_check_spec(
-            check_name(m),
-            asset="retrieval_metrics",
-            blocking=True,
-            description=f"Every checked retriever's {m} is at least the dataset's floor.",
-        )
-        for m in metrics
-    ]
-    specs += [
-        partitioned_check_spec(
-            drift_check_name(m),
-            asset="retrieval_metrics",
-            description=f"{m} did not drop against the blessed baseline evaluation: by default, no drop that is both significant "
-            "(paired randomisation test, Holm-corrected) and larger than the dataset's drift.min_drop; the flipped queries are listed.",
-        )
-        for m in drift
-    ]
-    return specs
-
-
-CHECK_SPECS = _build_check_specs()
-
-
 def _earlier_evaluations(context: dg.AssetExecutionContext, metric: str, limit: int = 50) -> list[Evaluation]:
     """This dataset's earlier ``retrieval_metrics`` materialisations (newest first), with their run tags."""
     records = context.instance.fetch_materializations(
@@ -142,19 +112,7 @@ def _metric_values(meta: dict, metric: str) -> dict[str, float]:
     return {k[: -len(suffix)]: float(v.value) for k, v in meta.items() if k.endswith(suffix) and v.value is not None}
 
 
-def _check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
-    meta = {"dataset": dataset, "threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
-    meta.update(gate.extra)
-    return dg.AssetCheckResult(
-        check_name=gate.name,
-        passed=gate.passed,
-        description=gate.description,
-        severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
-        metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
-    )
-
-
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"}, check_specs=CHECK_SPECS)
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"}, check_specs=CHECK_SPECS)
 def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSettings, query_results: pd.DataFrame):
     """Retrievers compared: hit rate and recall @1/5/10, P@5, F1@5, MRR, nDCG@10, not-found rate, average rank, latency.
 
@@ -172,7 +130,7 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     for gate in evaluated.gates:
         if gate.name not in spec_names:  # the definitions were loaded from another registry than this run's
             context.log.warning(f"no check named {gate.name} is defined; result not recorded as a check: {gate.description}")
-    results = [_check_result(g, dataset) for g in evaluated.gates if g.name in spec_names]
+    results = [check_result(g, dataset) for g in evaluated.gates if g.name in spec_names]
     # the specs are the union over datasets: a floor only another dataset sets passes here with a note
     results += [
         dg.AssetCheckResult(
@@ -193,7 +151,7 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     )
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
 def metric_significance(
     context: dg.AssetExecutionContext, settings: PipelineSettings, query_results: pd.DataFrame
 ) -> dg.MaterializeResult[pd.DataFrame]:
@@ -209,7 +167,7 @@ def metric_significance(
     return dg.MaterializeResult(value=table, metadata=dagster_metadata(significance_metadata(table, config.statistics)))
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"json"})
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"json"})
 def evaluation_exports(
     context: dg.AssetExecutionContext, settings: PipelineSettings, retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame
 ) -> dg.MaterializeResult:

@@ -9,13 +9,16 @@ from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.pairs.extract import extract_pairs, needs_llm
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.types import Case, Document
-from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
+from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
 
-@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas"})
+
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
 def qa_pairs(
     context: dg.AssetExecutionContext,
     settings: PipelineSettings,

@@ -15,6 +15,9 @@ from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import PipelineSettings
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
+
 #: How many past ``retrieval_metrics`` materialisations of the dataset feed the weekly trend (newest first).
 TREND_HISTORY_LIMIT = 500
 #: Upper bound of the markdown metadata entry (charts are left out beyond it; Dagster stores metadata in its database).
@@ -48,7 +51,7 @@ def _run_id(context: dg.AssetExecutionContext) -> str | None:
         return None
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"html"})
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"html"})
 def evaluation_report(
     context: dg.AssetExecutionContext,
     settings: PipelineSettings,

@@ -11,6 +11,9 @@ from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import PipelineSettings
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
+
 
 def _hybrids(registry: Registry, config: DatasetConfig) -> tuple[list, list[str]]:
     """The dataset's hybrid specs in its retriever order, and ``"<name>: <reason>"`` for names whose spec cannot be read."""
@@ -26,7 +29,7 @@ def _hybrids(registry: Registry, config: DatasetConfig) -> tuple[list, list[str]
     return specs, unreadable
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="evaluation", kinds={"pandas"})
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
 def fusion_sweep(
     context: dg.AssetExecutionContext, settings: PipelineSettings, retrieval_runs: pd.DataFrame, retrieval_dataset: pd.DataFrame
 ) -> dg.MaterializeResult[pd.DataFrame]:

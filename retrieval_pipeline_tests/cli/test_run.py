@@ -13,7 +13,7 @@ import pytest
 from retrieval_pipeline.cli.run import DatasetRun, FailedCheck, format_summary, main, metrics_table, used_by_dataset
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
-from retrieval_pipeline.defs.retrievers import REGISTRY
+from retrieval_pipeline.defs.retrieval import REGISTRY
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource

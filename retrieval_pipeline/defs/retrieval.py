@@ -18,6 +18,9 @@ from retrieval_pipeline.core.types import Document
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
 from retrieval_pipeline.defs.resources import EncoderResource, PipelineSettings
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
+
 
 def index_key(name: str) -> dg.AssetKey:
     return dg.AssetKey(["retrievers", name, "index"])
@@ -46,7 +49,7 @@ def _index_asset(name: str) -> dg.AssetsDefinition:
     @dg.asset(
         key=index_key(name),
         partitions_def=dataset_partitions,
-        group_name="retrievers",
+        group_name=GROUP,
         kinds={spec.kind if spec else "python"},
         deps=[index_key(c) for c in components],
         description=_description(name, "The index"),
@@ -86,7 +89,7 @@ def _runs_asset(name: str) -> dg.AssetsDefinition:
     @dg.asset(
         key=runs_key(name),
         partitions_def=dataset_partitions,
-        group_name="retrievers",
+        group_name=GROUP,
         kinds={"pandas"},
         deps=[index_key(name)],
         description=_description(name, "Ranked hits per query"),
@@ -153,7 +156,7 @@ class RunsConfig(dg.Config):
 
 @dg.asset(
     partitions_def=dataset_partitions,
-    group_name="evaluation",
+    group_name=GROUP,
     kinds={"pandas"},
     ins={f"runs_{i}": dg.AssetIn(key=runs_key(n), metadata={"allow_missing_partitions": True}) for i, n in enumerate(RETRIEVER_NAMES)},
 )

@@ -13,8 +13,11 @@ from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
 
-@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas"})
+
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
 def verified_pairs(
     context: dg.AssetExecutionContext,
     settings: PipelineSettings,
@@ -41,7 +44,7 @@ def verified_pairs(
     return dg.MaterializeResult(value=result.frame, metadata=dagster_metadata(result.metadata(llm_meta)))
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name="dataset", kinds={"pandas", "jsonl"}, output_required=False)
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas", "jsonl"}, output_required=False)
 def retrieval_dataset(context: dg.AssetExecutionContext, settings: PipelineSettings, verified_pairs: pd.DataFrame, corpus: pd.DataFrame):
     """The verified retrieval-evaluation dataset: (query, positives, hard negatives, metadata) per kept pair.
 

@@ -8,19 +8,22 @@ import pandas as pd
 from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
-from retrieval_pipeline.defs.ingest import CASE_JSON_FIELDS
+from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions, partitioned_check_spec
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings
+
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
 
 
 @dg.multi_asset(
     outs={
         "question_verdicts": dg.AssetOut(
-            group_name="verifier", kinds={"pandas"}, description="One verdict per multiple-choice question, with the evidence per option."
+            group_name=GROUP, kinds={"pandas"}, description="One verdict per multiple-choice question, with the evidence per option."
         ),
         "quality_report": dg.AssetOut(
-            group_name="verifier", kinds={"json"}, description="Flagged questions with the proposed fixes; quality_report.json and .md."
+            group_name=GROUP, kinds={"json"}, description="Flagged questions with the proposed fixes; quality_report.json and .md."
         ),
     },
     partitions_def=dataset_partitions,

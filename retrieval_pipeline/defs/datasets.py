@@ -11,16 +11,19 @@ from retrieval_pipeline.core.types import Case, Document, Rejected
 from retrieval_pipeline.defs.partitions import dataset_partitions, datasets_note
 from retrieval_pipeline.defs.resources import PipelineSettings
 
+#: The asset group of every asset of this file: the file's name (a group per stage of the graph).
+GROUP = __name__.rsplit(".", 1)[-1]
+
 
 @dg.multi_asset(
     outs={
         "raw_cases": dg.AssetOut(
             description="Every validated query of the dataset (suite case, NQ question, QA pair, BEIR query)." + datasets_note(),
-            group_name="ingest",
+            group_name=GROUP,
             kinds={"pandas"},
         ),
         "case_rejects": dg.AssetOut(
-            description="Input rows that failed validation, with file, case id and reason.", group_name="ingest", kinds={"pandas"}
+            description="Input rows that failed validation, with file, case id and reason.", group_name=GROUP, kinds={"pandas"}
         ),
     },
     partitions_def=dataset_partitions,
@@ -65,11 +68,11 @@ def raw_cases(context: dg.AssetExecutionContext, settings: PipelineSettings):
     outs={
         "corpus": dg.AssetOut(
             description="The corpus retrievers index: API objects, passages or chunks (id, text, kind, module)." + datasets_note(),
-            group_name="ingest",
+            group_name=GROUP,
             kinds={"pandas"},
         ),
         "corpus_rejects": dg.AssetOut(
-            description="Entries that could not become documents, with reasons.", group_name="ingest", kinds={"pandas"}
+            description="Entries that could not become documents, with reasons.", group_name=GROUP, kinds={"pandas"}
         ),
     },
     partitions_def=dataset_partitions,

@@ -1,0 +1,58 @@
+"""The asset checks of ``retrieval_metrics``: a floor per thresholded metric, a drift check per drift metric.
+
+The specs are the union over the registry's datasets and are partitioned by dataset, so each dataset keeps
+its own check status and history. ``retrieval_metrics`` computes the gates (core) and yields one result
+per spec through :func:`check_result`.
+"""
+
+import math
+
+import dagster as dg
+
+from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
+from retrieval_pipeline.defs.metadata import dagster_metadata
+from retrieval_pipeline.defs.partitions import REGISTRY, partitioned_check_spec
+
+
+def _build_check_specs() -> list[dg.AssetCheckSpec]:
+    """One floor check per metric any registered dataset sets a threshold on, plus the drift checks.
+
+    Every spec is partitioned by dataset, so each dataset has its own check status and history.
+    """
+    metrics = sorted({m for d in REGISTRY.datasets.values() for m in d.thresholds})
+    drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
+    specs = [
+        partitioned_check_spec(
+            check_name(m),
+            asset="retrieval_metrics",
+            blocking=True,
+            description=f"Every checked retriever's {m} is at least the dataset's floor.",
+        )
+        for m in metrics
+    ]
+    specs += [
+        partitioned_check_spec(
+            drift_check_name(m),
+            asset="retrieval_metrics",
+            description=f"{m} did not drop against the blessed baseline evaluation: by default, no drop that is both significant "
+            "(paired randomisation test, Holm-corrected) and larger than the dataset's drift.min_drop; the flipped queries are listed.",
+        )
+        for m in drift
+    ]
+    return specs
+
+
+CHECK_SPECS = _build_check_specs()
+
+
+def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
+    """A gate of the evaluation as Dagster's check result, recorded against the dataset's partition."""
+    meta = {"dataset": dataset, "threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
+    meta.update(gate.extra)
+    return dg.AssetCheckResult(
+        check_name=gate.name,
+        passed=gate.passed,
+        description=gate.description,
+        severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
+        metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
+    )
