@@ -7,6 +7,8 @@ builds and runs only the new one. A retriever the dataset does not list is skipp
 record "not evaluated on this dataset" and write nothing but an empty run.
 """
 
+from typing import Any
+
 import dagster as dg
 import pandas as pd
 
@@ -109,34 +111,27 @@ def _runs_asset(name: str) -> dg.AssetsDefinition:
             return dg.MaterializeResult(value=pd.DataFrame(columns=RUN_COLUMNS), metadata={"evaluated": False, "note": note})
         cfg = registry.get(context.partition_key).retrieval
         queries = dict(zip(retrieval_dataset["id"], retrieval_dataset["query"]))
-        done = run_retriever(
-            registry.retrievers,
-            context.partition_key,
-            name,
-            from_frame(corpus, Document),
-            queries,
-            settings.index_dir(context.partition_key, name).parent,
-            settings.cache_path(),
-            encoder.encoder_for,
-            cfg.depth,
-            cfg.latency_sample,
-        )
+        where = (settings.index_dir(context.partition_key, name).parent, settings.cache_path())
+        inputs = (registry.retrievers, context.partition_key, name, from_frame(corpus, Document), queries, *where)
+        done = run_retriever(*inputs, encoder.encoder_for, cfg.depth, cfg.latency_sample)
         for qid, error in list(done.timed.errors.items())[:20]:
             context.log.warning(f"{name} failed on query {qid!r}: {error}")
-        return dg.MaterializeResult(
-            value=runs_to_frame([done.timed]),
-            metadata={
-                "evaluated": True,
-                "queries": len(queries),
-                "failed_queries": len(done.timed.errors),
-                "depth": cfg.depth,
-                "latency_sample": len(done.timed.latency_ms),
-                "seconds": round(done.seconds, 3),
-                "params": dg.MetadataValue.json(done.params),
-            },
-        )
+        return dg.MaterializeResult(value=runs_to_frame([done.timed]), metadata=_runs_metadata(done, len(queries), cfg))
 
     return runs
+
+
+def _runs_metadata(done: Any, queries: int, cfg: Any) -> dict[str, object]:
+    """What a retriever's runs step shows: queries, failures, depth, the latency sample, time and parameters."""
+    return {
+        "evaluated": True,
+        "queries": queries,
+        "failed_queries": len(done.timed.errors),
+        "depth": cfg.depth,
+        "latency_sample": len(done.timed.latency_ms),
+        "seconds": round(done.seconds, 3),
+        "params": dg.MetadataValue.json(done.params),
+    }
 
 
 def _scalars(params: dict) -> dict[str, object]:

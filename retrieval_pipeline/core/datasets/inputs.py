@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from retrieval_pipeline.core.datasets import CasesBuild, CorpusBuild, adapter_for
+from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.types import Document
 
 if TYPE_CHECKING:
@@ -24,8 +25,22 @@ def build_corpus(config: DatasetConfig) -> CorpusBuild:
 
 
 def load_cases(config: DatasetConfig) -> CasesBuild:
-    """The queries, validated; invalid rows become rejects with file, case and reason (the kind's adapter reads them)."""
-    return adapter_for(config).load_cases(config)
+    """The queries, validated; invalid rows become rejects with file, case and reason (the kind's adapter reads them).
+
+    Raises:
+        RuntimeError: ``cases + rejects`` is not the number of rows read (nothing may be lost).
+        InputError: No row is a valid case; names the inputs, the counts and the first reject.
+    """
+    loaded = adapter_for(config).load_cases(config)
+    if len(loaded.cases) + len(loaded.rejects) != loaded.total:
+        raise RuntimeError(f"case counts do not add up: {len(loaded.cases)} + {len(loaded.rejects)} != {loaded.total}")
+    if not loaded.cases:
+        first = loaded.rejects[0].reason if loaded.rejects else "the input is empty"
+        raise InputError(
+            f"no valid case: {loaded.total} read, {len(loaded.rejects)} rejected; first reject: {first}",
+            path=", ".join(map(str, config.input_paths())),
+        )
+    return loaded
 
 
 def documents_by_id(documents: Sequence[Document]) -> dict[str, Document]:
