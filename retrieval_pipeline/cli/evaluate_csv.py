@@ -163,7 +163,7 @@ def evaluate_csv(
         out_dir: Folder for ``chunks.json`` and ``evaluation_results.json``.
         cache_path: Embedding cache folder (used only by embedding retrievers).
         search_types: Labels from :data:`SEARCH_TYPES` or retriever names, in report order.
-        sample_size: First N data rows only, or ``None``.
+        sample_size: Evaluate the first N questions only (against the corpus of every row), or ``None``.
         out: Where to print.
 
     Returns:
@@ -179,10 +179,11 @@ def evaluate_csv(
         note.append(f"{len(load.rows)} rows accepted, {len(load.rejects)} rejected of {load.total}")
     _print_rejects(load, out)
     with timings.step("dedupe") as note:
-        corpus = dedupe_chunks(load.rows)
+        every = load if sample_size is None else load_nq_csv(csv_path)  # sampling questions never removes documents
+        corpus = dedupe_chunks(every.rows)
         chunks_path = write_chunks_json(corpus.chunks, out_dir / "chunks.json")
         note.append(f"{len(corpus.chunks)} chunks, {corpus.duplicates} duplicate long answers merged")
-    summary = f"{len(corpus.chunks)} chunks from {len(load.rows)} long answers ({corpus.duplicates} duplicates merged)"
+    summary = f"{len(corpus.chunks)} chunks from {len(every.rows)} long answers ({corpus.duplicates} duplicates merged)"
     print(f"corpus: {summary} -> {chunks_path}", file=out)
     set_hf_offline()
     questions = {row.question_id: row.question for row in load.rows}
@@ -191,7 +192,8 @@ def evaluate_csv(
         runs = _evaluate(retrievers, corpus.chunks, questions, out_dir, cache_path, timings)
     except RetrieverError as exc:
         raise InputError(str(exc)) from exc
-    results = evaluation_results(runs, nq_qrels(corpus.chunks), questions, k=REPORT_K)
+    qrels = {qid: judged for qid, judged in nq_qrels(corpus.chunks).items() if qid in questions}
+    results = evaluation_results(runs, qrels, questions, k=REPORT_K)
     results_path = write_evaluation_results(results, out_dir / "evaluation_results.json")
     print(f"results -> {results_path}\n", file=out)
     print(comparison_table(results), file=out)

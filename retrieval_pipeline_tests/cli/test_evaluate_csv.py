@@ -48,6 +48,9 @@ def test_sample_size_limits_the_rows(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 0 and "loaded 10 of 10 rows" in stdout
     results = json.loads((tmp_path / "evaluation_results.json").read_text(encoding="utf-8"))
     assert results["keyword"]["metrics"]["total_questions"] == 10
+    whole = run(["--csv", str(SAMPLE_CSV), "--out", str(tmp_path / "all"), "--search-types", "keyword"], capsys)[1]
+    corpus_line = next(line for line in stdout.splitlines() if line.startswith("corpus:"))
+    assert corpus_line.split("->")[0] == next(line for line in whole.splitlines() if line.startswith("corpus:")).split("->")[0]
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ from retrieval_pipeline.core.datasets.base import (
     SettingsBlock,
     register_adapter,
 )
-from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_csv, nq_cases, nq_documents
+from retrieval_pipeline.core.datasets.nq.reader import NQLoad, NQRow, dedupe_chunks, load_nq_csv, nq_cases, nq_documents
 from retrieval_pipeline.core.types import Case, Document, QAPair
 
 if TYPE_CHECKING:
@@ -29,10 +29,17 @@ if TYPE_CHECKING:
 
 
 class NQSource(SettingsBlock):
-    """A Natural Questions CSV (``question,long_answer,short_answer``)."""
+    """A Natural Questions CSV (``question,long_answer,short_answer``).
+
+    ``sample_size`` evaluates the first N questions against the corpus of EVERY row's long answer, as the
+    real search would run: sampling questions never removes documents. ``corpus_rows`` is the explicit
+    way to a smaller, easier corpus for a quick look (the long answers of the first N rows, the sampled
+    questions' own included); the corpus's metadata says it is a subset.
+    """
 
     csv: Path
-    sample_size: int | None = Field(None, ge=1)  # first N questions, for quick runs
+    sample_size: int | None = Field(None, ge=1)  # first N questions, against the whole corpus
+    corpus_rows: int | None = Field(None, ge=1)  # a corpus subset for quick looks: the first N rows' long answers
 
 
 @register_adapter
@@ -43,21 +50,21 @@ class NQAdapter(DatasetAdapter):
     blocks = {"nq": Block(NQSource, path_keys=("csv",))}
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
-
         source: NQSource = config.nq
         loaded = load_nq_csv(source.csv, sample_size=source.sample_size)
-        chunk_of = dedupe_chunks(loaded.rows).question_chunk
+        chunk_of = dedupe_chunks(_corpus_rows(source, loaded)).question_chunk  # chunk ids as the corpus numbers them
         cases = nq_cases(loaded.rows, str(source.csv))
         for case in cases:
             case.extra["gold_chunk_id"] = chunk_of[case.case_id]
         return CasesBuild(cases, loaded.rejects, loaded.total)
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
-
         source: NQSource = config.nq
-        loaded = load_nq_csv(source.csv, sample_size=source.sample_size)
-        chunks = dedupe_chunks(loaded.rows)
-        report = {"long_answers": len(loaded.rows), "chunks": len(chunks.chunks), "merged_duplicates": chunks.duplicates}
+        rows = _corpus_rows(source, load_nq_csv(source.csv, sample_size=source.sample_size))
+        chunks = dedupe_chunks(rows)
+        report: dict[str, object] = {"long_answers": len(rows), "chunks": len(chunks.chunks), "merged_duplicates": chunks.duplicates}
+        if source.corpus_rows is not None:
+            report["corpus_subset"] = f"SUBSET for a quick look: the long answers of the first {len(rows):,} rows only (corpus_rows)"
         return CorpusBuild(nq_documents(chunks.chunks), [], report, str(source.csv))
 
     def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
@@ -78,3 +85,17 @@ def nq_pair(case: Case) -> QAPair:
         "nq:long_answer",
         {"short_answers": case.extra.get("short_answers", [])},
     )
+
+
+def _corpus_rows(source: NQSource, sampled: NQLoad) -> list[NQRow]:
+    """The rows whose long answers make the corpus: every row, or the first ``corpus_rows`` plus the sampled ones.
+
+    The chunk ids follow the order of these rows, so the cases and the corpus number them alike.
+    """
+    if source.sample_size is None and source.corpus_rows is None:
+        return list(sampled.rows)
+    every = load_nq_csv(source.csv).rows if source.sample_size is not None else sampled.rows
+    if source.corpus_rows is None:
+        return list(every)
+    kept = {row.question_id for row in sampled.rows}
+    return [row for row in every if row.index < source.corpus_rows or row.question_id in kept]

@@ -77,3 +77,25 @@ def test_nq_pair_is_the_whole_pair():
 def test_nq_pair_without_a_chunk_is_unresolved():
     pair = nq_pair(Case("q", "natural_questions", "nq", "nq.csv", 0, "who?", extra={}))
     assert (pair.gold_doc_ids, pair.status, pair.method, pair.evidence) == ([], "unresolved", "nq:long_answer", {"short_answers": []})
+
+
+def test_sampling_questions_never_removes_documents(tmp_path: Path):
+    """The first 4 questions are asked against every row's long answer, the 5th row's included."""
+    sampled, whole = _config(tmp_path, 4), _config(tmp_path, None)
+    corpus = NQAdapter().build_corpus(sampled)
+    assert [d.doc_id for d in corpus.documents] == [d.doc_id for d in NQAdapter().build_corpus(whole).documents]
+    assert "Never read." in {d.text for d in corpus.documents} and "corpus_subset" not in corpus.report
+    golds = {c.case_id: c.extra["gold_chunk_id"] for c in NQAdapter().load_cases(sampled).cases}
+    assert golds == {c.case_id: c.extra["gold_chunk_id"] for c in NQAdapter().load_cases(whole).cases if c.case_id in golds}
+
+
+def test_an_explicit_corpus_subset_keeps_the_sampled_golds_and_says_so(tmp_path: Path):
+    path = tmp_path / "nq.csv"
+    path.write_text(CSV, encoding="utf-8")
+    config = DatasetConfig(name="n", kind="nq", nq={"csv": str(path), "sample_size": 2, "corpus_rows": 1})
+    corpus = NQAdapter().build_corpus(config)
+    texts = {d.text for d in corpus.documents}
+    assert texts == {"Python was made by Guido.", "Python 0.9.0 came out in 1991."}  # row 1, and row 2's gold
+    assert "SUBSET" in corpus.report["corpus_subset"]
+    ids = {d.doc_id for d in corpus.documents}
+    assert {c.extra["gold_chunk_id"] for c in NQAdapter().load_cases(config).cases} <= ids
