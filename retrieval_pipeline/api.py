@@ -1,0 +1,536 @@
+"""Score retrievers from Python: ``evaluate`` one run, ``compare`` several with paired statistics.
+
+::
+
+    from retrieval_pipeline import compare, evaluate
+
+    evaluate(qrels, run, ["ndcg@10", "recall@100"])          # means, like pytrec_eval / ranx
+    compare(qrels, {"bm25": bm25, "dense": dense}, ["hit@5"])  # deltas, 95% CIs, Holm p, verdicts
+
+Qrels and runs may be dicts (``{qid: {docid: grade}}``, ``{qid: {docid: score}}`` as in pytrec_eval and
+ranx; a run may also be ``{qid: [(docid, score), ...]}``), paths of TREC files, pandas DataFrames
+(columns ``query_id``/``qid``/``q_id``, ``doc_id``/``docid``/``docno``, and ``grade``/``relevance``/``rel``
+or ``score``), or ranx ``Qrels``/``Run`` objects. Metric names take any cut-off (``ndcg@20``, ``P@3``,
+``mrr@10``, ``R-prec``, ``map``, ``hit@5``): see :mod:`retrieval_pipeline.core.metric_names`.
+
+Every value equals pytrec_eval's on the queries both score: runs are ranked by score (single precision,
+as trec_eval reads it), ties by doc id descending; relevance is ``grade >= 1``. Means are over every qrels
+query, a query missing from the run scoring 0 (pytrec_eval leaves it out of its mean instead).
+
+The statistics are those of :mod:`retrieval_pipeline.core.stats`: paired percentile bootstrap CIs (one
+draw of queries per resample for every run and difference), Fisher's randomisation test by random sign
+flips (or the paired t-test), Holm-corrected over the pairs of runs of each metric.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from retrieval_pipeline.core.metric_names import MetricName, parse_metric, parse_metrics
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The metrics when none are named.
+DEFAULT_METRICS: tuple[str, ...] = ("ndcg@10", "mrr@10", "recall@100", "map")
+
+#: Column names a DataFrame may use, first match wins.
+_QUERY_COLUMNS = ("query_id", "qid", "q_id", "query")
+_DOC_COLUMNS = ("doc_id", "docid", "docno", "doc")
+_GRADE_COLUMNS = ("grade", "relevance", "rel", "label", "score")
+_SCORE_COLUMNS = ("score", "sim", "similarity")
+
+Test = Literal["randomisation", "t-test"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------------
+
+
+def _column(frame: pd.DataFrame, candidates: Sequence[str], what: str, label: str) -> str:
+    for name in candidates:
+        if name in frame.columns:
+            return name
+    raise ValueError(f"{label}: no {what} column (tried {', '.join(candidates)}; columns are {list(frame.columns)})")
+
+
+def _frame_triples(frame: pd.DataFrame, value_columns: Sequence[str], what: str, label: str) -> Iterable[tuple[Any, Any, Any]]:
+    query = _column(frame, _QUERY_COLUMNS, "query id", label)
+    doc = _column(frame, _DOC_COLUMNS, "doc id", label)
+    value = _column(frame, value_columns, what, label)
+    return zip(frame[query].tolist(), frame[doc].tolist(), frame[value].tolist())
+
+
+def _is_frame(obj: object) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
+
+
+def _grade(value: object, query_id: str, doc_id: str, label: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{label}: grade {value!r} of query {query_id!r}, doc {doc_id!r} is not an integer")
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise ValueError(f"{label}: grade {value!r} of query {query_id!r}, doc {doc_id!r} is not an integer")
+    return int(value)
+
+
+def _score(value: object, query_id: str, doc_id: str, label: str) -> float:
+    try:
+        score = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{label}: score {value!r} of query {query_id!r}, doc {doc_id!r} is not a number") from None
+    if isinstance(value, (bool, np.bool_)) or not math.isfinite(score):
+        raise ValueError(f"{label}: score {value!r} of query {query_id!r}, doc {doc_id!r} is not a finite number")
+    return score
+
+
+def _add(target: dict[str, dict[str, Any]], query_id: object, doc_id: object, value: Any, label: str) -> None:
+    query, doc = str(query_id), str(doc_id)
+    judged = target.setdefault(query, {})
+    if doc in judged:
+        raise ValueError(f"{label}: doc {doc!r} appears twice for query {query!r}")
+    judged[doc] = value
+
+
+def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]:
+    """Qrels as ``{query_id: {doc_id: grade}}`` from a dict, a TREC qrels path, a DataFrame or a ranx ``Qrels``.
+
+    Raises:
+        ValueError: Empty qrels, a grade that is not an integer, a doc listed twice for a query, a
+            DataFrame without the columns; for a file, :class:`~retrieval_pipeline.core.errors.InputError`
+            naming the file and line.
+    """
+    if isinstance(qrels, (str, Path)):
+        from retrieval_pipeline.core.trec import read_trec_qrels
+
+        result = read_trec_qrels(qrels)
+        label = f"qrels file {qrels}"
+    elif _is_frame(qrels):
+        result = {}
+        for query_id, doc_id, grade in _frame_triples(qrels, _GRADE_COLUMNS, "grade", label):  # type: ignore[arg-type]
+            _add(result, query_id, doc_id, _grade(grade, str(query_id), str(doc_id), label), label)
+    else:
+        mapping = qrels.to_dict() if hasattr(qrels, "to_dict") and not isinstance(qrels, Mapping) else qrels
+        if not isinstance(mapping, Mapping):
+            raise ValueError(
+                f"{label}: expected a dict {{query_id: {{doc_id: grade}}}}, a TREC qrels path or a DataFrame, got {type(qrels).__name__}"
+            )
+        result = {}
+        for query_id, judged in mapping.items():
+            if not isinstance(judged, Mapping):
+                raise ValueError(f"{label}: query {query_id!r} maps to {type(judged).__name__}, expected {{doc_id: grade}}")
+            result[str(query_id)] = {str(d): _grade(g, str(query_id), str(d), label) for d, g in judged.items()}
+    if not result:
+        raise ValueError(f"{label} is empty: there are no queries to evaluate")
+    return result
+
+
+def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
+    """A run as ``{query_id: {doc_id: score}}`` from a dict, a TREC run path, a DataFrame or a ranx ``Run``.
+
+    ``{query_id: [(doc_id, score), ...]}`` is accepted too; the order of the list is not used (runs are
+    ranked by score, as trec_eval ranks them).
+
+    Raises:
+        ValueError: A score that is not a finite number, a doc listed twice for a query, a DataFrame
+            without the columns; for a file, :class:`~retrieval_pipeline.core.errors.InputError` naming
+            the file and line.
+    """
+    if isinstance(run, (str, Path)):
+        from retrieval_pipeline.core.trec import read_trec_run
+
+        return {query_id: dict(hits) for query_id, hits in read_trec_run(run).items()}
+    result: dict[str, dict[str, float]] = {}
+    if _is_frame(run):
+        for query_id, doc_id, score in _frame_triples(run, _SCORE_COLUMNS, "score", label):  # type: ignore[arg-type]
+            _add(result, query_id, doc_id, _score(score, str(query_id), str(doc_id), label), label)
+        return result
+    mapping = run.to_dict() if hasattr(run, "to_dict") and not isinstance(run, Mapping) else run
+    if not isinstance(mapping, Mapping):
+        raise ValueError(
+            f"{label}: expected a dict {{query_id: {{doc_id: score}}}}, a TREC run path or a DataFrame, got {type(run).__name__}"
+        )
+    for query_id, hits in mapping.items():
+        pairs = hits.items() if isinstance(hits, Mapping) else hits
+        try:
+            for doc_id, score in pairs:
+                _add(result, query_id, doc_id, _score(score, str(query_id), str(doc_id), label), label)
+        except (TypeError, ValueError) as error:
+            if isinstance(error, ValueError) and str(error).startswith(label):
+                raise
+            raise ValueError(f"{label}: query {query_id!r} must map to {{doc_id: score}} or [(doc_id, score), ...]") from None
+        result.setdefault(str(query_id), {})
+    return result
+
+
+def _per_query(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[MetricName]) -> dict[str, np.ndarray]:
+    from retrieval_pipeline.core.ranked_metrics import per_query_values
+
+    return per_query_values(run, qrels, metrics)
+
+
+def _table(rows: list[list[object]], headers: list[str]) -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, disable_numparse=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Means over queries of each metric for one run (and the per-query values).
+
+    ``result["ndcg@10"]`` is the mean; any spelling of the name works (``result["P@3"]``,
+    ``result["precision@3"]``). ``str(result)`` is a trec_eval-like listing.
+
+    Attributes:
+        means: ``{canonical metric name: mean over the qrels queries}``.
+        per_query: ``{canonical metric name: {query_id: value}}``.
+        n_queries: Number of qrels queries (the denominator of every mean).
+    """
+
+    means: dict[str, float]
+    per_query: dict[str, dict[str, float]] = field(repr=False)
+    n_queries: int
+
+    def __getitem__(self, name: str) -> float:
+        return self.means[parse_metric(name).name]
+
+    def __iter__(self):
+        return iter(self.means)
+
+    def __len__(self) -> int:
+        return len(self.means)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per-query values: one row per query (index ``query_id``), one column per metric."""
+        import pandas as pd
+
+        return pd.DataFrame(self.per_query).rename_axis("query_id")
+
+    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
+        """``{"n_queries", "means"}`` and, with ``per_query``, ``{"per_query": {metric: {qid: value}}}``."""
+        result: dict[str, Any] = {"n_queries": self.n_queries, "means": dict(self.means)}
+        if per_query:
+            result["per_query"] = {m: dict(v) for m, v in self.per_query.items()}
+        return result
+
+    def __str__(self) -> str:
+        width = max(len(m) for m in self.means)
+        lines = [f"{'num_q':<{width}}\tall\t{self.n_queries}"]
+        lines += [f"{name:<{width}}\tall\t{value:.4f}" for name, value in self.means.items()]
+        return "\n".join(lines)
+
+
+def evaluate(qrels: object, run: object, metrics: str | Iterable[str] = DEFAULT_METRICS) -> Evaluation:
+    """Score one run: the mean over the qrels queries of each metric, and the per-query values.
+
+    Args:
+        qrels: ``{qid: {docid: grade}}``, a TREC qrels path, a DataFrame or a ranx ``Qrels``.
+        run: ``{qid: {docid: score}}``, a TREC run path, a DataFrame or a ranx ``Run``.
+        metrics: One name or several, any cut-off: ``ndcg@20``, ``recall@100``, ``mrr@10``, ``P@3``,
+            ``R-prec``, ``map``, ``hit@5``, ``ndcg``.
+
+    Returns:
+        An :class:`Evaluation`; ``result["ndcg@10"]`` is a mean, ``result.per_query`` the values per query.
+
+    Raises:
+        ValueError: An unknown metric name, empty qrels, or malformed input (naming the file and line for a TREC file).
+    """
+    parsed = parse_metrics(metrics)
+    judged = load_qrels(qrels)
+    values = _per_query(judged, load_run(run), parsed)
+    query_ids = list(judged)
+    return Evaluation(
+        means={name: float(v.mean()) for name, v in values.items()},
+        per_query={name: dict(zip(query_ids, v.tolist())) for name, v in values.items()},
+        n_queries=len(query_ids),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """One run against another on one metric: ``delta = mean(run) - mean(other)`` over the same queries."""
+
+    metric: str
+    run: str
+    other: str
+    delta: float
+    ci_low: float
+    ci_high: float
+    p: float
+    p_holm: float
+    significant: bool
+
+    def flipped(self) -> PairComparison:
+        """The same comparison seen from the other run (delta and CI negated; ``+ 0.0`` keeps 0 unsigned)."""
+        return PairComparison(
+            self.metric,
+            self.other,
+            self.run,
+            -self.delta + 0.0,
+            -self.ci_high + 0.0,
+            -self.ci_low + 0.0,
+            self.p,
+            self.p_holm,
+            self.significant,
+        )
+
+    def sentence(self, digits: int = 3, with_metric: bool = True) -> str:
+        """``dense beats bm25 on hit_rate@5 by +0.220 [+0.120, +0.310], p < 0.001`` or ``a and b are indistinguishable (p = 0.41)``.
+
+        The p-value is the Holm-corrected one; a pair is a win when it is significant (``p_holm <= alpha``).
+        """
+        on = f" on {self.metric}" if with_metric else ""
+        if not self.significant:
+            return f"{self.run} and {self.other} are indistinguishable{on} (p {_p_text(self.p_holm)})"
+        winner = self if self.delta > 0 else self.flipped()
+        return (
+            f"{winner.run} beats {winner.other}{on} by {winner.delta:+.{digits}f} "
+            f"[{winner.ci_low:+.{digits}f}, {winner.ci_high:+.{digits}f}], p {_p_text(self.p_holm)}"
+        )
+
+
+def _p_text(p: float) -> str:
+    """``< 0.001``, ``= 0.041``, ``= 1``, ``= n/a``."""
+    if p is None or math.isnan(p):
+        return "= n/a"
+    return "< 0.001" if p < 0.001 else f"= {p:.2g}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every run against every other, per metric: means with CIs, paired deltas with CIs, Holm p-values.
+
+    Attributes:
+        runs: Run names, in the order given.
+        metrics: Canonical metric names.
+        n_queries: Number of qrels queries every mean and test is over.
+        means: ``{metric: {run: mean}}``.
+        cis: ``{metric: {run: (low, high)}}``, paired percentile bootstrap.
+        pairs: One :class:`PairComparison` per metric and pair of runs, the later run against the earlier.
+        per_query: ``{metric: {run: {query_id: value}}}``.
+        settings: The test, resample counts, confidence, alpha and seed used.
+    """
+
+    runs: list[str]
+    metrics: list[str]
+    n_queries: int
+    means: dict[str, dict[str, float]]
+    cis: dict[str, dict[str, tuple[float, float]]]
+    pairs: list[PairComparison]
+    per_query: dict[str, dict[str, dict[str, float]]] = field(repr=False)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def pair(self, metric: str, run: str, other: str) -> PairComparison:
+        """``run`` against ``other`` on ``metric`` (any spelling of the name)."""
+        name = parse_metric(metric).name
+        for p in self.pairs:
+            if p.metric == name and (p.run, p.other) == (run, other):
+                return p
+            if p.metric == name and (p.run, p.other) == (other, run):
+                return p.flipped()
+        raise KeyError(f"no comparison of {run!r} with {other!r} on {name!r} (runs: {self.runs}, metrics: {self.metrics})")
+
+    def matrix(self, metric: str, value: Literal["delta", "p", "p_holm", "ci_low", "ci_high"] = "delta") -> pd.DataFrame:
+        """ranx-``compare``-style square table: cell (row, column) is row's ``value`` against column (NaN on the diagonal)."""
+        import pandas as pd
+
+        table = pd.DataFrame(np.nan, index=self.runs, columns=self.runs)
+        for a in self.runs:
+            for b in self.runs:
+                if a != b:
+                    table.loc[a, b] = getattr(self.pair(metric, a, b), value)
+        return table
+
+    def verdict(self, metric: str) -> str:
+        """One line on ``metric``: every pair, significant ones first, clauses joined by ``;``."""
+        name = parse_metric(metric).name
+        pairs = [p for p in self.pairs if p.metric == name]
+        ordered = sorted(pairs, key=lambda p: (not p.significant, -abs(p.delta)))
+        return "; ".join(p.sentence(with_metric=i == 0) for i, p in enumerate(ordered))
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """``{metric: verdict line}``."""
+        return {m: self.verdict(m) for m in self.metrics}
+
+    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
+        """Plain JSON-able dict: settings, means with CIs, pairs, verdicts (and per-query values)."""
+        result: dict[str, Any] = {
+            "runs": list(self.runs),
+            "metrics": list(self.metrics),
+            "n_queries": self.n_queries,
+            "settings": dict(self.settings),
+            "means": {
+                m: {r: {"mean": self.means[m][r], "ci_low": self.cis[m][r][0], "ci_high": self.cis[m][r][1]} for r in self.runs}
+                for m in self.metrics
+            },
+            "comparisons": [{k: _plain(v) for k, v in vars(p).items()} for p in self.pairs],
+            "verdicts": self.verdicts,
+        }
+        if per_query:
+            result["per_query"] = self.per_query
+        return result
+
+    def to_json(self, path: str | Path | None = None, per_query: bool = False) -> str:
+        """The :meth:`to_dict` as JSON text (NaN as null), written to ``path`` when given."""
+        text = json.dumps(self.to_dict(per_query), indent=2)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def means_table(self, digits: int = 4) -> str:
+        """Runs as rows, metrics as columns: ``mean [low, high]``."""
+        rows = [
+            [r] + [f"{self.means[m][r]:.{digits}f} [{self.cis[m][r][0]:.{digits}f}, {self.cis[m][r][1]:.{digits}f}]" for m in self.metrics]
+            for r in self.runs
+        ]
+        return _table(rows, ["run", *self.metrics])
+
+    def pairs_table(self, digits: int = 4) -> str:
+        """One row per metric and pair: delta, its CI, raw and Holm-corrected p."""
+        rows = [
+            [
+                p.metric,
+                f"{p.run} - {p.other}",
+                f"{p.delta:+.{digits}f}",
+                f"[{p.ci_low:+.{digits}f}, {p.ci_high:+.{digits}f}]",
+                _fmt_p(p.p),
+                _fmt_p(p.p_holm),
+                "*" if p.significant else "",
+            ]
+            for p in self.pairs
+        ]
+        return _table(rows, ["metric", "pair", "delta", f"{self.settings.get('confidence', 0.95):.0%} CI", "p", "p Holm", "sig"])
+
+    def __str__(self) -> str:
+        s = self.settings
+        test = f"randomisation test ({s.get('n_permutations')} sign flips)" if s.get("test") == "randomisation" else "paired t-test"
+        head = f"{self.n_queries} queries; {s.get('confidence', 0.95):.0%} paired bootstrap CIs ({s.get('n_bootstrap')} resamples); {test}, Holm-corrected per metric; * p Holm <= {s.get('alpha')}"
+        verdicts = "\n".join(self.verdicts.values())
+        return f"{head}\n\n{self.means_table()}\n\n{self.pairs_table()}\n\n{verdicts}"
+
+
+def _fmt_p(p: float) -> str:
+    return "n/a" if math.isnan(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def compare(
+    qrels: object,
+    runs: Mapping[str, object] | Sequence[str | Path],
+    metrics: str | Iterable[str] = DEFAULT_METRICS,
+    *,
+    test: Test = "randomisation",
+    n_permutations: int = 10_000,
+    n_bootstrap: int = 2000,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 13,
+) -> Comparison:
+    """Compare every run with every other: paired deltas, bootstrap CIs, Holm-corrected p-values, verdicts.
+
+    For each metric, each run's mean over the qrels queries gets a paired percentile bootstrap CI, and
+    each pair of runs (the later in ``runs`` against the earlier) gets the mean per-query difference, its
+    paired bootstrap CI, and a two-sided p-value from Fisher's randomisation test (random sign flips of
+    the per-query differences, :func:`retrieval_pipeline.core.stats.randomisation_test`) or the paired
+    t-test; the p-values of a metric's pairs are Holm-corrected together, and a pair is significant when
+    its Holm p is ``<= alpha``. All draws are seeded from ``seed`` and the metric and run names.
+
+    Args:
+        qrels: As :func:`evaluate`.
+        runs: ``{name: run}`` (each run as :func:`evaluate` takes it), or TREC run paths (named by file stem).
+        metrics: Metric names, any cut-off.
+        test: ``randomisation`` (default) or ``t-test``.
+        n_permutations: Sign flips of the randomisation test; p below ``1 / n_permutations`` reads as 0.
+        n_bootstrap: Bootstrap resamples for the CIs.
+        confidence: Coverage of the CIs.
+        alpha: Significance level of the Holm-corrected p-values.
+        seed: Base seed.
+
+    Returns:
+        A :class:`Comparison`; ``print()`` it, or use ``.matrix(metric)``, ``.verdicts``, ``.to_dict()``.
+
+    Raises:
+        ValueError: Fewer than two runs, an unknown metric or test, malformed input.
+    """
+    from retrieval_pipeline.core import stats
+
+    if test not in ("randomisation", "t-test"):
+        raise ValueError(f"test must be 'randomisation' or 't-test', got {test!r}")
+    named = dict(runs) if isinstance(runs, Mapping) else _runs_from_paths(runs)
+    if len(named) < 2:
+        raise ValueError(f"compare needs at least two runs, got {list(named)}")
+    parsed = parse_metrics(metrics)
+    judged = load_qrels(qrels)
+    query_ids = list(judged)
+    values = {name: _per_query(judged, load_run(run, f"run {name!r}"), parsed) for name, run in named.items()}
+    names = list(named)
+    means: dict[str, dict[str, float]] = {}
+    cis: dict[str, dict[str, tuple[float, float]]] = {}
+    pairs: list[PairComparison] = []
+    for m in (p.name for p in parsed):
+        matrix = np.column_stack([values[r][m] for r in names])
+        pair_index = [(j, i) for i, j in combinations(range(len(names)), 2)]  # later run against earlier
+        deltas = np.column_stack([matrix[:, a] - matrix[:, b] for a, b in pair_index])
+        low, high = stats.paired_bootstrap_ci(np.hstack([matrix, deltas]), n_bootstrap, confidence, stats.derive_seed(seed, m, "bootstrap"))
+        means[m] = {r: float(matrix[:, i].mean()) for i, r in enumerate(names)}
+        cis[m] = {r: (float(low[i]), float(high[i])) for i, r in enumerate(names)}
+        raw = []
+        for a, b in pair_index:
+            if test == "randomisation":
+                pair_seed = stats.derive_seed(seed, m, names[a], names[b], "randomisation")
+                raw.append(stats.randomisation_test(matrix[:, a], matrix[:, b], n_permutations, pair_seed))
+            else:
+                raw.append(stats.paired_t_test(matrix[:, a], matrix[:, b]))
+        adjusted = stats.holm(raw)
+        for column, ((a, b), p, p_holm) in enumerate(zip(pair_index, raw, adjusted)):
+            lo, hi = low[len(names) + column], high[len(names) + column]
+            delta = float(deltas[:, column].mean())
+            pairs.append(PairComparison(m, names[a], names[b], delta, float(lo), float(hi), float(p), float(p_holm), bool(p_holm <= alpha)))
+    settings = {
+        "test": test,
+        "n_permutations": n_permutations,
+        "n_bootstrap": n_bootstrap,
+        "confidence": confidence,
+        "alpha": alpha,
+        "seed": seed,
+    }
+    per_query = {m: {r: dict(zip(query_ids, values[r][m].tolist())) for r in names} for m in (p.name for p in parsed)}
+    return Comparison(names, [p.name for p in parsed], len(query_ids), means, cis, pairs, per_query, settings)
+
+
+def _runs_from_paths(paths: Sequence[str | Path]) -> dict[str, object]:
+    """``{file stem: path}``; raises when two files share a stem."""
+    named: dict[str, object] = {}
+    for path in paths:
+        if not isinstance(path, (str, Path)):
+            raise ValueError(f"runs must be a dict {{name: run}} or TREC run paths, got {type(path).__name__} in the list")
+        stem = Path(path).stem
+        if stem in named:
+            raise ValueError(f"two runs are named {stem!r} ({named[stem]} and {path}); pass a dict {{name: path}}")
+        named[stem] = path
+    return named
