@@ -11,13 +11,13 @@ Qrels and runs may be dicts (``{qid: {docid: grade}}``, ``{qid: {docid: score}}`
 ranx; a run may also be ``{qid: [(docid, score), ...]}``), paths of TREC files, pandas DataFrames
 (columns ``query_id``/``qid``/``q_id``, ``doc_id``/``docid``/``docno``, and ``grade``/``relevance``/``rel``
 or ``score``), or ranx ``Qrels``/``Run`` objects. Metric names take any cut-off (``ndcg@20``, ``P@3``,
-``mrr@10``, ``R-prec``, ``map``, ``hit@5``): see :mod:`retrieval_pipeline.core.metric_names`.
+``mrr@10``, ``R-prec``, ``map``, ``hit@5``): see :mod:`retrieval_pipeline.core.evaluation.metric_names`.
 
 Every value equals pytrec_eval's on the queries both score: runs are ranked by score (single precision,
 as trec_eval reads it), ties by doc id descending; relevance is ``grade >= 1``. Means are over every qrels
 query, a query missing from the run scoring 0 (pytrec_eval leaves it out of its mean instead).
 
-The statistics are those of :mod:`retrieval_pipeline.core.stats`: paired percentile bootstrap CIs (one
+The statistics are those of :mod:`retrieval_pipeline.core.evaluation.stats`: paired percentile bootstrap CIs (one
 draw of queries per resample for every run and difference), Fisher's randomisation test by random sign
 flips (or the paired t-test), Holm-corrected over the pairs of runs of each metric.
 """
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from retrieval_pipeline.core.metric_names import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.metric_names import MetricName, parse_metric, parse_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,7 +109,7 @@ def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]
             naming the file and line.
     """
     if isinstance(qrels, (str, Path)):
-        from retrieval_pipeline.core.trec import read_trec_qrels
+        from retrieval_pipeline.core.evaluation.trec import read_trec_qrels
 
         result = read_trec_qrels(qrels)
         label = f"qrels file {qrels}"
@@ -145,7 +145,7 @@ def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
             the file and line.
     """
     if isinstance(run, (str, Path)):
-        from retrieval_pipeline.core.trec import read_trec_run
+        from retrieval_pipeline.core.evaluation.trec import read_trec_run
 
         return {query_id: dict(hits) for query_id, hits in read_trec_run(run).items()}
     result: dict[str, dict[str, float]] = {}
@@ -172,7 +172,7 @@ def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
 
 
 def _per_query(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[MetricName]) -> dict[str, np.ndarray]:
-    from retrieval_pipeline.core.ranked_metrics import per_query_values
+    from retrieval_pipeline.core.evaluation.ranked_metrics import per_query_values
 
     return per_query_values(run, qrels, metrics)
 
@@ -456,7 +456,7 @@ def compare(
     For each metric, each run's mean over the qrels queries gets a paired percentile bootstrap CI, and
     each pair of runs (the later in ``runs`` against the earlier) gets the mean per-query difference, its
     paired bootstrap CI, and a two-sided p-value from Fisher's randomisation test (random sign flips of
-    the per-query differences, :func:`retrieval_pipeline.core.stats.randomisation_test`) or the paired
+    the per-query differences, :func:`retrieval_pipeline.core.evaluation.stats.randomisation_test`) or the paired
     t-test; the p-values of a metric's pairs are Holm-corrected together, and a pair is significant when
     its Holm p is ``<= alpha``. All draws are seeded from ``seed`` and the metric and run names.
 
@@ -477,7 +477,7 @@ def compare(
     Raises:
         ValueError: Fewer than two runs, an unknown metric or test, malformed input.
     """
-    from retrieval_pipeline.core import stats
+    from retrieval_pipeline.core.evaluation import stats
 
     if test not in ("randomisation", "t-test"):
         raise ValueError(f"test must be 'randomisation' or 't-test', got {test!r}")

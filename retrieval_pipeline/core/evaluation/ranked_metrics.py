@@ -1,11 +1,11 @@
 """Per-query values of any parsed metric name, ranked the way trec_eval ranks a run.
 
-The formulas of :mod:`retrieval_pipeline.core.metrics` (``hit_rate``, ``recall``, ``precision``,
+The formulas of :mod:`retrieval_pipeline.core.evaluation.metrics` (``hit_rate``, ``recall``, ``precision``,
 ``reciprocal_rank``, ``ndcg``) are reused as they are, fed arrays cut at the requested depth; this
 module adds the ones it lacks: average precision (``map``, ``map@k``), R-precision, ``mrr@k`` and
 ``ndcg`` over the full run.
 
-Conventions, the same as :mod:`retrieval_pipeline.core.metrics` and checked against pytrec_eval in
+Conventions, the same as :mod:`retrieval_pipeline.core.evaluation.metrics` and checked against pytrec_eval in
 ``retrieval_pipeline_tests/test_api.py``:
 
 * **Ranking**: each query's documents by score descending, ties by doc id descending, with scores
@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval_pipeline.core import metrics as formulas
-from retrieval_pipeline.core.metric_names import MetricName
+from retrieval_pipeline.core.evaluation import metrics as formulas
+from retrieval_pipeline.core.evaluation.metric_names import MetricName
 
 #: ``{query_id: {doc_id: score}}``: scores, any order.
 ScoreRun = Mapping[str, Mapping[str, float]]
@@ -72,7 +72,7 @@ def per_query_values(run: ScoreRun, qrels: Mapping[str, Mapping[str, int]], metr
     Args:
         run: ``{query_id: {doc_id: score}}``.
         qrels: ``{query_id: {doc_id: grade}}``, not empty.
-        metrics: Parsed names (:func:`~retrieval_pipeline.core.metric_names.parse_metrics`).
+        metrics: Parsed names (:func:`~retrieval_pipeline.core.evaluation.metric_names.parse_metrics`).
 
     Returns:
         One float array per metric, one value per qrels query.
