@@ -9,7 +9,8 @@ import pandas as pd
 
 from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.report.html import ReportData, build_report, headline_metadata, summary_markdown, trend_frame
+from retrieval_pipeline.core.report.data import ReportData, trend_frame
+from retrieval_pipeline.core.report.html import build_report, headline_metadata, summary_markdown
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.report.html import trend_frame
+from retrieval_pipeline.core.report.data import trend_frame
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions

@@ -16,27 +16,26 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.report import charts as report_charts
 from retrieval_pipeline.core.report import html as html_report
-from retrieval_pipeline.core.report.html import (
+from retrieval_pipeline.core.report.charts import (
     CHART_INPUTS,
     CHART_NAMESPACE,
     NOT_FOUND_BIN,
     RANK_BINS,
-    SECTIONS,
-    TREND_COLUMNS,
-    ReportData,
-    ReportInputError,
     bars_figure,
-    bucket_counts,
-    build_report,
     chart_key,
     chart_pngs,
-    headline_metadata,
-    iso_week,
     rank_histogram,
-    summary_markdown,
     sweep_figure,
-    trend_frame,
+)
+from retrieval_pipeline.core.report.data import TREND_COLUMNS, ReportData, ReportInputError, iso_week, trend_frame
+from retrieval_pipeline.core.report.html import (
+    SECTIONS,
+    bucket_counts,
+    build_report,
+    headline_metadata,
+    summary_markdown,
     worst_queries,
 )
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
@@ -595,8 +594,8 @@ def test_an_unchanged_report_reuses_every_chart_and_the_html_is_the_same(tmp_pat
     with using_result_cache(tmp_path):
         first = build_report(data)
     drawn: list[object] = []
-    original = html_report.chart_png_base64
-    monkeypatch.setattr(html_report, "chart_png_base64", lambda figure, dpi=100: drawn.append(figure) or original(figure, dpi))
+    original = report_charts.chart_png_base64
+    monkeypatch.setattr(report_charts, "chart_png_base64", lambda figure, dpi=100: drawn.append(figure) or original(figure, dpi))
     with using_result_cache(tmp_path):
         second = build_report(data)
         assert drawn == []  # nothing drawn: all four read back
