@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import inspect
 import io
 import json
 import re
@@ -617,3 +619,10 @@ def test_a_corrupt_chart_entry_is_drawn_again(tmp_path):
 def test_an_unpaired_backtick_stays_text():
     assert html_report._code_spans("a ` b <x>") == "a ` b &lt;x&gt;"
     assert html_report._code_spans("`a` and `b`") == "<code>a</code> and <code>b</code>"
+
+
+def test_the_chart_key_covers_the_source_of_every_chart_drawing():
+    """The key's drawing version hashes charts.py, and every chart (and what it calls there) is drawn by code in it."""
+    source = Path(report_charts.__file__)
+    assert hashlib.sha256(source.read_bytes()).hexdigest() in report_charts._drawing_version()
+    assert all(Path(inspect.getsourcefile(draw)) == source for draw in report_charts.CHARTS.values())
