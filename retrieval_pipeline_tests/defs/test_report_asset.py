@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.report.html import trend_frame
+from retrieval_pipeline.core.report.data import trend_frame
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
@@ -115,11 +115,11 @@ def test_asset_with_empty_new_inputs_still_writes_a_report(tmp_path: Path):
     assert result.metadata["trend_weeks"] == 1  # a first evaluation: its own point is the trend
 
 
-def test_asset_is_in_the_graph_partitioned_in_the_evaluation_group_after_its_inputs():
+def test_asset_is_in_the_graph_partitioned_in_the_report_group_after_its_inputs():
     graph = defs().resolve_asset_graph()
     node = graph.get(dg.AssetKey("evaluation_report"))
     assert {k.to_user_string() for k in node.parent_keys} == set(INPUTS)
-    assert node.group_name == "evaluation"
+    assert node.group_name == "report"  # the group is the file: defs/report.py
     assert node.partitions_def == dataset_partitions
 
 

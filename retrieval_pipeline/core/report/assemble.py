@@ -17,7 +17,8 @@ import pandas as pd
 from retrieval_pipeline.core.asset_metadata import Markdown
 from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.report.html import ReportData, headline_metadata, trend_frame
+from retrieval_pipeline.core.report.data import ReportData, trend_frame
+from retrieval_pipeline.core.report.html import headline_metadata
 
 
 @dataclass

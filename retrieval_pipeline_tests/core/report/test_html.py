@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import inspect
 import io
 import json
 import re
@@ -16,27 +18,26 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.report import charts as report_charts
 from retrieval_pipeline.core.report import html as html_report
-from retrieval_pipeline.core.report.html import (
+from retrieval_pipeline.core.report.charts import (
     CHART_INPUTS,
     CHART_NAMESPACE,
     NOT_FOUND_BIN,
     RANK_BINS,
-    SECTIONS,
-    TREND_COLUMNS,
-    ReportData,
-    ReportInputError,
     bars_figure,
-    bucket_counts,
-    build_report,
     chart_key,
     chart_pngs,
-    headline_metadata,
-    iso_week,
     rank_histogram,
-    summary_markdown,
     sweep_figure,
-    trend_frame,
+)
+from retrieval_pipeline.core.report.data import TREND_COLUMNS, ReportData, ReportInputError, iso_week, trend_frame
+from retrieval_pipeline.core.report.html import (
+    SECTIONS,
+    bucket_counts,
+    build_report,
+    headline_metadata,
+    summary_markdown,
     worst_queries,
 )
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
@@ -595,8 +596,8 @@ def test_an_unchanged_report_reuses_every_chart_and_the_html_is_the_same(tmp_pat
     with using_result_cache(tmp_path):
         first = build_report(data)
     drawn: list[object] = []
-    original = html_report.chart_png_base64
-    monkeypatch.setattr(html_report, "chart_png_base64", lambda figure, dpi=100: drawn.append(figure) or original(figure, dpi))
+    original = report_charts.chart_png_base64
+    monkeypatch.setattr(report_charts, "chart_png_base64", lambda figure, dpi=100: drawn.append(figure) or original(figure, dpi))
     with using_result_cache(tmp_path):
         second = build_report(data)
         assert drawn == []  # nothing drawn: all four read back
@@ -618,3 +619,10 @@ def test_a_corrupt_chart_entry_is_drawn_again(tmp_path):
 def test_an_unpaired_backtick_stays_text():
     assert html_report._code_spans("a ` b <x>") == "a ` b &lt;x&gt;"
     assert html_report._code_spans("`a` and `b`") == "<code>a</code> and <code>b</code>"
+
+
+def test_the_chart_key_covers_the_source_of_every_chart_drawing():
+    """The key's drawing version hashes charts.py, and every chart (and what it calls there) is drawn by code in it."""
+    source = Path(report_charts.__file__)
+    assert hashlib.sha256(source.read_bytes()).hexdigest() in report_charts._drawing_version()
+    assert all(Path(inspect.getsourcefile(draw)) == source for draw in report_charts.CHARTS.values())

@@ -28,7 +28,8 @@ import pytest
 from PIL import Image
 from websockets.sync.client import ClientConnection, connect
 
-from retrieval_pipeline.core.report.html import ReportData, build_report
+from retrieval_pipeline.core.report.data import ReportData
+from retrieval_pipeline.core.report.html import build_report
 from retrieval_pipeline_tests.core.conftest import in_ci
 from retrieval_pipeline_tests.core.report.test_html import HOSTILE_QUERY, synthetic_data
 
@@ -306,7 +307,7 @@ def test_real_stdlib_report_in_chromium_saves_a_screenshot(browser, tmp_path: Pa
     frames = {a: _real(a) for a in ("retrieval_metrics", "query_results", "retrieval_dataset", "corpus")}
     extra = _computed_inputs(frames)
     ts = (REAL_OUT / "retrieval_metrics" / "stdlib.parquet").stat().st_mtime
-    from retrieval_pipeline.core.report.html import trend_frame
+    from retrieval_pipeline.core.report.data import trend_frame
 
     trend = trend_frame(
         [
