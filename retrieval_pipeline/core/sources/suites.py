@@ -31,6 +31,7 @@ A row with a bad id is rejected naming the file and the row's index.
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from collections.abc import Mapping
@@ -49,6 +50,8 @@ FIX_FILE_ROLES: dict[str, str] = {"fixed_file": "fixed", "test_file": "test", "u
 #: The key a multiple-choice row names its code snippet under, and the ``Case.extra`` key the snippet goes to.
 SNIPPET_REF_KEY = "code_snippet_ref"
 SNIPPET_KEY = "code_snippet"
+#: The ``Case.extra`` key of the snippet file's module context (:func:`snippet_context`).
+SNIPPET_CONTEXT_KEY = "code_snippet_context"
 #: mkdocs-snippets section markers (``# --8<-- [start:NAME]``), any comment prefix and spacing.
 _SECTION_MARKER = re.compile(r"^\s*(?:#|//|<!--)?\s*-{2}8<-{2}\s*\[(?P<edge>start|end):(?P<name>[^\]]+)\]")
 
@@ -248,6 +251,10 @@ def _fill_multiple_choice(case: Case, raw: Mapping[str, Any], files_root: Path) 
     case.correct_answer = letter
     if raw.get(SNIPPET_REF_KEY) is not None:
         case.extra[SNIPPET_KEY] = _snippet_of(raw[SNIPPET_REF_KEY], files_root)
+        ref = raw[SNIPPET_REF_KEY]
+        context = snippet_context(_resolve_path(ref["file"].strip(), files_root, f"{SNIPPET_REF_KEY}.file"), ref["section"].strip())
+        if context:
+            case.extra[SNIPPET_CONTEXT_KEY] = context
 
 
 def _snippet_of(ref: Any, files_root: Path) -> str:
@@ -299,6 +306,54 @@ def load_snippet(path: str | Path, section: str) -> str:
     if not text.strip():
         raise SnippetError(f"section {section!r} in {path} is empty")
     return text + "\n"
+
+
+#: Top-level statements of a snippet file that make up the module context a section runs in.
+_CONTEXT_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.Try)
+
+
+def snippet_context(path: str | Path, section: str) -> str:
+    """The module context a section of ``path`` runs in: the file's imports and top-level definitions outside it.
+
+    A suite's section usually holds only the code under test (``def code_under_test(): ...``); the names it uses
+    are imported at the top of the file. The context is every top-level ``import``, ``def``, ``class``,
+    assignment and ``try`` block (an import with a fallback) of the file that lies outside the section, in file
+    order; calls, ``if`` blocks, other statements and the file's own tests (``def test_*``: they check the answer)
+    are left out. Empty when the file does not parse (with the
+    section's lines left out) or the section is not found.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    inside = False
+    kept: list[str] = []
+    for line in lines:
+        marker = _SECTION_MARKER.match(line)
+        if marker and marker.group("name").strip() == section:
+            inside = marker.group("edge") == "start"
+            kept.append("")
+            continue
+        kept.append("" if inside else line)
+    source = "\n".join(kept)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    out: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, _CONTEXT_NODES) or node.end_lineno is None or _is_suite_test(node):
+            continue
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        out.append("\n".join(kept[start - 1 : node.end_lineno]))
+    return "\n\n".join(out) + "\n" if out else ""
+
+
+def _is_suite_test(node: ast.stmt) -> bool:
+    """A test the file's own suite collects (``def test_*``, ``class Test*``): it checks the answer, it is no context."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name.startswith("test")
+    return isinstance(node, ast.ClassDef) and node.name.startswith("Test")
 
 
 def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:

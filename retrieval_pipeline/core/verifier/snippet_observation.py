@@ -1,0 +1,257 @@
+"""Run a question's snippet ONCE in the sandbox, as its suite means it, and decide each option on the host.
+
+A suite's section usually only defines the code under test (``def code_under_test(): ...``) and uses names
+imported at the top of its file. So the snippet runs with its module context (the file's imports and
+top-level definitions outside the section, :func:`~retrieval_pipeline.core.sources.suites.snippet_context`),
+and the function the section defines (``code_under_test``, else its only function) is called, and awaited
+when it returns a coroutine. The run (:mod:`.sandbox_files.observe_snippet`) records what happened: the
+exception (type, MRO, message, pydantic's line errors) or the returned value, what was printed, and the
+values of the expressions the options name. Each option's ``snippet`` claim is then decided against that
+one observation (:func:`decide_option`):
+
+* ``raises`` with a quoted message (``ValueError: Agent name cannot be `user`.``): the type must match (the
+  class or a base of it; a pydantic ``ValidationError`` counts as a ``ValueError``/``AssertionError`` only
+  when a validator raised one) and the message must match after normalising case, quotes, backticks,
+  ``[type=..., input_value=...]`` details, a parenthesised comment and a trailing ellipsis. A message that
+  differs (fewer than half of its key terms found) makes the option false only when another option's quoted
+  message matches what was raised: the question quotes messages, and this one quotes another; else it stays
+  undecided (a paraphrase is not a disproof);
+* ``raises`` with a description (``A ValidationError indicating the name is reserved``): the type must
+  match; it is true when every key term of the description is in the message, else undecided;
+* ``raises`` with something more (``RuntimeError on initialization``): false when the type does not match,
+  else undecided; a bare type (``TypeError.``) is decided by the type alone;
+* ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
+  will be ignored``) is a claim of its own: false when something was raised, else undecided;
+* ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared.
+
+An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed or ran
+out of time, or it raised a ``NameError`` for a name whose context statement failed in this environment.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_in_sandbox, safe_text
+from retrieval_pipeline.core.verifier.sandbox_files import source
+from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, safe_record
+
+#: Put between a snippet file's module context and the section in the one string a question carries as its
+#: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
+SECTION_SEPARATOR = "# ---- retrieval_pipeline: the section under test starts below ----\n"
+RUNNER_FILE = "observe_snippet.py"
+REQUEST_FILE = "snippet_request.json"
+OBSERVATION_FILE = "snippet.observation.json"
+#: A run stopped by the wall clock is run once more with this many times the limit (a busy machine).
+TIMEOUT_RETRY_FACTOR = 3.0
+#: Words that carry no meaning of their own in a message.
+_STOP = frozenset(
+    "the and for with that this these those are was were has have had been being its into from then than "
+    "when will would should shows show".split()
+)
+#: pydantic line-error type -> the exception a validator raised to cause it.
+_WRAPPED = {"value_error": "ValueError", "assertion_error": "AssertionError"}
+
+
+def compose(section: str, context: str | None) -> str:
+    """The one snippet string of a question: the module context, the separator, the section."""
+    return f"{context.rstrip()}\n\n{SECTION_SEPARATOR}{section}" if context and context.strip() else section
+
+
+def split(snippet: str) -> tuple[str, str]:
+    """``(context, section)`` of a snippet made by :func:`compose` (no context: ``""``)."""
+    context, found, section = snippet.partition(SECTION_SEPARATOR)
+    return (context, section) if found else ("", snippet)
+
+
+def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings) -> tuple[dict[str, Any] | None, Execution]:
+    """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution."""
+    context, section = split(snippet)
+    expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"})
+    request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions}
+    files = {RUNNER_FILE: source(RUNNER_FILE), REQUEST_FILE: json.dumps(request)}
+    argv = [str(settings.python), RUNNER_FILE]
+    execution = run_in_sandbox(files, argv, settings, collect_suffix=".observation.json", max_artifact_bytes=2**20)
+    if execution.outcome == "timeout" and execution.limit == "wall_clock":
+        slower = dataclasses.replace(settings, timeout_s=settings.timeout_s * TIMEOUT_RETRY_FACTOR)
+        execution = run_in_sandbox(files, argv, slower, collect_suffix=".observation.json", max_artifact_bytes=2**20)
+    try:
+        observation = json.loads(execution.artifacts.get(OBSERVATION_FILE, "null"))
+    except ValueError:
+        observation = None
+    return (observation if isinstance(observation, dict) else None), execution
+
+
+def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None = None) -> str | None:
+    """Why the observation decides nothing, or None when it can be trusted."""
+    if observation is None:
+        why = f"the snippet's run wrote no observation (outcome {getattr(execution, 'outcome', None)!r}"
+        return why + (f", limit hit: {execution.limit})" if execution is not None and execution.limit else ")")
+    if observation.get("stage") == "compile":
+        return f"the snippet does not compile: {observation.get('compile_error')}"
+    raised = observation.get("raised") or {}
+    failed = {name for f in observation.get("context_failures") or [] for name in f.get("names", [])}
+    if raised.get("type") == "NameError" and raised.get("name") in failed:
+        errors = "; ".join(f["error"] for f in observation["context_failures"] if raised["name"] in f.get("names", []))
+        return f"the snippet's module context does not run here ({errors}), so {raised['name']!r} is undefined"
+    return None
+
+
+def what_happened(observation: Mapping[str, Any]) -> str:
+    """One line: what the run did."""
+    raised = observation.get("raised")
+    if raised:
+        message = " ".join(str(raised["message"]).split())
+        return f"raises {raised['type']}: {message if len(message) <= 240 else message[:237] + '...'}"
+    returned = observation.get("returned")
+    called = f"{observation['called']}() " if observation.get("called") else ""
+    return f"{called}runs without an exception" + (f" and returns {returned['repr']}" if returned else "")
+
+
+def type_matches(name: str, raised: Mapping[str, Any]) -> bool:
+    """Whether the exception named in an option is what was raised (its class or a base of it; see the module docstring)."""
+    short = name.rsplit(".", 1)[-1]
+    if short == raised.get("type"):
+        return True
+    names = set(raised.get("mro") or [])
+    errors = raised.get("errors") or []
+    if "ValidationError" in names and errors:
+        names.discard("ValueError")
+        names |= {_WRAPPED[e["type"]] for e in errors if e.get("type") in _WRAPPED}
+    return short in names
+
+
+def _normal(text: str) -> str:
+    text = re.sub(r"\[[^\]]*(?:\]|$)", " ", str(text))  # pydantic's [type=..., input_value=...] details, cut or whole
+    text = re.sub(r"[`'\"\u2018\u2019\u201c\u201d]", "", text.lower())
+    text = re.sub(r"(?:\.\.\.|\u2026)", " ", text)
+    return re.sub(r"\s+", " ", text).strip(" .:;,!")
+
+
+def _terms(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9_]+", _normal(text)) if len(w) >= 3 and w not in _STOP]
+
+
+def _messages(raised: Mapping[str, Any]) -> list[str]:
+    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut)."""
+    texts = [str(raised.get("message", ""))]
+    for error in raised.get("errors") or []:
+        msg = re.sub(r"^(?:value error|assertion failed),\s*", "", str(error.get("msg", "")), flags=re.I)
+        texts += [msg, " ".join([*error.get("loc", []), msg])]
+    return texts
+
+
+def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
+    """``("match" | "differs" | "partial", coverage)``: how the option's message compares with what was raised."""
+    quoted = re.sub(r"\([^)]*\)", " ", option)  # "(shows the provided name)": a comment on the message
+    wanted = _normal(quoted)
+    texts = [_normal(t) for t in _messages(raised)]
+    if wanted and any(wanted in t for t in texts):
+        return "match", 1.0
+    terms = _terms(quoted)
+    have = set(_terms(" ".join(texts)))
+    coverage = sum(t in have for t in terms) / len(terms) if terms else 0.0
+    if terms and coverage == 1.0:
+        return "match", coverage
+    return ("differs" if coverage < 0.5 else "partial"), coverage
+
+
+def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """``(option_true, note)`` for one claim against a trusted observation (None: undecided); see the module docstring.
+
+    A quoted message that differs comes back undecided with ``note`` starting ``"message differs"``:
+    :func:`decide_options` settles it against the other options.
+    """
+    raised, happened = observation.get("raised"), what_happened(observation)
+    outcome = details["outcome"]
+    rest = details.get("rest")
+    if outcome == "runs":
+        if raised:
+            return False, f"the snippet {happened}"
+        if rest:
+            return None, f"the snippet {happened}; the rest of the option ({rest!r}) is a claim of its own, not checked"
+        return True, f"the snippet {happened}"
+    if outcome == "raises":
+        if not raised:
+            return False, f"the snippet {happened}"
+        if not type_matches(str(details["exception"]), raised):
+            return False, f"the snippet {happened}; not {details['exception']}"
+        if details.get("message"):
+            found, coverage = message_match(str(details["message"]), raised)
+            if found == "match":
+                return True, f"the snippet {happened}"
+            if found == "differs":
+                return None, f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
+            return None, f"the type matches; the message only partly ({coverage:.0%} of its key terms): the snippet {happened}"
+        if details.get("describes"):
+            terms = _terms(str(details["describes"]))
+            have = set(_terms(" ".join(_messages(raised))))
+            if terms and all(t in have for t in terms):
+                return True, f"the snippet {happened}"
+            missing = [t for t in terms if t not in have]
+            return None, f"the type matches; the message does not name {missing}: the snippet {happened}"
+        if rest:
+            return None, f"the type matches; the rest of the option ({rest!r}) is not checked: the snippet {happened}"
+        return True, f"the snippet {happened}"
+    if raised:
+        return False, f"the snippet {happened} before that state is reached"
+    if outcome == "prints":
+        printed = str(observation.get("stdout", "")).strip()
+        return printed == str(details["printed"]).strip(), f"the snippet prints {printed!r}"
+    value = (observation.get("expressions") or {}).get(str(details["expr"])) or {}
+    if "error" in value:
+        return False, f"{details['expr']} raises {value['error']} after the snippet"
+    if not value.get("literal"):
+        return None, f"{details['expr']} is {value.get('repr')!r} after the snippet, not a literal to compare"
+    actual, expected = ast.literal_eval(value["repr"]), ast.literal_eval(str(details["expected"]))
+    same = type(actual) is type(expected) and actual == expected
+    return same, f"{details['expr']} is {value['repr']} after the snippet"
+
+
+def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[tuple[bool | None, str]]:
+    """Each claim decided (:func:`decide_option`); a quoted message that differs is false when another option's
+    quoted message matches what was raised (the question quotes messages, and this one quotes another)."""
+    decided = [decide_option(c.details, observation) for c in claims]
+    quoted_match = [i for i, (c, (ok, _)) in enumerate(zip(claims, decided)) if ok is True and c.details.get("message")]
+    out: list[tuple[bool | None, str]] = []
+    for i, (ok, note) in enumerate(decided):
+        if ok is None and note.startswith("message differs") and [j for j in quoted_match if j != i]:
+            others = ", ".join(claims[j].letter for j in quoted_match if j != i)
+            out.append((False, f"{note}; option(s) {others} quote(s) the message raised"))
+        else:
+            out.append((ok, note))
+    return out
+
+
+def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings) -> list[OptionEvidence]:
+    """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order."""
+    observation, execution = observe(snippet, claims, settings)
+    why = untrusted(observation, execution)
+    decided = [(None, f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
+    record = {} if observation is None else {
+        "observed": what_happened(observation),
+        "called": observation.get("called"),
+        "stdout": observation.get("stdout"),
+        "context_failures": observation.get("context_failures"),
+        "errors": (observation.get("raised") or {}).get("errors"),
+    }  # fmt: skip
+    evidence = []
+    for claim, (ok, note) in zip(claims, decided):
+        state = "undecided" if ok is None else ("true" if ok else "false")
+        evidence.append(
+            OptionEvidence(
+                letter=claim.letter, claim=claim, proof_status="proof", option_true=ok, state=state,  # type: ignore[arg-type]
+                note=safe_text(note if ok is not None or note.startswith("undecided") else f"undecided: {note}", EVIDENCE_CHARS),
+                stdout=safe_text(execution.stdout, OUTPUT_TAIL_CHARS, keep="tail"),
+                stderr=safe_text(execution.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
+                exit_code=execution.exit_code, outcome=execution.outcome, limit=execution.limit, duration_s=execution.duration_s,
+                record=safe_record(record), prover="offline",
+            )
+        )  # fmt: skip
+    return evidence
