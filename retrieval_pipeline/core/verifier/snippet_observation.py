@@ -12,20 +12,25 @@ one observation (:func:`decide_option`):
 * ``raises`` with a quoted message (``ValueError: Agent name cannot be `user`.``): the type must match (the
   class or a base of it; a pydantic ``ValidationError`` counts as a ``ValueError``/``AssertionError`` only
   when a validator raised one) and the message must match after normalising case, quotes, backticks,
-  ``[type=..., input_value=...]`` details, a parenthesised comment and a trailing ellipsis. A message that
-  differs (fewer than half of its key terms found) makes the option false only when another option's quoted
-  message matches what was raised: the question quotes messages, and this one quotes another; else it stays
-  undecided (a paraphrase is not a disproof);
+  ``[type=..., input_value=...]`` details, a parenthesised comment and a trailing ellipsis (word for word, or
+  every key term). A message that does not match makes the option false only when another option quotes the
+  raised message word for word (the question quotes messages, and this one quotes another); otherwise it is
+  ``consistent`` (the type matches; a paraphrase is no disproof);
 * ``raises`` with a description (``A ValidationError indicating the name is reserved``): the type must
-  match; it is true when every key term of the description is in the message, else undecided;
+  match; true when every key term of the description is in the message, else ``consistent``;
 * ``raises`` with something more (``RuntimeError on initialization``): false when the type does not match,
-  else undecided; a bare type (``TypeError.``) is decided by the type alone;
+  else ``consistent``; a bare type (``TypeError.``) is decided by the type alone;
 * ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
-  will be ignored``) is a claim of its own: false when something was raised, else undecided;
+  will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
 * ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared.
 
+``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
+verdict can only reach Valid by elimination (every other option false).
+
 An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed or ran
-out of time, or it raised a ``NameError`` for a name whose context statement failed in this environment.
+out of time, or it raised a ``NameError`` for a name whose context statement failed in this environment. Nor does one of
+a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
+``sys.maxsize`` and the snippet passes ``-1``).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_in_sandbox, safe_text
 from retrieval_pipeline.core.verifier.sandbox_files import source
-from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, safe_record
+from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 
 #: Put between a snippet file's module context and the section in the one string a question carries as its
 #: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
@@ -148,12 +153,14 @@ def _messages(raised: Mapping[str, Any]) -> list[str]:
 
 
 def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
-    """``("match" | "differs" | "partial", coverage)``: how the option's message compares with what was raised."""
+    """``("quoted" | "match" | "differs" | "partial", coverage)``: how the option's message compares with what was
+    raised (``quoted``: it is part of a raised message, word for word after normalising; ``match``: every key term
+    is in one; ``differs``: fewer than half are)."""
     quoted = re.sub(r"\([^)]*\)", " ", option)  # "(shows the provided name)": a comment on the message
     wanted = _normal(quoted)
     texts = [_normal(t) for t in _messages(raised)]
     if wanted and any(wanted in t for t in texts):
-        return "match", 1.0
+        return "quoted", 1.0
     terms = _terms(quoted)
     have = set(_terms(" ".join(texts)))
     coverage = sum(t in have for t in terms) / len(terms) if terms else 0.0
@@ -162,78 +169,119 @@ def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
     return ("differs" if coverage < 0.5 else "partial"), coverage
 
 
-def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[bool | None, str]:
-    """``(option_true, note)`` for one claim against a trusted observation (None: undecided); see the module docstring.
+#: A claim's state against the observation, and why.
+Decision = tuple[OptionState, str]
 
-    A quoted message that differs comes back undecided with ``note`` starting ``"message differs"``:
-    :func:`decide_options` settles it against the other options.
+
+def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) -> Decision:
+    """The state of one claim against a trusted observation, and why (see the module docstring).
+
+    ``consistent``: what the observation can check holds (nothing was raised; the type matches) and the rest of the
+    option is not checked. A quoted message that differs comes back ``undecided`` with a note starting
+    ``"message differs"`` (or ``"message partly"``): :func:`decide_options` settles it against the other options.
     """
     raised, happened = observation.get("raised"), what_happened(observation)
     outcome = details["outcome"]
     rest = details.get("rest")
     if outcome == "runs":
         if raised:
-            return False, f"the snippet {happened}"
+            return "false", f"the snippet {happened}"
         if rest:
-            return None, f"the snippet {happened}; the rest of the option ({rest!r}) is a claim of its own, not checked"
-        return True, f"the snippet {happened}"
+            return "consistent", f"the snippet {happened}; the rest of the option ({rest!r}) is a claim of its own, not checked"
+        return "true", f"the snippet {happened}"
     if outcome == "raises":
         if not raised:
-            return False, f"the snippet {happened}"
+            return "false", f"the snippet {happened}"
         if not type_matches(str(details["exception"]), raised):
-            return False, f"the snippet {happened}; not {details['exception']}"
+            return "false", f"the snippet {happened}; not {details['exception']}"
         if details.get("message"):
             found, coverage = message_match(str(details["message"]), raised)
-            if found == "match":
-                return True, f"the snippet {happened}"
+            if found in ("quoted", "match"):
+                return "true", f"the snippet {happened}"
             if found == "differs":
-                return None, f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
-            return None, f"the type matches; the message only partly ({coverage:.0%} of its key terms): the snippet {happened}"
+                return "undecided", f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
+            return "undecided", f"message partly: the type matches, {coverage:.0%} of the message's key terms: the snippet {happened}"
         if details.get("describes"):
             terms = _terms(str(details["describes"]))
             have = set(_terms(" ".join(_messages(raised))))
             if terms and all(t in have for t in terms):
-                return True, f"the snippet {happened}"
+                return "true", f"the snippet {happened}"
             missing = [t for t in terms if t not in have]
-            return None, f"the type matches; the message does not name {missing}: the snippet {happened}"
+            return "consistent", f"the type matches; the message does not name {missing}: the snippet {happened}"
         if rest:
-            return None, f"the type matches; the rest of the option ({rest!r}) is not checked: the snippet {happened}"
-        return True, f"the snippet {happened}"
+            return "consistent", f"the type matches; the rest of the option ({rest!r}) is not checked: the snippet {happened}"
+        return "true", f"the snippet {happened}"
     if raised:
-        return False, f"the snippet {happened} before that state is reached"
+        return "false", f"the snippet {happened} before that state is reached"
     if outcome == "prints":
         printed = str(observation.get("stdout", "")).strip()
-        return printed == str(details["printed"]).strip(), f"the snippet prints {printed!r}"
+        return ("true" if printed == str(details["printed"]).strip() else "false"), f"the snippet prints {printed!r}"
     value = (observation.get("expressions") or {}).get(str(details["expr"])) or {}
     if "error" in value:
-        return False, f"{details['expr']} raises {value['error']} after the snippet"
+        return "false", f"{details['expr']} raises {value['error']} after the snippet"
     if not value.get("literal"):
-        return None, f"{details['expr']} is {value.get('repr')!r} after the snippet, not a literal to compare"
+        return "undecided", f"{details['expr']} is {value.get('repr')!r} after the snippet, not a literal to compare"
     actual, expected = ast.literal_eval(value["repr"]), ast.literal_eval(str(details["expected"]))
     same = type(actual) is type(expected) and actual == expected
-    return same, f"{details['expr']} is {value['repr']} after the snippet"
+    return ("true" if same else "false"), f"{details['expr']} is {value['repr']} after the snippet"
 
 
-def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[tuple[bool | None, str]]:
-    """Each claim decided (:func:`decide_option`); a quoted message that differs is false when another option's
-    quoted message matches what was raised (the question quotes messages, and this one quotes another)."""
+def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:
+    """Each claim decided (:func:`decide_option`). A quoted message that differs from what was raised (or only
+    partly matches it) is false when another option quotes the raised message word for word: the question quotes
+    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own."""
     decided = [decide_option(c.details, observation) for c in claims]
-    quoted_match = [i for i, (c, (ok, _)) in enumerate(zip(claims, decided)) if ok is True and c.details.get("message")]
-    out: list[tuple[bool | None, str]] = []
-    for i, (ok, note) in enumerate(decided):
-        if ok is None and note.startswith("message differs") and [j for j in quoted_match if j != i]:
-            others = ", ".join(claims[j].letter for j in quoted_match if j != i)
-            out.append((False, f"{note}; option(s) {others} quote(s) the message raised"))
+    raised = observation.get("raised") or {}
+    quoting = [
+        i for i, c in enumerate(claims)
+        if decided[i][0] == "true" and c.details.get("message") and message_match(str(c.details["message"]), raised)[0] == "quoted"
+    ]  # fmt: skip
+    out: list[Decision] = []
+    for i, (state, note) in enumerate(decided):
+        if state == "undecided" and note.startswith(("message differs", "message partly")):
+            others = [claims[j].letter for j in quoting if j != i]
+            if others:
+                out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
+            else:
+                out.append(("consistent", f"the exception's type matches; {note}"))
         else:
-            out.append((ok, note))
+            out.append((state, note))
     return out
+
+
+def question_mismatch(question: str, snippet: str) -> str | None:
+    """Why the snippet is not the code the question describes, or None.
+
+    The question names code in backticks; a span that is not an identifier (``sys.maxsize``, ``summarizer='x'``)
+    must appear in the snippet or its module context (spaces and quote style aside), and so must an identifier
+    unless the question says it is left out (``without``, ``missing``, ``no`` ... just before it).
+    """
+
+    def squeeze(text: str) -> str:
+        return re.sub(r"\s+", "", text).replace("'", '"')
+
+    code = squeeze(snippet)
+    for match in re.finditer(r"`([^`\n]+)`", question):
+        span = match.group(1).strip()
+        if not span or squeeze(span) in code:
+            continue
+        if re.fullmatch(r"[A-Za-z_]\w*", span):
+            before = " ".join(question[: match.start()].lower().split()[-4:])
+            if re.search(r"\b(?:without|missing|no|omit\w*|forg[eo]t\w*|lack\w*|absent|instead|not)\b", before):
+                continue
+            if re.search(rf"\b{re.escape(span)}\b", snippet):
+                continue
+        return f"the question names `{span}`, which the snippet does not contain: the snippet is not the code it describes"
+    return None
 
 
 def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings) -> list[OptionEvidence]:
     """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order."""
     observation, execution = observe(snippet, claims, settings)
-    why = untrusted(observation, execution)
-    decided = [(None, f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
+    why = untrusted(observation, execution) or (question_mismatch(claims[0].question, snippet) if claims else None)
+    decided: list[Decision] = (
+        [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
+    )
     record = {} if observation is None else {
         "observed": what_happened(observation),
         "called": observation.get("called"),
@@ -242,12 +290,12 @@ def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSet
         "errors": (observation.get("raised") or {}).get("errors"),
     }  # fmt: skip
     evidence = []
-    for claim, (ok, note) in zip(claims, decided):
-        state = "undecided" if ok is None else ("true" if ok else "false")
+    for claim, (state, note) in zip(claims, decided):
+        ok = {"true": True, "false": False}.get(state)
         evidence.append(
             OptionEvidence(
-                letter=claim.letter, claim=claim, proof_status="proof", option_true=ok, state=state,  # type: ignore[arg-type]
-                note=safe_text(note if ok is not None or note.startswith("undecided") else f"undecided: {note}", EVIDENCE_CHARS),
+                letter=claim.letter, claim=claim, proof_status="proof", option_true=ok, state=state,
+                note=safe_text(note if state != "undecided" or note.startswith("undecided") else f"undecided: {note}", EVIDENCE_CHARS),
                 stdout=safe_text(execution.stdout, OUTPUT_TAIL_CHARS, keep="tail"),
                 stderr=safe_text(execution.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
                 exit_code=execution.exit_code, outcome=execution.outcome, limit=execution.limit, duration_s=execution.duration_s,
