@@ -9,7 +9,9 @@ with one of these outcomes (:data:`OUTCOMES`, first match wins):
 * ``runs``: "It runs without error": the snippet raises nothing;
 * ``prints``: "It prints `3`": what the snippet writes to stdout, stripped, is that text;
 * ``value``: "`x.count` ends up `2`", "`d['a']` is `[1]`", "`f(2)` returns `4`": after the snippet ran, the
-  expression equals the literal (same type, as the offline prover compares values).
+  expression equals the literal (same type, as the offline prover compares values);
+* ``output`` (:func:`output_details`, only for an option no other reading takes): a plain text option of a
+  question that asks what the code returns, prints or which message comes out: the text is in that output.
 
 Every outcome ``decides`` the truth: the snippet is run, not just inspected. A snippet that raises makes every
 ``value`` and ``prints`` option false (the state it describes is never reached), with the exception as the
@@ -102,6 +104,39 @@ def snippet_details(option: str, snippet: str) -> dict[str, Any] | None:
     return None
 
 
+#: A question that asks for the text the code gives (its output, what it prints or returns, a message or substring).
+_ASKS_TEXT = re.compile(r"\b(?:substring|output|prints?|printed|returns?|returned|message)\b", re.I)
+
+
+def output_details(option: str, question: str, snippet: str) -> dict[str, Any] | None:
+    """An ``output`` claim for a plain-text option of a question that asks for the text the code gives, else None."""
+    text = option.strip()
+    if not _ASKS_TEXT.search(question) or not re.search(r"\w", text) or len(text) > 300:
+        return None
+    return {"outcome": "output", "output_text": text, "snippet": snippet, "decides": "truth"}
+
+
+def snippet_names(snippet: str) -> dict[str, list[str]]:
+    """The names a snippet (with its module context) imports and the names it defines (assigns, defines, takes as
+    arguments): ``{"imported": [...], "defined": [...]}``. Code that does not parse gives empty lists."""
+    imported: set[str] = set()
+    defined: set[str] = set()
+    try:
+        tree = ast.parse(snippet)
+    except (SyntaxError, ValueError):
+        return {"imported": [], "defined": []}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+    return {"imported": sorted(imported), "defined": sorted(defined - imported)}
+
+
 def hypothesis(details: dict[str, Any]) -> str:
     """What the claim says, in words."""
     text = {
@@ -113,6 +148,7 @@ def hypothesis(details: dict[str, Any]) -> str:
         "runs": lambda d: "the snippet runs without an exception",
         "prints": lambda d: f"the snippet prints {d['printed']!r}",
         "value": lambda d: f"after the snippet runs, {d['expr']} == {d['expected']}",
+        "output": lambda d: f"what the snippet returns or prints holds {d['output_text']!r}",
     }[details["outcome"]](details)
     return text + (f"; and: {details['rest']!r}" if details.get("rest") else "")
 

@@ -22,7 +22,10 @@ one observation (:func:`decide_option`):
   else ``consistent``; a bare type (``TypeError.``) is decided by the type alone;
 * ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
   will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
-* ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared.
+* ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
+* ``output`` (a plain text option of a question about what the code returns, prints or which message or
+  substring comes out): false when the snippet raised; else true when the text is part of what the called
+  function returned (a string) or printed, word for word or every key term, and false when it is not.
 
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
@@ -75,11 +78,36 @@ def split(snippet: str) -> tuple[str, str]:
     return (context, section) if found else ("", snippet)
 
 
-def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings) -> tuple[dict[str, Any] | None, Execution]:
-    """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution."""
+def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
+    """Classes the question names and the context imports ``from`` a module: name -> where the library defines
+    it (the observer binds them there when the context's import fails: the class moved since the suite was written)."""
+    if index is None or not context:
+        return {}
+    try:
+        tree = ast.parse(context)
+    except SyntaxError:
+        return {}
+    found: dict[str, str] = {}
+    for node in tree.body:
+        for alias in node.names if isinstance(node, ast.ImportFrom) else []:
+            name = alias.name
+            if name[:1].isupper() and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", question):
+                resolved = index.resolve(name)
+                if resolved is not None and resolved[0] == "path":
+                    found[name] = resolved[1]
+    return found
+
+
+def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None) -> tuple[dict[str, Any] | None, Execution]:
+    """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution.
+
+    ``index`` (a :class:`~retrieval_pipeline.core.verifier.provers.LibraryIndex`) says where a class the question
+    names is defined now, should the context's import of it fail (:func:`moved_names`).
+    """
     context, section = split(snippet)
     expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"})
-    request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions}
+    rebind = moved_names(claims[0].question if claims else "", context, index)
+    request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions, "rebind": rebind}
     files = {RUNNER_FILE: source(RUNNER_FILE), REQUEST_FILE: json.dumps(request)}
     argv = [str(settings.python), RUNNER_FILE]
     execution = run_in_sandbox(files, argv, settings, collect_suffix=".observation.json", max_artifact_bytes=2**20)
@@ -213,6 +241,18 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         return "true", f"the snippet {happened}"
     if raised:
         return "false", f"the snippet {happened} before that state is reached"
+    if outcome == "output":
+        returned = observation.get("returned") or {}
+        texts = [str(observation.get("stdout") or "")]
+        if returned.get("type") == "str" and returned.get("literal"):
+            texts.append(str(ast.literal_eval(returned["repr"])))
+        if not any(t.strip() for t in texts):
+            return "undecided", f"the snippet {happened}, with no text to compare"
+        found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
+        shown = " | ".join(t.strip() for t in texts if t.strip())
+        if found in ("quoted", "match"):
+            return "true", f"the snippet's output holds it: {shown!r}"
+        return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
     if outcome == "prints":
         printed = str(observation.get("stdout", "")).strip()
         return ("true" if printed == str(details["printed"]).strip() else "false"), f"the snippet prints {printed!r}"
@@ -252,9 +292,10 @@ def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> l
 def question_mismatch(question: str, snippet: str) -> str | None:
     """Why the snippet is not the code the question describes, or None.
 
-    The question names code in backticks; a span that is not an identifier (``sys.maxsize``, ``summarizer='x'``)
-    must appear in the snippet or its module context (spaces and quote style aside), and so must an identifier
-    unless the question says it is left out (``without``, ``missing``, ``no`` ... just before it).
+    The question names code in backticks; a span that is an expression or a value (``sys.maxsize``,
+    ``summarizer='x'``, ``max_llm_calls=0``) must appear in the snippet or its module context (spaces and quote
+    style aside). A bare name (``ttl_seconds``, ``SequentialAgent``) need not: questions name parameters and
+    classes to say they are left out or misused.
     """
 
     def squeeze(text: str) -> str:
@@ -266,18 +307,14 @@ def question_mismatch(question: str, snippet: str) -> str | None:
         if not span or squeeze(span) in code:
             continue
         if re.fullmatch(r"[A-Za-z_]\w*", span):
-            before = " ".join(question[: match.start()].lower().split()[-4:])
-            if re.search(r"\b(?:without|missing|no|omit\w*|forg[eo]t\w*|lack\w*|absent|instead|not)\b", before):
-                continue
-            if re.search(rf"\b{re.escape(span)}\b", snippet):
-                continue
+            continue  # a name (a parameter, a class) is often named to say it is left out or misused
         return f"the question names `{span}`, which the snippet does not contain: the snippet is not the code it describes"
     return None
 
 
-def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings) -> list[OptionEvidence]:
+def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None) -> list[OptionEvidence]:
     """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order."""
-    observation, execution = observe(snippet, claims, settings)
+    observation, execution = observe(snippet, claims, settings, index)
     why = untrusted(observation, execution) or (question_mismatch(claims[0].question, snippet) if claims else None)
     decided: list[Decision] = (
         [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
@@ -287,6 +324,7 @@ def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSet
         "called": observation.get("called"),
         "stdout": observation.get("stdout"),
         "context_failures": observation.get("context_failures"),
+        "rebound": {k: v for f in observation.get("context_failures") or [] for k, v in (f.get("rebound") or {}).items()},
         "errors": (observation.get("raised") or {}).get("errors"),
     }  # fmt: skip
     evidence = []

@@ -163,7 +163,7 @@ def prove_question(
     proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
     executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
     proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
-    seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings) if observed else [])
+    seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, getattr(prover, "index", None)) if observed else [])
     evidence: list[OptionEvidence] = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch)

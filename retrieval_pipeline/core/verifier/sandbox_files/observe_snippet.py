@@ -7,7 +7,9 @@ directory:
 * ``section``: the section's code;
 * ``module_name``: the ``__name__`` both run under;
 * ``expressions``: expressions the options name, evaluated after the run (the snippet's namespace, plus
-  ``result``: what the called function returned).
+  ``result``: what the called function returned);
+* ``rebind``: name -> where the library defines it now, for a ``from x import Name`` of the context that fails
+  (the class moved since the suite was written).
 
 The context runs statement by statement (one that fails is recorded with the names it would have defined);
 then the section; then, when the section defines ``code_under_test`` (or only a single function), that
@@ -19,6 +21,7 @@ the returned value, what was printed, and each expression's value.
 import ast
 import asyncio
 import contextlib
+import importlib
 import inspect
 import io
 import json
@@ -91,8 +94,27 @@ def defined_names(node):
     return names
 
 
-def run_context(source, namespace, filename):
-    """Each top-level statement on its own; the failures, with the names they would have defined."""
+def rebind(node, namespace, where):
+    """Bind the names of a failed ``from x import Name`` where the library defines them now (``where``: name -> fqn)."""
+    bound = {}
+    if not isinstance(node, ast.ImportFrom):
+        return bound
+    for alias in node.names:
+        fqn = where.get(alias.name)
+        if not fqn or "." not in fqn:
+            continue
+        module, _, attribute = fqn.rpartition(".")
+        try:
+            namespace[alias.asname or alias.name] = getattr(importlib.import_module(module), attribute)
+            bound[alias.asname or alias.name] = fqn
+        except Exception:
+            continue
+    return bound
+
+
+def run_context(source, namespace, filename, where=None):
+    """Each top-level statement on its own; the failures, with the names they would have defined (and those bound
+    where the library defines them now, ``rebound``)."""
     failures = []
     try:
         tree = ast.parse(source, filename)
@@ -104,7 +126,9 @@ def run_context(source, namespace, filename):
         except BaseException as exc:  # noqa: BLE001 - a context statement may fail in any way
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            failures.append({"line": node.lineno, "error": type(exc).__name__ + ": " + cut(exc, 500), "names": defined_names(node)})
+            bound = rebind(node, namespace, where or {})
+            names = [n for n in defined_names(node) if n not in bound]
+            failures.append({"line": node.lineno, "error": type(exc).__name__ + ": " + cut(exc, 500), "names": names, "rebound": bound})
     return failures
 
 
@@ -129,7 +153,7 @@ def observe(request):
     observation = {"context_failures": [], "called": None, "raised": None, "returned": None, "stdout": "", "expressions": {}, "stage": None}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        observation["context_failures"] = run_context(request.get("context") or "", namespace, "<context>")
+        observation["context_failures"] = run_context(request.get("context") or "", namespace, "<context>", request.get("rebind"))
         try:
             tree = ast.parse(request["section"], "<snippet>")
             code = compile(tree, "<snippet>", "exec")
