@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -121,7 +122,7 @@ def moved(cases: list[Case]) -> list[Case]:
     for case in cases:
         if case.benchmark_type == "multiple_choice" and case.options and case.correct_answer in case.options:
             letters = list(case.options)
-            case = case.model_copy(update={"correct_answer": letters[(letters.index(case.correct_answer) + 1) % len(letters)]})
+            case = dataclasses.replace(case, correct_answer=letters[(letters.index(case.correct_answer) + 1) % len(letters)])
         out.append(case)
     return out
 
