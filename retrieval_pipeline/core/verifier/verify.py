@@ -21,6 +21,9 @@ undecided. Questions run in parallel, up to the number of cores, each in its own
 ``snippet`` claim against that one observation
 (:func:`~retrieval_pipeline.core.verifier.snippet_observation.snippet_evidence`); its other options are proven as above.
 
+**A question about what a class or member is for** whose options are all prose is read against the library's
+documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`).
+
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
 result replaces the first one only when it settles more (true/false, or consistent where nothing was known);
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
 from retrieval_pipeline.core.verifier.sandbox import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence
@@ -159,6 +163,11 @@ def prove_question(
     """Decompose, prove in the sandbox, decide (no cache): the arguments are those of :func:`verify_question`."""
     started = time.monotonic()
     claims = decompose(case_id, question, options, snippet=snippet)
+    documented = None if snippet is not None else doc_evidence(question, claims, settings, getattr(prover, "index", None))
+    if documented is not None:
+        verdict = decide(case_id, marked, documented)
+        verdict.duration_s = round(time.monotonic() - started, 3)
+        return verdict
     observed = [i for i, c in enumerate(claims) if c.kind == "snippet"] if snippet is not None else []
     proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
     executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
