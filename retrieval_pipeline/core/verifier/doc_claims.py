@@ -10,8 +10,9 @@ host by its key terms (:func:`coverage`; a shared stem of five letters counts, `
 
 * ``consistent`` when the documentation holds at least :data:`DESCRIBED` of its key terms: the documentation says
   so, which is no proof of behaviour, so the question can only be Valid by elimination;
-* ``false`` when it holds none of them AND another option is described (the documentation speaks of the member,
-  and of something else than this option);
+* ``false`` when it holds none of them AND another option is what the documentation describes (:data:`DESCRIBES`
+  of its terms, or :data:`DESCRIBED` and at least :data:`DESCRIBING_TERMS` of them: a single shared word such as
+  ``agent`` describes nothing);
 * ``undecided`` otherwise, and for every option when the name does not resolve, has no documentation, or the
   read fails.
 """
@@ -28,13 +29,18 @@ from retrieval_pipeline.core.verifier.sandbox import SandboxSettings, run_in_san
 from retrieval_pipeline.core.verifier.sandbox_files import source
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OptionEvidence, OptionState
 
-#: Share of an option's key terms the documentation must hold for the option to be described by it.
-DESCRIBED = 2 / 3
+#: Share of an option's key terms the documentation must hold for the option to be consistent with it.
+DESCRIBED = 1 / 3
+#: ... and to be what the documentation describes (which rules out an option that shares no term with it):
+#: this share, or :data:`DESCRIBED` with at least :data:`DESCRIBING_TERMS` terms (one word in common, "agent",
+#: is no description).
+DESCRIBES = 2 / 3
+DESCRIBING_TERMS = 2
 RUNNER_FILE = "read_docs.py"
 REQUEST_FILE = "docs_request.json"
 OUTPUT_FILE = "member.docs.json"
 #: "What does `X.y` control?" and the like: a question that asks what something is for ...
-_PURPOSE = re.compile(r"^(?:what|how)\b.*\b(?:control|used\s+for|use\s+case|purpose|enable|operate|responsible\s+for)\b.*\?\s*$", re.I)
+_PURPOSE = re.compile(r"^what\b.*\b(?:control|used\s+for|use\s+case|purpose|enable|operate|responsible\s+for)\b.*\?\s*$", re.I)
 #: ... about ONE backticked class (or ``Class.member``, ``Class.member=value``).
 _TARGET = re.compile(r"^(?P<cls>[A-Z]\w*)(?:\.(?P<member>[a-z_]\w*))?(?:=.*)?$")
 _STOP = frozenset(
@@ -69,12 +75,16 @@ def _same(term: str, word: str) -> bool:
     return n >= 4 and term[:n] == word[:n]
 
 
+def matched(option: str, docs: str) -> tuple[int, int]:
+    """``(key terms of the option the documentation holds, key terms of the option)``."""
+    terms, words = _terms(option), set(_terms(docs))
+    return sum(any(_same(t, w) for w in words) for t in terms), len(terms)
+
+
 def coverage(option: str, docs: str) -> float | None:
     """Share of the option's key terms the documentation holds (None: the option has no key term)."""
-    terms, words = _terms(option), set(_terms(docs))
-    if not terms:
-        return None
-    return sum(any(_same(t, w) for w in words) for t in terms) / len(terms)
+    found, total = matched(option, docs)
+    return found / total if total else None
 
 
 def read_docs(path: str, member: str | None, settings: SandboxSettings) -> dict[str, Any]:
@@ -92,8 +102,12 @@ def read_docs(path: str, member: str | None, settings: SandboxSettings) -> dict[
 
 def decide(claims: Sequence[Claim], docs: str) -> list[tuple[OptionState, str]]:
     """Each option against the documentation (see the module docstring)."""
-    shares = [coverage(c.option_text, docs) for c in claims]
-    described = [i for i, share in enumerate(shares) if share is not None and share >= DESCRIBED]
+    counts = [matched(c.option_text, docs) for c in claims]
+    shares = [found / total if total else None for found, total in counts]
+    described = [
+        i for i, (share, (found, _)) in enumerate(zip(shares, counts))
+        if share is not None and (share >= DESCRIBES or (share >= DESCRIBED and found >= DESCRIBING_TERMS))
+    ]  # fmt: skip
     out: list[tuple[OptionState, str]] = []
     for i, share in enumerate(shares):
         if share is None:
