@@ -20,8 +20,9 @@ about what the offline proofs left open.
 The two suites of questions about code (``diagnose_setup_errors_mc``, ``predict_runtime_behavior_mc``: each option
 is decided against one run of the question's snippet) are verified with the dataset's own suites (``--suite`` names
 others; ``--suite none`` none). Verdicts are counted per suite. ``--moved`` verifies a mutated copy instead: every
-question's marked answer moved to the next option (cyclically), and reports how many copies are flagged
-(Incorrect or Ambiguous); no fixes are proposed then.
+question's marked answer moved to the next option (cyclically; ``--skip-derived``: the next one that is not
+"None/All of the above"), and reports how many copies are flagged (Incorrect or Ambiguous); no fixes are proposed
+then.
 
     .venv/bin/python benchmarks/verify_adk_mc.py --json after.json
     .venv/bin/python benchmarks/verify_adk_mc.py --moved --json moved.json
@@ -36,6 +37,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -116,13 +118,23 @@ def extra_suites(config: Any, named: list[str] | None) -> list[Path]:
     return [p for p in found if p.is_file() and p.resolve() not in {Path(s).resolve() for s in config.suites}]
 
 
-def moved(cases: list[Case]) -> list[Case]:
-    """Each multiple-choice case with its marked answer moved to the next option (cyclically): a copy to be flagged."""
+#: "None of the above", "All of the above": options that name no answer of their own.
+_DERIVED = re.compile(r"^\s*(?:none|all)\s+of\s+the\s+above\b", re.I)
+
+
+def moved(cases: list[Case], skip_derived: bool = False) -> list[Case]:
+    """Each multiple-choice case with its marked answer moved to the next option (cyclically): a copy to be flagged.
+
+    ``skip_derived``: move it to the next option that is not "None/All of the above" (where there is one).
+    """
     out = []
     for case in cases:
         if case.benchmark_type == "multiple_choice" and case.options and case.correct_answer in case.options:
             letters = list(case.options)
-            case = dataclasses.replace(case, correct_answer=letters[(letters.index(case.correct_answer) + 1) % len(letters)])
+            order = letters[letters.index(case.correct_answer) + 1 :] + letters[: letters.index(case.correct_answer)]
+            if skip_derived:
+                order = [x for x in order if not _DERIVED.match(case.options[x])] or order
+            case = dataclasses.replace(case, correct_answer=order[0])
         out.append(case)
     return out
 
@@ -177,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a suite file verified besides the dataset's (repeatable; default: the snippet suites; 'none': none)",
     )
     parser.add_argument("--moved", action="store_true", help="verify copies with every marked answer moved to the next option")
+    parser.add_argument("--skip-derived", action="store_true", help="with --moved: never move it to 'None/All of the above'")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -193,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra.rejects:
         print(f"rejects in the extra suites: {[(r.case_id, one_line(r.reason, 160)) for r in extra.rejects]}")
     if args.moved:
-        cases = moved(cases)
+        cases = moved(cases, skip_derived=args.skip_derived)
     questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
     suites = {c.case_id: c.suite or suite_name(Path(c.source_file)) for c in questions}
     out = args.out or Path(tempfile.mkdtemp(prefix="verify_adk_mc_"))
@@ -275,14 +288,15 @@ def verify_moved(questions: list[Case], settings: Any, suites: dict[str, str], a
     run = run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
     frame = pd.DataFrame([{"case_id": v.case_id, "verdict": v.verdict, "marked": v.marked, "reasons": v.reasons} for v in run.verdicts])
     by_suite = per_suite(frame, suites)
-    print("moved answers: every marked answer moved to the next option")
+    where = "the next option other than None/All of the above" if args.skip_derived else "the next option"
+    print(f"moved answers: every marked answer moved to {where}")
     print_suites(by_suite)
     flagged = frame[frame["verdict"].isin(["Incorrect", "Ambiguous"])]
     print(f"\nflagged {len(flagged)} of {len(frame)} ({len(flagged) / max(1, len(frame)):.0%}); wall {time.monotonic() - started:.1f} s")
     for suite, counts in by_suite.items():
         print(f"  {suite}: {counts['Incorrect'] + counts['Ambiguous']} of {counts['total']} flagged")
     if args.json:
-        summary = {"mode": "moved", "by_suite": by_suite, "flagged": len(flagged), "total": len(frame),
+        summary = {"mode": "moved" + ("_skip_derived" if args.skip_derived else ""), "by_suite": by_suite, "flagged": len(flagged), "total": len(frame),
                    "by_verdict": {v: frame[frame["verdict"] == v]["case_id"].tolist() for v in VERDICTS},
                    "reasons": {r["case_id"]: list(r["reasons"]) for _, r in flagged.iterrows()}}  # fmt: skip
         args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
