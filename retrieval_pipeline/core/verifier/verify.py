@@ -163,17 +163,17 @@ def prove_question(
     """Decompose, prove in the sandbox, decide (no cache): the arguments are those of :func:`verify_question`."""
     started = time.monotonic()
     claims = decompose(case_id, question, options, snippet=snippet)
-    documented = None if snippet is not None else doc_evidence(question, claims, settings, getattr(prover, "index", None))
+    index = getattr(prover, "index", None)
+    documented = None if snippet is not None else doc_evidence(question, claims, settings, index)
     if documented is not None:
-        verdict = decide(case_id, marked, documented)
-        verdict.duration_s = round(time.monotonic() - started, 3)
-        return verdict
-    observed = [i for i, c in enumerate(claims) if c.kind == "snippet"] if snippet is not None else []
-    proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
-    executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
-    proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
-    seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, getattr(prover, "index", None)) if observed else [])
-    evidence: list[OptionEvidence] = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
+        evidence: list[OptionEvidence] = documented
+    else:
+        observed = [i for i, c in enumerate(claims) if c.kind == "snippet"] if snippet is not None else []
+        proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
+        executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
+        proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
+        seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index) if observed else [])
+        evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch)
     verdict = decide(case_id, marked, evidence)
