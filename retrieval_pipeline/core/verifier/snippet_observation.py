@@ -128,6 +128,8 @@ def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None
         return why + (f", limit hit: {execution.limit})" if execution is not None and execution.limit else ")")
     if observation.get("stage") == "compile":
         return f"the snippet does not compile: {observation.get('compile_error')}"
+    if observation.get("only_defines") and not observation.get("called") and not observation.get("raised"):
+        return "the section only defines things and names no single function to call (code_under_test), so nothing it does was run"
     raised = observation.get("raised") or {}
     failed = {name for f in observation.get("context_failures") or [] for name in f.get("names", [])}
     if raised.get("type") == "NameError" and raised.get("name") in failed:

@@ -137,6 +137,8 @@ def test_an_observation_that_cannot_be_trusted_decides_nothing():
     assert "does not compile" in str(untrusted({"stage": "compile", "compile_error": "SyntaxError"}))
     assert "wrote no observation" in str(untrusted(None))
     assert untrusted(observed()) is None
+    two_functions = {**observed(), "called": None, "only_defines": True}
+    assert "names no single function to call" in str(untrusted(two_functions))
 
 
 def test_a_question_that_names_code_the_snippet_lacks_is_not_about_that_snippet():

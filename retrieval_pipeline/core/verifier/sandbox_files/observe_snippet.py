@@ -132,15 +132,19 @@ def run_context(source, namespace, filename, where=None):
     return failures
 
 
+def only_defines(tree):
+    """Whether the section only defines things (functions, classes, imports): running it shows no behaviour."""
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    return all(isinstance(n, definitions) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in tree.body)
+
+
 def entry_point(tree):
     """The function the section means to be called: ``code_under_test``, else its only function (when the
     section only defines things); None when the section is a script (it ran as it was executed)."""
     functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if "code_under_test" in functions:
         return "code_under_test"
-    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-    only_defines = all(isinstance(n, definitions) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in tree.body)
-    return functions[0] if only_defines and len(functions) == 1 else None
+    return functions[0] if only_defines(tree) and len(functions) == 1 else None
 
 
 def observe(request):
@@ -166,6 +170,7 @@ def observe(request):
             exec(code, namespace)
             name = entry_point(tree)
             observation["called"] = name
+            observation["only_defines"] = only_defines(tree)
             if name is not None:
                 observation["stage"] = "call"
                 result = namespace[name]()
