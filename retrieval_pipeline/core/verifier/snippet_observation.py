@@ -24,8 +24,9 @@ one observation (:func:`decide_option`):
   will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
 * ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
 * ``output`` (a plain text option of a question about what the code returns, prints or which message or
-  substring comes out): false when the snippet raised; else true when the text is part of what the called
-  function returned (a string) or printed, word for word or every key term, and false when it is not.
+  substring comes out): true when the text is part of what the called function returned (a string) or printed,
+  word for word or every key term, and false when it is not; when the snippet raised, true when the text is in
+  the exception's message, else undecided (the question may mean the message).
 
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
@@ -241,6 +242,11 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         if rest:
             return "consistent", f"the type matches; the rest of the option ({rest!r}) is not checked: the snippet {happened}"
         return "true", f"the snippet {happened}"
+    if raised and outcome == "output":  # the message may be the text the question asks about
+        found, coverage = message_match(str(details["output_text"]), raised)
+        if found in ("quoted", "match"):
+            return "true", f"the snippet {happened}"
+        return "undecided", f"undecided: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
     if raised:
         return "false", f"the snippet {happened} before that state is reached"
     if outcome == "output":

@@ -128,6 +128,8 @@ def test_an_output_option_is_checked_against_what_the_function_returned():
     options = {"A": "Caught Error", "B": "invalid name", "C": "Agent name must be a valid identifier."}
     states = decide(options, observed(returned="Node name 'my agent' must be a valid identifier"), question)
     assert states == {"A": "false", "B": "false", "C": "true"}
+    raised = {"type": "ValueError", "mro": ["ValueError", "Exception"], "message": "Agent name must be a valid identifier.", "errors": []}
+    assert decide(options, observed(raised), question) == {"A": "undecided", "B": "undecided", "C": "true"}  # the message, never false
 
 
 def test_an_observation_that_cannot_be_trusted_decides_nothing():
