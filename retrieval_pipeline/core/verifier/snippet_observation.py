@@ -224,6 +224,8 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         if not raised:
             return "false", f"the snippet {happened}"
         if not type_matches(str(details["exception"]), raised):
+            if rest and re.search(r"(?:Error|Exception|Warning)\b", rest):  # "KeyError or ValueError": another one offered
+                return "undecided", f"undecided: the snippet {happened}; the option offers another exception too ({rest!r})"
             return "false", f"the snippet {happened}; not {details['exception']}"
         if details.get("message"):
             found, coverage = message_match(str(details["message"]), raised)

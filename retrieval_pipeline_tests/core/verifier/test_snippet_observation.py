@@ -121,6 +121,9 @@ def test_no_error_with_more_is_consistent_when_nothing_was_raised_and_false_othe
     assert decide(options, observed()) == {"A": "consistent", "B": "true", "C": "false"}
     runtime = {"type": "RuntimeError", "mro": ["RuntimeError", "Exception"], "message": "boom", "errors": []}
     assert decide(options, observed(runtime)) == {"A": "false", "B": "false", "C": "consistent"}
+    either = {"A": "KeyError or RuntimeError, depending on the name."}
+    # another exception is offered: a type that differs does not make it false
+    assert decide(either, observed(runtime)) == {"A": "undecided"} and decide({"A": "KeyError."}, observed(runtime)) == {"A": "false"}
 
 
 def test_an_output_option_is_checked_against_what_the_function_returned():
