@@ -32,7 +32,8 @@ one observation (:func:`decide_option`):
 verdict can only reach Valid by elimination (every other option false).
 
 An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed or ran
-out of time, or it raised a ``NameError`` for a name whose context statement failed in this environment. Nor does one of
+out of time, it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
+raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
 ``sys.maxsize`` and the snippet passes ``-1``).
 """
@@ -64,6 +65,10 @@ _STOP = frozenset(
     "the and for with that this these those are was were has have had been being its into from then than "
     "when will would should shows show".split()
 )
+#: What a run raises because of the sandbox (no network, no credentials, read-only files), not the library.
+_SANDBOX_ERRORS = frozenset({"OSError", "ConnectionError", "TimeoutError", "PermissionError"})
+_SANDBOX_TYPE = re.compile(r"Credential|Auth|Connect|Network|Timeout|HTTP|Http|Transport|APIError|ServerError|ClientError")
+_SANDBOX_MESSAGE = re.compile(r"api[_ ]?key|credential|GOOGLE_CLOUD_PROJECT|network|connection refused|name resolution", re.I)
 #: pydantic line-error type -> the exception a validator raised to cause it.
 _WRAPPED = {"value_error": "ValueError", "assertion_error": "AssertionError"}
 
@@ -132,6 +137,10 @@ def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None
     if observation.get("only_defines") and not observation.get("called") and not observation.get("raised"):
         return "the section only defines things and names no single function to call (code_under_test), so nothing it does was run"
     raised = observation.get("raised") or {}
+    if raised and (set(raised.get("mro") or []) & _SANDBOX_ERRORS or _SANDBOX_TYPE.search(str(raised.get("type")))
+                   or _SANDBOX_MESSAGE.search(str(raised.get("message")))):  # fmt: skip
+        return (f"the snippet raised {raised.get('type')} ({str(raised.get('message'))[:160]}): the sandbox has no network, "
+                "credentials or writable files, so this says nothing about the library")  # fmt: skip
     failed = {name for f in observation.get("context_failures") or [] for name in f.get("names", [])}
     if raised.get("type") == "NameError" and raised.get("name") in failed:
         errors = "; ".join(f["error"] for f in observation["context_failures"] if raised["name"] in f.get("names", []))

@@ -142,6 +142,9 @@ def test_an_observation_that_cannot_be_trusted_decides_nothing():
     assert "does not compile" in str(untrusted({"stage": "compile", "compile_error": "SyntaxError"}))
     assert "wrote no observation" in str(untrusted(None))
     assert untrusted(observed()) is None
+    no_key = {"type": "ValueError", "mro": ["ValueError"], "message": "Missing key inputs argument! provide (`api_key`)", "errors": []}
+    offline = {"type": "ConnectError", "mro": ["ConnectError", "TransportError", "Exception"], "message": "[Errno -3]", "errors": []}
+    assert all("sandbox has no network" in str(untrusted(observed(r))) for r in (no_key, offline))
     two_functions = {**observed(), "called": None, "only_defines": True}
     assert "names no single function to call" in str(untrusted(two_functions))
 
