@@ -17,6 +17,16 @@ the claims that decided them, and any new Incorrect. ``--prover llm`` with ``--l
 (or ``RETRIEVAL_LLM_BASE_URL``/``RETRIEVAL_LLM_MODEL``; the key only from ``RETRIEVAL_LLM_API_KEY``) asks an LLM
 about what the offline proofs left open.
 
+The two suites of questions about code (``diagnose_setup_errors_mc``, ``predict_runtime_behavior_mc``: each option
+is decided against one run of the question's snippet) are verified with the dataset's own suites (``--suite`` names
+others; ``--suite none`` none). Verdicts are counted per suite. ``--moved`` verifies a mutated copy instead: every
+question's marked answer moved to the next option (cyclically; ``--skip-derived``: the next one that is not
+"None/All of the above"), and reports how many copies are flagged (Incorrect or Ambiguous); no fixes are proposed
+then.
+
+    .venv/bin/python benchmarks/verify_adk_mc.py --json after.json
+    .venv/bin/python benchmarks/verify_adk_mc.py --moved --json moved.json
+
 Run one at a time: every option is a pytest run in bubblewrap.
 """
 
@@ -24,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -36,11 +48,18 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.datasets.inputs import load_cases
+from retrieval_pipeline.core.datasets.suite.loading import load_suites, suite_name
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
+from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.core.verifier.verdict import VERDICTS
+from retrieval_pipeline.core.verifier.verify import run_verification
+
+#: The suites of questions about code, beside the dataset's own (``<suite_files_root>/benchmark_definitions/<name>``).
+SNIPPET_SUITES = ("diagnose_setup_errors_mc", "predict_runtime_behavior_mc")
 
 
 def one_line(text: str, width: int = 220) -> str:
@@ -86,6 +105,57 @@ def compare(summary: dict[str, Any], baseline_path: Path) -> dict[str, Any]:
             "no_longer_decided": lost, "new_incorrect": new_incorrect}  # fmt: skip
 
 
+def extra_suites(config: Any, named: list[str] | None) -> list[Path]:
+    """The suite files verified besides the dataset's: ``--suite`` paths, else the snippet suites beside its files."""
+    if named == ["none"]:
+        return []
+    if named:
+        return [Path(p) for p in named]
+    root = getattr(config, "suite_files_root", None)
+    if root is None:
+        return []
+    found = [Path(root) / "benchmark_definitions" / name / "benchmark.yaml" for name in SNIPPET_SUITES]
+    return [p for p in found if p.is_file() and p.resolve() not in {Path(s).resolve() for s in config.suites}]
+
+
+#: "None of the above", "All of the above": options that name no answer of their own.
+_DERIVED = re.compile(r"^\s*(?:none|all)\s+of\s+the\s+above\b", re.I)
+
+
+def moved(cases: list[Case], skip_derived: bool = False) -> list[Case]:
+    """Each multiple-choice case with its marked answer moved to the next option (cyclically): a copy to be flagged.
+
+    ``skip_derived``: move it to the next option that is not "None/All of the above" (where there is one).
+    """
+    out = []
+    for case in cases:
+        if case.benchmark_type == "multiple_choice" and case.options and case.correct_answer in case.options:
+            letters = list(case.options)
+            order = letters[letters.index(case.correct_answer) + 1 :] + letters[: letters.index(case.correct_answer)]
+            if skip_derived:
+                order = [x for x in order if not _DERIVED.match(case.options[x])] or order
+            case = dataclasses.replace(case, correct_answer=order[0])
+        out.append(case)
+    return out
+
+
+def per_suite(frame: pd.DataFrame, suites: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Suite -> verdict -> count (and ``total``)."""
+    table: dict[str, dict[str, int]] = {}
+    for _, row in frame.iterrows():
+        counts = table.setdefault(suites.get(row["case_id"], "?"), {**{v: 0 for v in VERDICTS}, "total": 0})
+        counts[row["verdict"]] += 1
+        counts["total"] += 1
+    return table
+
+
+def print_suites(table: dict[str, dict[str, int]]) -> None:
+    print(f"\n{'suite':34} " + " ".join(f"{v:>12}" for v in VERDICTS) + f" {'total':>6} {'decided':>8}")
+    for suite, counts in table.items():
+        decided = counts["total"] - counts["Unverifiable"]
+        print(f"{suite:34} " + " ".join(f"{counts[v]:>12}" for v in VERDICTS) + f" {counts['total']:>6} {decided:>8}")
+
+
 @contextlib.contextmanager
 def llm_client(args: argparse.Namespace) -> Iterator[LLMClient | None]:
     """An LLM client when an endpoint is given (flags, else RETRIEVAL_LLM_*), else None."""
@@ -112,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --prover llm")
     parser.add_argument("--llm-model", default=None, help="model name for --prover llm")
     parser.add_argument("--llm-cache", type=Path, default=Path(tempfile.gettempdir()) / "verify_adk_mc_llm.sqlite")
+    parser.add_argument(
+        "--suite",
+        action="append",
+        default=None,
+        help="a suite file verified besides the dataset's (repeatable; default: the snippet suites; 'none': none)",
+    )
+    parser.add_argument("--moved", action="store_true", help="verify copies with every marked answer moved to the next option")
+    parser.add_argument("--skip-derived", action="store_true", help="with --moved: never move it to 'None/All of the above'")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -123,16 +201,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.prover is not None:
         settings = settings.model_copy(update={"prover": args.prover})
     loaded = load_cases(config)
-    questions = [c for c in loaded.cases if c.benchmark_type == "multiple_choice"]
+    extra = load_suites(extra_suites(config, args.suite), files_root=getattr(config, "suite_files_root", None))
+    cases = list(loaded.cases) + list(extra.cases)
+    if extra.rejects:
+        print(f"rejects in the extra suites: {[(r.case_id, one_line(r.reason, 160)) for r in extra.rejects]}")
+    if args.moved:
+        cases = moved(cases, skip_derived=args.skip_derived)
+    questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
+    suites = {c.case_id: c.suite or suite_name(Path(c.source_file)) for c in questions}
     out = args.out or Path(tempfile.mkdtemp(prefix="verify_adk_mc_"))
     print(f"registry {args.registry}  dataset {args.dataset}")
     print(f"verifier: python={settings.python} library={settings.library} import_name={settings.import_name} "
           f"timeout_s={settings.timeout_s} memory_mb={settings.memory_mb}")  # fmt: skip
     print(f"cases {len(loaded.cases)} (rejects {len(loaded.rejects)}), multiple choice {len(questions)}", flush=True)
 
+    if args.moved:
+        return verify_moved(questions, settings, suites, args, started)
     with llm_client(args) as client:
         checked = check_questions(
-            loaded.cases,
+            cases,
             settings,
             dataset=args.dataset,
             report_path=out / "quality_report.json",
@@ -152,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {meta['prover_warning']}")
     counts = {v: int((frame["verdict"] == v).sum()) for v in VERDICTS}
     print("verdicts: " + "  ".join(f"{v} {n}" for v, n in counts.items()) + f"  (of {len(frame)})")
+    by_suite = per_suite(frame, suites)
+    print_suites(by_suite)
     for v in VERDICTS:
         rows = frame[frame["verdict"] == v]
         print(f"\n{v} ({len(rows)}):")
@@ -172,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": meta.get("python"),
         "prover": meta.get("prover"),
         "counts": counts,
+        "by_suite": by_suite,
         "unverifiable_share": round(counts["Unverifiable"] / len(frame), 3) if len(frame) else None,
         "by_verdict": {v: frame[frame["verdict"] == v]["case_id"].tolist() for v in VERDICTS},
         "reasons": {r["case_id"]: list(r["reasons"]) for _, r in frame.iterrows() if r["verdict"] in ("Incorrect", "Ambiguous")},
@@ -188,6 +278,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {row['case_id']}  {row['verdict']}: {row['claims']}")
         print(f"no longer decided: {change['no_longer_decided'] or 'none'}; new Incorrect: {change['new_incorrect'] or 'none'}")
     if args.json:
+        args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+def verify_moved(questions: list[Case], settings: Any, suites: dict[str, str], args: argparse.Namespace, started: float) -> int:
+    """Verify the copies with moved answers (no fixes proposed); print and record how many are flagged, per suite."""
+    sandbox = SandboxSettings(python=Path(settings.python), timeout_s=settings.timeout_s, memory_mb=settings.memory_mb)
+    run = run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+    frame = pd.DataFrame([{"case_id": v.case_id, "verdict": v.verdict, "marked": v.marked, "reasons": v.reasons} for v in run.verdicts])
+    by_suite = per_suite(frame, suites)
+    where = "the next option other than None/All of the above" if args.skip_derived else "the next option"
+    print(f"moved answers: every marked answer moved to {where}")
+    print_suites(by_suite)
+    flagged = frame[frame["verdict"].isin(["Incorrect", "Ambiguous"])]
+    print(f"\nflagged {len(flagged)} of {len(frame)} ({len(flagged) / max(1, len(frame)):.0%}); wall {time.monotonic() - started:.1f} s")
+    for suite, counts in by_suite.items():
+        print(f"  {suite}: {counts['Incorrect'] + counts['Ambiguous']} of {counts['total']} flagged")
+    if args.json:
+        summary = {"mode": "moved" + ("_skip_derived" if args.skip_derived else ""), "by_suite": by_suite, "flagged": len(flagged), "total": len(frame),
+                   "by_verdict": {v: frame[frame["verdict"] == v]["case_id"].tolist() for v in VERDICTS},
+                   "reasons": {r["case_id"]: list(r["reasons"]) for _, r in flagged.iterrows()}}  # fmt: skip
         args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return 0
 

@@ -22,8 +22,10 @@ One :class:`Claim` per option. Kinds:
   :mod:`~retrieval_pipeline.core.verifier.field_claims`); each carries ``details["atoms"]``, the checks its
   proof runs;
 * ``snippet``: for a question about a code snippet, what running it does (raises, runs, prints, leaves a value):
-  :mod:`~retrieval_pipeline.core.verifier.snippet_claims`; with a snippet, every option is read this way or stays
-  ``unknown``;
+  :mod:`~retrieval_pipeline.core.verifier.snippet_claims`; an option of such a question that names no outcome is
+  read as any other option (``As a list to the `sub_agents` parameter``), with the names the snippet and its file
+  define and import recorded (``details["snippet_names"]``): a lower-case name there is the snippet's, not the
+  library's;
 * ``none_of_the_above``: true iff no other option is true (derived, never tested);
 * ``unknown``: prose the heuristics cannot check; it stays unverifiable offline.
 
@@ -308,25 +310,31 @@ def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippe
         question: The question text.
         options: Letter -> option text.
         snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are then read as
-            what running it does (:func:`_snippet_claim`), never on their own.
+            what running it does (:func:`_snippet_claim`), or, naming no outcome, as any other option.
     """
-    if snippet is not None:
-        claims = [_snippet_claim(case_id, str(letter), str(text), snippet) for letter, text in options.items()]
-        return [dataclasses.replace(c, question=question) for c in claims]
     frame = analyse_question(question)
+    if snippet is not None:
+        claims = [_snippet_claim(case_id, str(letter), str(text), snippet, frame) for letter, text in options.items()]
+        return [dataclasses.replace(c, question=question) for c in claims]
     return [dataclasses.replace(_claim(case_id, str(letter), str(text), frame), question=question) for letter, text in options.items()]
 
 
-def _snippet_claim(case_id: str, letter: str, text: str, snippet: str) -> Claim:
-    """A ``snippet`` claim for an option of a question about code; None of the above stays derived, the rest ``unknown``."""
+def _snippet_claim(case_id: str, letter: str, text: str, snippet: str, frame: _Frame) -> Claim:
+    """A ``snippet`` claim for an option of a question about code; None of the above stays derived; an option that
+    names no outcome is read as any other (:func:`_claim`), with the snippet's names in ``details["snippet_names"]``."""
     from retrieval_pipeline.core.verifier import snippet_claims  # noqa: PLC0415 - a leaf module, kept beside its kind
 
     if _NONE_OF_THE_ABOVE.match(text.strip()):
         return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
     details = snippet_claims.snippet_details(text, snippet)
     if details is None:
-        return _make(case_id, letter, text, "unknown", "no outcome of the snippet is named", None,
-                     reason="an option of a snippet question that names no outcome (raises, runs, prints, a value)")  # fmt: skip
+        claim = _claim(case_id, letter, text, frame)
+        output = snippet_claims.output_details(text, frame.question, snippet) if claim.kind == "unknown" else None
+        if output is not None:
+            return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(output), None, **output)
+        if claim.kind in ("unknown", "none_of_the_above"):
+            return claim
+        return dataclasses.replace(claim, details={**claim.details, "snippet_names": snippet_claims.snippet_names(snippet)})
     return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(details), None, **details)
 
 

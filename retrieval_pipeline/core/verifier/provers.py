@@ -885,6 +885,10 @@ class OfflineProver:
                 continue
             if self.index is not None and self.index.import_name and name not in _STDLIB_HINTS:
                 resolved = self.index.resolve(name)
+                weak = self._weak_name(claim, name, resolved) if resolved is not None else None
+                if weak is not None:
+                    names[name] = ("unprobed", (name, weak))  # undecided: the name is not evidence here
+                    continue
                 if resolved is not None:
                     names[name] = resolved
                     continue
@@ -897,6 +901,29 @@ class OfflineProver:
                 elif claim.details.get("library_symbol") or name[:1].isupper():
                     names[name] = ("missing", reason)
         return names
+
+    def _weak_name(self, claim: Claim, name: str, resolved: tuple[str, str]) -> str | None:
+        """Why a lower-case name the index resolved is no evidence about the question's object; None when it is.
+
+        A lower-case name counts when the question names it (``runner`` for a question about ``Runner``), when the
+        question's snippet or its file imports it, or when it is the library's alias of a module and nothing else
+        (``types``). A snippet's own variable is the snippet's, not the library's; and a word that is both a module
+        somewhere in the library and an instance of a class (``agent``: ``google.adk.cli.built_in_agents.agent``
+        or an ``Agent``) is not evidence unless the question names it.
+        """
+        if not name[:1].islower() or self.index is None:
+            return None
+        snippet = claim.details.get("snippet_names") or {}
+        if name in (snippet.get("imported") or []):
+            return None
+        if name in (snippet.get("defined") or []):
+            return f"`{name}` is the snippet's own name, which this proof does not run"
+        if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", claim.question, re.I):
+            return None
+        if name in self.index.module_aliases and self._instance_class(name) is None:
+            return None
+        return (f"`{name}` is neither named in the question nor the snippet's: reading it as {resolved[1]} "
+                "(a word that happens to name something in the library) is no evidence")  # fmt: skip
 
     # ---- bodies
 

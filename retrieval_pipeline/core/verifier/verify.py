@@ -17,6 +17,13 @@ runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.sandbox.bubb
 does a question with a single proof; a crash or a timeout of one proof leaves only that option
 undecided. Questions run in parallel, up to the number of cores, each in its own sandbox.
 
+**A question about a snippet** runs its snippet once (with its file's module context) and decides every
+``snippet`` claim against that one observation
+(:func:`~retrieval_pipeline.core.verifier.snippet_observation.snippet_evidence`); its other options are proven as above.
+
+**A question about what a class or member is for** whose options are all prose is read against the library's
+documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`).
+
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
 result replaces the first one only when it settles more (true/false, or consistent where nothing was known);
@@ -42,7 +49,9 @@ from dataclasses import dataclass, field
 from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
+from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache
 
@@ -154,9 +163,17 @@ def prove_question(
     """Decompose, prove in the sandbox, decide (no cache): the arguments are those of :func:`verify_question`."""
     started = time.monotonic()
     claims = decompose(case_id, question, options, snippet=snippet)
-    proofs = [prover.prove(claim) for claim in claims]
-    executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
-    evidence: list[OptionEvidence] = [option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)]
+    index = getattr(prover, "index", None)
+    documented = None if snippet is not None else doc_evidence(question, claims, settings, index)
+    if documented is not None:
+        evidence: list[OptionEvidence] = documented
+    else:
+        observed = [i for i, c in enumerate(claims) if c.kind == "snippet"] if snippet is not None else []
+        proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
+        executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
+        proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
+        seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index) if observed else [])
+        evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch)
     verdict = decide(case_id, marked, evidence)
@@ -316,6 +333,13 @@ def run_verification(
 
 
 def case_snippet(case: Case) -> str | None:
-    """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None."""
+    """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None.
+
+    With the module context of its file (``Case.extra["code_snippet_context"]``) put before it
+    (:func:`~retrieval_pipeline.core.verifier.snippet_observation.compose`): the snippet runs in that context.
+    """
     snippet = case.extra.get("code_snippet")
-    return snippet if isinstance(snippet, str) else None
+    if not isinstance(snippet, str):
+        return None
+    context = case.extra.get("code_snippet_context")
+    return compose(snippet, context if isinstance(context, str) else None)

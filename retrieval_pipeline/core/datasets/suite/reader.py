@@ -17,9 +17,11 @@ with a reason naming the file, the case and the path; the file is never opened.
 A ``multiple_choice`` row may carry ``code_snippet_ref: {file, section}`` (the "diagnose setup errors" and
 "predict runtime behaviour" suites): ``file`` is relative to the files root, like the fix_error paths, and the
 section is the text between the mkdocs-snippets markers ``# --8<-- [start:NAME]`` and ``# --8<-- [end:NAME]``
-in that file (:func:`load_snippet`). The snippet, dedented, goes to ``Case.extra["code_snippet"]``; a malformed
-ref, a file that is missing or leaves the root, or a section that is missing, unterminated or repeated rejects
-the case with a reason naming the file and the section.
+in that file (:func:`load_snippet`; a section with no end marker runs to the next marker or the file's next
+test). The snippet, dedented, goes to ``Case.extra["code_snippet"]``, the file's imports and top-level definitions
+outside it to ``Case.extra["code_snippet_context"]`` (:func:`snippet_context`); a malformed ref, a file that is
+missing or leaves the root, or a section that is missing, empty or repeated rejects the case with a reason naming
+the file and the section.
 
 A case ``id`` becomes a query id in TREC run and qrels files and in the pipeline's tables, so it is
 checked at load (:func:`case_id_problem`), not when ``evaluation_exports`` writes it: a string or an
@@ -31,6 +33,7 @@ A row with a bad id is rejected naming the file and the row's index.
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from collections.abc import Mapping
@@ -49,6 +52,8 @@ FIX_FILE_ROLES: dict[str, str] = {"fixed_file": "fixed", "test_file": "test", "u
 #: The key a multiple-choice row names its code snippet under, and the ``Case.extra`` key the snippet goes to.
 SNIPPET_REF_KEY = "code_snippet_ref"
 SNIPPET_KEY = "code_snippet"
+#: The ``Case.extra`` key of the snippet file's module context (:func:`snippet_context`).
+SNIPPET_CONTEXT_KEY = "code_snippet_context"
 #: mkdocs-snippets section markers (``# --8<-- [start:NAME]``), any comment prefix and spacing.
 _SECTION_MARKER = re.compile(r"^\s*(?:#|//|<!--)?\s*-{2}8<-{2}\s*\[(?P<edge>start|end):(?P<name>[^\]]+)\]")
 
@@ -285,6 +290,10 @@ def _fill_multiple_choice(case: Case, raw: Mapping[str, Any], files_root: Path) 
     case.correct_answer = letter
     if raw.get(SNIPPET_REF_KEY) is not None:
         case.extra[SNIPPET_KEY] = _snippet_of(raw[SNIPPET_REF_KEY], files_root)
+        ref = raw[SNIPPET_REF_KEY]
+        context = snippet_context(_resolve_path(ref["file"].strip(), files_root, f"{SNIPPET_REF_KEY}.file"), ref["section"].strip())
+        if context:
+            case.extra[SNIPPET_CONTEXT_KEY] = context
 
 
 def _snippet_of(ref: Any, files_root: Path) -> str:
@@ -303,23 +312,22 @@ class SnippetError(ValueError):
     """A snippet that cannot be read: the file is missing or unreadable, or the section is not delimited once."""
 
 
-def load_snippet(path: str | Path, section: str) -> str:
-    """The text between ``# --8<-- [start:section]`` and ``# --8<-- [end:section]`` in ``path``, dedented.
+#: Where a section without an end marker stops, at the latest: a test of the file's own suite (it checks the answer).
+_SUITE_TEST = re.compile(r"^(?:async\s+)?def\s+test|^class\s+Test")
 
-    Markers of other sections inside it are dropped (mkdocs-snippets nests sections that way).
 
-    Raises:
-        SnippetError: The file is missing or unreadable, or the section has no start, no end, or starts twice.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise SnippetError(f"the file {path} does not exist")
-    try:
-        lines = read_text_bounded(path, "code snippet file", MAX_SNIPPET_BYTES).splitlines()
-    except PathRefused as refused:
-        raise SnippetError(refused.reason) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SnippetError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+def _open_end(lines: list[str], start: int) -> int:
+    """Where a section with no end marker ends: at the next section marker, the file's next top-level test
+    (``def test_*``, ``class Test*``), or the end of the file."""
+    for i in range(start + 1, len(lines)):
+        if _SECTION_MARKER.match(lines[i]) or _SUITE_TEST.match(lines[i]):
+            return i
+    return len(lines)
+
+
+def _section_bounds(lines: list[str], section: str, path: Path) -> tuple[int, int, bool]:
+    """``(start marker, end, terminated)``: the line indexes around the section (``end``: its end marker, or where
+    an unterminated section stops, :func:`_open_end`). Raises SnippetError: no start, or more than one."""
     edges = [
         (i, m.group("edge"))
         for i, m in ((i, _SECTION_MARKER.match(line)) for i, line in enumerate(lines))
@@ -331,13 +339,76 @@ def load_snippet(path: str | Path, section: str) -> str:
     if len(starts) > 1:
         raise SnippetError(f"section {section!r} starts {len(starts)} times in {path} (lines {', '.join(str(i + 1) for i in starts)})")
     ends = [i for i, edge in edges if edge == "end" and i > starts[0]]
-    if not ends:
-        raise SnippetError(f"section {section!r} in {path} has no '# --8<-- [end:{section}]' marker after line {starts[0] + 1}")
-    body = [line for line in lines[starts[0] + 1 : ends[0]] if not _SECTION_MARKER.match(line)]
+    return (starts[0], ends[0], True) if ends else (starts[0], _open_end(lines, starts[0]), False)
+
+
+def load_snippet(path: str | Path, section: str) -> str:
+    """The text between ``# --8<-- [start:section]`` and ``# --8<-- [end:section]`` in ``path``, dedented.
+
+    Markers of other sections inside it are dropped (mkdocs-snippets nests sections that way). A section with a
+    start marker and no end marker (some upstream files have them) runs to the next section marker, the file's
+    next top-level test (``def test_*``: the suite's check of the answer, not the code under test) or the end of
+    the file.
+
+    Raises:
+        SnippetError: The file is missing or unreadable, or the section has no start, starts twice, or is empty.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SnippetError(f"the file {path} does not exist")
+    try:
+        lines = read_text_bounded(path, "code snippet file", MAX_SNIPPET_BYTES).splitlines()
+    except PathRefused as refused:
+        raise SnippetError(refused.reason) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SnippetError(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+    start, end, _ = _section_bounds(lines, section, path)
+    body = [line for line in lines[start + 1 : end] if not _SECTION_MARKER.match(line)]
     text = textwrap.dedent("\n".join(body)).strip("\n")
     if not text.strip():
         raise SnippetError(f"section {section!r} in {path} is empty")
     return text + "\n"
+
+
+#: Top-level statements of a snippet file that make up the module context a section runs in.
+_CONTEXT_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.Try)
+
+
+def snippet_context(path: str | Path, section: str) -> str:
+    """The module context a section of ``path`` runs in: the file's imports and top-level definitions outside it.
+
+    A suite's section usually holds only the code under test (``def code_under_test(): ...``); the names it uses
+    are imported at the top of the file. The context is every top-level ``import``, ``def``, ``class``,
+    assignment and ``try`` block (an import with a fallback) of the file that lies outside the section, in file
+    order; calls, ``if`` blocks, other statements and the file's own tests (``def test_*``: they check the answer)
+    are left out. Empty when the file does not parse (with the
+    section's lines left out) or the section is not found.
+    """
+    try:
+        lines = read_text_bounded(path, "code snippet file", MAX_SNIPPET_BYTES).splitlines()
+        start, end, _ = _section_bounds(lines, section, Path(path))
+    except (OSError, UnicodeDecodeError, SnippetError, PathRefused):
+        return ""
+    kept = ["" if start <= i <= end else line for i, line in enumerate(lines)]
+    source = "\n".join(kept)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    out: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, _CONTEXT_NODES) or node.end_lineno is None or _is_suite_test(node):
+            continue
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        out.append("\n".join(kept[start - 1 : node.end_lineno]))
+    return "\n\n".join(out) + "\n" if out else ""
+
+
+def _is_suite_test(node: ast.stmt) -> bool:
+    """A test the file's own suite collects (``def test_*``, ``class Test*``): it checks the answer, it is no context."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name.startswith("test")
+    return isinstance(node, ast.ClassDef) and node.name.startswith("Test")
 
 
 def _fill_fix_error(case: Case, raw: Mapping[str, Any], files_root: Path) -> None:

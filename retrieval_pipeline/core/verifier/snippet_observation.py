@@ -1,0 +1,362 @@
+"""Run a question's snippet ONCE in the sandbox, as its suite means it, and decide each option on the host.
+
+A suite's section usually only defines the code under test (``def code_under_test(): ...``) and uses names
+imported at the top of its file. So the snippet runs with its module context (the file's imports and
+top-level definitions outside the section, :func:`~retrieval_pipeline.core.datasets.suite.reader.snippet_context`),
+and the function the section defines (``code_under_test``, else its only function) is called, and awaited
+when it returns a coroutine. The run (:mod:`.sandbox_files.observe_snippet`) records what happened: the
+exception (type, MRO, message, pydantic's line errors) or the returned value, what was printed, and the
+values of the expressions the options name. Each option's ``snippet`` claim is then decided against that
+one observation (:func:`decide_option`):
+
+* ``raises`` with a quoted message (``ValueError: Agent name cannot be `user`.``): the type must match (the
+  class or a base of it; a pydantic ``ValidationError`` counts as a ``ValueError``/``AssertionError`` only
+  when a validator raised one) and the message must match after normalising case, quotes, backticks,
+  ``[type=..., input_value=...]`` details, a parenthesised comment and a trailing ellipsis (word for word, or
+  every key term). A message that does not match makes the option false only when another option quotes the
+  raised message word for word (the question quotes messages, and this one quotes another); otherwise it is
+  ``consistent`` (the type matches; a paraphrase is no disproof);
+* ``raises`` with a description (``A ValidationError indicating the name is reserved``): the type must
+  match; true when every key term of the description is in the message, else ``consistent``;
+* ``raises`` with something more (``RuntimeError on initialization``): false when the type does not match,
+  else ``consistent``; a bare type (``TypeError.``) is decided by the type alone;
+* ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
+  will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
+* ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
+* ``output`` (a plain text option of a question about what the code returns, prints or which message or
+  substring comes out): true when the text is part of what the called function returned (a string) or printed,
+  word for word or every key term, and false when it is not; when the snippet raised, true when the text is in
+  the exception's message, else undecided (the question may mean the message).
+
+``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
+verdict can only reach Valid by elimination (every other option false).
+
+An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed or ran
+out of time, it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
+raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
+a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
+``sys.maxsize`` and the snippet passes ``-1``).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_in_sandbox, safe_text
+from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.sandbox_files import source
+from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
+
+#: Put between a snippet file's module context and the section in the one string a question carries as its
+#: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
+SECTION_SEPARATOR = "# ---- retrieval_pipeline: the section under test starts below ----\n"
+RUNNER_FILE = "observe_snippet.py"
+REQUEST_FILE = "snippet_request.json"
+OBSERVATION_FILE = "snippet.observation.json"
+#: A run stopped by the wall clock is run once more with this many times the limit (a busy machine).
+TIMEOUT_RETRY_FACTOR = 3.0
+#: Words that carry no meaning of their own in a message.
+_STOP = frozenset(
+    "the and for with that this these those are was were has have had been being its into from then than "
+    "when will would should shows show".split()
+)
+#: What a run raises because of the sandbox (no network, no credentials, read-only files), not the library.
+_SANDBOX_ERRORS = frozenset({"OSError", "ConnectionError", "TimeoutError", "PermissionError"})
+_SANDBOX_TYPE = re.compile(r"Credential|Auth|Connect|Network|Timeout|HTTP|Http|Transport|APIError|ServerError|ClientError")
+_SANDBOX_MESSAGE = re.compile(r"api[_ ]?key|credential|GOOGLE_CLOUD_PROJECT|network|connection refused|name resolution", re.I)
+#: pydantic line-error type -> the exception a validator raised to cause it.
+_WRAPPED = {"value_error": "ValueError", "assertion_error": "AssertionError"}
+
+
+def compose(section: str, context: str | None) -> str:
+    """The one snippet string of a question: the module context, the separator, the section."""
+    return f"{context.rstrip()}\n\n{SECTION_SEPARATOR}{section}" if context and context.strip() else section
+
+
+def split(snippet: str) -> tuple[str, str]:
+    """``(context, section)`` of a snippet made by :func:`compose` (no context: ``""``)."""
+    context, found, section = snippet.partition(SECTION_SEPARATOR)
+    return (context, section) if found else ("", snippet)
+
+
+def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
+    """Classes the question names and the context imports ``from`` a module: name -> where the library defines
+    it (the observer binds them there when the context's import fails: the class moved since the suite was written)."""
+    if index is None or not context:
+        return {}
+    try:
+        tree = ast.parse(context)
+    except SyntaxError:
+        return {}
+    found: dict[str, str] = {}
+    for node in tree.body:
+        for alias in node.names if isinstance(node, ast.ImportFrom) else []:
+            name = alias.name
+            if name[:1].isupper() and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", question):
+                resolved = index.resolve(name)
+                if resolved is not None and resolved[0] == "path":
+                    found[name] = resolved[1]
+    return found
+
+
+def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None) -> tuple[dict[str, Any] | None, Execution]:
+    """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution.
+
+    ``index`` (a :class:`~retrieval_pipeline.core.verifier.provers.LibraryIndex`) says where a class the question
+    names is defined now, should the context's import of it fail (:func:`moved_names`).
+    """
+    context, section = split(snippet)
+    expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"})
+    rebind = moved_names(claims[0].question if claims else "", context, index)
+    request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions, "rebind": rebind}
+    files = {RUNNER_FILE: source(RUNNER_FILE), REQUEST_FILE: json.dumps(request)}
+    argv = [str(settings.python), RUNNER_FILE]
+    execution = run_in_sandbox(files, argv, settings, collect_suffix=".observation.json", max_artifact_bytes=2**20)
+    if execution.outcome == "timeout" and execution.limit == "wall_clock":
+        slower = dataclasses.replace(settings, timeout_s=settings.timeout_s * TIMEOUT_RETRY_FACTOR)
+        execution = run_in_sandbox(files, argv, slower, collect_suffix=".observation.json", max_artifact_bytes=2**20)
+    try:
+        observation = json.loads(execution.artifacts.get(OBSERVATION_FILE, "null"))
+    except ValueError:
+        observation = None
+    return (observation if isinstance(observation, dict) else None), execution
+
+
+def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None = None) -> str | None:
+    """Why the observation decides nothing, or None when it can be trusted."""
+    if observation is None:
+        why = f"the snippet's run wrote no observation (outcome {getattr(execution, 'outcome', None)!r}"
+        return why + (f", limit hit: {execution.limit})" if execution is not None and execution.limit else ")")
+    if observation.get("stage") == "compile":
+        return f"the snippet does not compile: {observation.get('compile_error')}"
+    if observation.get("only_defines") and not observation.get("called") and not observation.get("raised"):
+        return "the section only defines things and names no single function to call (code_under_test), so nothing it does was run"
+    raised = observation.get("raised") or {}
+    if raised and (set(raised.get("mro") or []) & _SANDBOX_ERRORS or _SANDBOX_TYPE.search(str(raised.get("type")))
+                   or _SANDBOX_MESSAGE.search(str(raised.get("message")))):  # fmt: skip
+        return (f"the snippet raised {raised.get('type')} ({str(raised.get('message'))[:160]}): the sandbox has no network, "
+                "credentials or writable files, so this says nothing about the library")  # fmt: skip
+    failed = {name for f in observation.get("context_failures") or [] for name in f.get("names", [])}
+    if raised.get("type") == "NameError" and raised.get("name") in failed:
+        errors = "; ".join(f["error"] for f in observation["context_failures"] if raised["name"] in f.get("names", []))
+        return f"the snippet's module context does not run here ({errors}), so {raised['name']!r} is undefined"
+    return None
+
+
+def what_happened(observation: Mapping[str, Any]) -> str:
+    """One line: what the run did."""
+    raised = observation.get("raised")
+    if raised:
+        message = " ".join(str(raised["message"]).split())
+        return f"raises {raised['type']}: {message if len(message) <= 240 else message[:237] + '...'}"
+    returned = observation.get("returned")
+    called = f"{observation['called']}() " if observation.get("called") else ""
+    return f"{called}runs without an exception" + (f" and returns {returned['repr']}" if returned else "")
+
+
+def type_matches(name: str, raised: Mapping[str, Any]) -> bool:
+    """Whether the exception named in an option is what was raised (its class or a base of it; see the module docstring)."""
+    short = name.rsplit(".", 1)[-1]
+    if short == raised.get("type"):
+        return True
+    names = set(raised.get("mro") or [])
+    errors = raised.get("errors") or []
+    if "ValidationError" in names and errors:
+        names.discard("ValueError")
+        names |= {_WRAPPED[e["type"]] for e in errors if e.get("type") in _WRAPPED}
+    return short in names
+
+
+def _normal(text: str) -> str:
+    text = re.sub(r"\[[^\]]*(?:\]|$)", " ", str(text))  # pydantic's [type=..., input_value=...] details, cut or whole
+    text = re.sub(r"[`'\"\u2018\u2019\u201c\u201d]", "", text.lower())
+    text = re.sub(r"(?:\.\.\.|\u2026)", " ", text)
+    return re.sub(r"\s+", " ", text).strip(" .:;,!")
+
+
+def _terms(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9_]+", _normal(text)) if len(w) >= 3 and w not in _STOP]
+
+
+def _messages(raised: Mapping[str, Any]) -> list[str]:
+    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut)."""
+    texts = [str(raised.get("message", ""))]
+    for error in raised.get("errors") or []:
+        msg = re.sub(r"^(?:value error|assertion failed),\s*", "", str(error.get("msg", "")), flags=re.I)
+        texts += [msg, " ".join([*error.get("loc", []), msg])]
+    return texts
+
+
+def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
+    """``("quoted" | "match" | "differs" | "partial", coverage)``: how the option's message compares with what was
+    raised (``quoted``: it is part of a raised message, word for word after normalising; ``match``: every key term
+    is in one; ``differs``: fewer than half are)."""
+    quoted = re.sub(r"\([^)]*\)", " ", option)  # "(shows the provided name)": a comment on the message
+    wanted = _normal(quoted)
+    texts = [_normal(t) for t in _messages(raised)]
+    if wanted and any(wanted in t for t in texts):
+        return "quoted", 1.0
+    terms = _terms(quoted)
+    have = set(_terms(" ".join(texts)))
+    coverage = sum(t in have for t in terms) / len(terms) if terms else 0.0
+    if terms and coverage == 1.0:
+        return "match", coverage
+    return ("differs" if coverage < 0.5 else "partial"), coverage
+
+
+#: A claim's state against the observation, and why.
+Decision = tuple[OptionState, str]
+
+
+def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) -> Decision:
+    """The state of one claim against a trusted observation, and why (see the module docstring).
+
+    ``consistent``: what the observation can check holds (nothing was raised; the type matches) and the rest of the
+    option is not checked. A quoted message that differs comes back ``undecided`` with a note starting
+    ``"message differs"`` (or ``"message partly"``): :func:`decide_options` settles it against the other options.
+    """
+    raised, happened = observation.get("raised"), what_happened(observation)
+    outcome = details["outcome"]
+    rest = details.get("rest")
+    if outcome == "runs":
+        if raised:
+            return "false", f"the snippet {happened}"
+        if rest:
+            return "consistent", f"the snippet {happened}; the rest of the option ({rest!r}) is a claim of its own, not checked"
+        return "true", f"the snippet {happened}"
+    if outcome == "raises":
+        if not raised:
+            return "false", f"the snippet {happened}"
+        if not type_matches(str(details["exception"]), raised):
+            if rest and re.search(r"(?:Error|Exception|Warning)\b", rest):  # "KeyError or ValueError": another one offered
+                return "undecided", f"undecided: the snippet {happened}; the option offers another exception too ({rest!r})"
+            return "false", f"the snippet {happened}; not {details['exception']}"
+        if details.get("message"):
+            found, coverage = message_match(str(details["message"]), raised)
+            if found in ("quoted", "match"):
+                return "true", f"the snippet {happened}"
+            if found == "differs":
+                return "undecided", f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
+            return "undecided", f"message partly: the type matches, {coverage:.0%} of the message's key terms: the snippet {happened}"
+        if details.get("describes"):
+            terms = _terms(str(details["describes"]))
+            have = set(_terms(" ".join(_messages(raised))))
+            if terms and all(t in have for t in terms):
+                return "true", f"the snippet {happened}"
+            missing = [t for t in terms if t not in have]
+            return "consistent", f"the type matches; the message does not name {missing}: the snippet {happened}"
+        if rest:
+            return "consistent", f"the type matches; the rest of the option ({rest!r}) is not checked: the snippet {happened}"
+        return "true", f"the snippet {happened}"
+    if raised and outcome == "output":  # the message may be the text the question asks about
+        found, coverage = message_match(str(details["output_text"]), raised)
+        if found in ("quoted", "match"):
+            return "true", f"the snippet {happened}"
+        return "undecided", f"undecided: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
+    if raised:
+        return "false", f"the snippet {happened} before that state is reached"
+    if outcome == "output":
+        returned = observation.get("returned") or {}
+        texts = [str(observation.get("stdout") or "")]
+        if returned.get("type") == "str" and returned.get("literal"):
+            texts.append(str(ast.literal_eval(returned["repr"])))
+        if not any(t.strip() for t in texts):
+            return "undecided", f"the snippet {happened}, with no text to compare"
+        found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
+        shown = " | ".join(t.strip() for t in texts if t.strip())
+        if found in ("quoted", "match"):
+            return "true", f"the snippet's output holds it: {shown!r}"
+        return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
+    if outcome == "prints":
+        printed = str(observation.get("stdout", "")).strip()
+        return ("true" if printed == str(details["printed"]).strip() else "false"), f"the snippet prints {printed!r}"
+    value = (observation.get("expressions") or {}).get(str(details["expr"])) or {}
+    if "error" in value:
+        return "false", f"{details['expr']} raises {value['error']} after the snippet"
+    if not value.get("literal"):
+        return "undecided", f"{details['expr']} is {value.get('repr')!r} after the snippet, not a literal to compare"
+    actual, expected = ast.literal_eval(value["repr"]), ast.literal_eval(str(details["expected"]))
+    same = type(actual) is type(expected) and actual == expected
+    return ("true" if same else "false"), f"{details['expr']} is {value['repr']} after the snippet"
+
+
+def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:
+    """Each claim decided (:func:`decide_option`). A quoted message that differs from what was raised (or only
+    partly matches it) is false when another option quotes the raised message word for word: the question quotes
+    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own."""
+    decided = [decide_option(c.details, observation) for c in claims]
+    raised = observation.get("raised") or {}
+    quoting = [
+        i for i, c in enumerate(claims)
+        if decided[i][0] == "true" and c.details.get("message") and message_match(str(c.details["message"]), raised)[0] == "quoted"
+    ]  # fmt: skip
+    out: list[Decision] = []
+    for i, (state, note) in enumerate(decided):
+        if state == "undecided" and note.startswith(("message differs", "message partly")):
+            others = [claims[j].letter for j in quoting if j != i]
+            if others:
+                out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
+            else:
+                out.append(("consistent", f"the exception's type matches; {note}"))
+        else:
+            out.append((state, note))
+    return out
+
+
+def question_mismatch(question: str, snippet: str) -> str | None:
+    """Why the snippet is not the code the question describes, or None.
+
+    The question names code in backticks; a span that is an expression or a value (``sys.maxsize``,
+    ``summarizer='x'``, ``max_llm_calls=0``) must appear in the snippet or its module context (spaces and quote
+    style aside). A bare name (``ttl_seconds``, ``SequentialAgent``) need not: questions name parameters and
+    classes to say they are left out or misused.
+    """
+
+    def squeeze(text: str) -> str:
+        return re.sub(r"\s+", "", text).replace("'", '"')
+
+    code = squeeze(snippet)
+    for match in re.finditer(r"`([^`\n]+)`", question):
+        span = match.group(1).strip()
+        if not span or squeeze(span) in code:
+            continue
+        if re.fullmatch(r"[A-Za-z_]\w*", span):
+            continue  # a name (a parameter, a class) is often named to say it is left out or misused
+        return f"the question names `{span}`, which the snippet does not contain: the snippet is not the code it describes"
+    return None
+
+
+def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None) -> list[OptionEvidence]:
+    """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order."""
+    observation, execution = observe(snippet, claims, settings, index)
+    why = untrusted(observation, execution) or (question_mismatch(claims[0].question, snippet) if claims else None)
+    decided: list[Decision] = (
+        [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
+    )
+    record = {} if observation is None else {
+        "observed": what_happened(observation),
+        "called": observation.get("called"),
+        "stdout": observation.get("stdout"),
+        "context_failures": observation.get("context_failures"),
+        "rebound": {k: v for f in observation.get("context_failures") or [] for k, v in (f.get("rebound") or {}).items()},
+        "errors": (observation.get("raised") or {}).get("errors"),
+    }  # fmt: skip
+    evidence = []
+    for claim, (state, note) in zip(claims, decided):
+        ok = {"true": True, "false": False}.get(state)
+        evidence.append(
+            OptionEvidence(
+                letter=claim.letter, claim=claim, proof_status="proof", option_true=ok, state=state,
+                note=safe_text(note if state != "undecided" or note.startswith("undecided") else f"undecided: {note}", EVIDENCE_CHARS),
+                stdout=safe_text(execution.stdout, OUTPUT_TAIL_CHARS, keep="tail"),
+                stderr=safe_text(execution.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
+                exit_code=execution.exit_code, outcome=execution.outcome, limit=execution.limit, duration_s=execution.duration_s,
+                record=safe_record(record), prover="offline",
+            )
+        )  # fmt: skip
+    return evidence
