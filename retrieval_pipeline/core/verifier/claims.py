@@ -46,10 +46,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
-import functools
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -302,91 +299,8 @@ def _literal_source(text: str, value: Any) -> str:
 # Options
 
 
-def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippet: str | None = None) -> list[Claim]:
-    """One claim per option, from the question and option texts only (see the module docstring).
-
-    Args:
-        case_id: The case's id.
-        question: The question text.
-        options: Letter -> option text.
-        snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are then read as
-            what running it does (:func:`_snippet_claim`), or, naming no outcome, as any other option.
-    """
-    frame = analyse_question(question)
-    if snippet is not None:
-        claims = [_snippet_claim(case_id, str(letter), str(text), snippet, frame) for letter, text in options.items()]
-        return [dataclasses.replace(c, question=question) for c in claims]
-    return [dataclasses.replace(_claim(case_id, str(letter), str(text), frame), question=question) for letter, text in options.items()]
-
-
-def _snippet_claim(case_id: str, letter: str, text: str, snippet: str, frame: _Frame) -> Claim:
-    """A ``snippet`` claim for an option of a question about code; None of the above stays derived; an option that
-    names no outcome is read as any other (:func:`_claim`), with the snippet's names in ``details["snippet_names"]``."""
-    from retrieval_pipeline.core.verifier import snippet_claims  # noqa: PLC0415 - a leaf module, kept beside its kind
-
-    if _NONE_OF_THE_ABOVE.match(text.strip()):
-        return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
-    details = snippet_claims.snippet_details(text, snippet)
-    if details is None:
-        claim = _claim(case_id, letter, text, frame)
-        output = snippet_claims.output_details(text, frame.question, snippet) if claim.kind == "unknown" else None
-        if output is not None:
-            return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(output), None, **output)
-        if claim.kind in ("unknown", "none_of_the_above"):
-            return claim
-        return dataclasses.replace(claim, details={**claim.details, "snippet_names": snippet_claims.snippet_names(snippet)})
-    return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(details), None, **details)
-
-
 def _make(case_id: str, letter: str, text: str, kind: str, hypothesis: str, subject: str | None, **details: Any):
     return Claim(case_id, letter, text, kind, hypothesis, subject, details)  # type: ignore[arg-type]
-
-
-Builder = Callable[[str, str, str, str, _Frame], "Claim | None"]
-
-
-@functools.cache
-def builders() -> tuple[Builder, ...]:
-    """The claim builders, most specific first: the first that recognises an option makes its claim.
-
-    These kinds live in :mod:`~retrieval_pipeline.core.verifier.claim_kinds` and, for statements about
-    a pair of fields, :mod:`~retrieval_pipeline.core.verifier.field_claims` (imported here, on first use, because
-    they build on this module).
-    """
-    from retrieval_pipeline.core.verifier import claim_kinds as more  # noqa: PLC0415 - it imports this module
-    from retrieval_pipeline.core.verifier import field_claims  # noqa: PLC0415 - it imports this module
-
-    return (
-        _import_claim,
-        _signature_claim,
-        more.stated_behaviour_claim,
-        _value_claim,
-        more.returns_type_claim,
-        more.default_claim,
-        more.required_claim,
-        more.enum_member_claim,
-        more.subclass_claim,
-        _param_claim,
-        more.cli_flag_claim,
-        more.abstract_class_claim,
-        more.storage_claim,
-        _name_claim,
-        more.call_sketch_claim,
-        _call_claim,
-        field_claims.field_pair_claim,
-        more.prose_claim,
-    )
-
-
-def _claim(case_id: str, letter: str, text: str, frame: _Frame) -> Claim:
-    option = text.strip()
-    if _NONE_OF_THE_ABOVE.match(option):
-        return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
-    for builder in builders():
-        claim = builder(case_id, letter, text, option, frame)
-        if claim is not None:
-            return claim
-    return _make(case_id, letter, text, "unknown", "not checkable offline", None, reason="no heuristic applies")
 
 
 def _import_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
@@ -495,43 +409,6 @@ def _param_claim(case_id: str, letter: str, text: str, option: str, frame: _Fram
         param=name, value=value, expect_accepted=accepted, decides=decides,
         free_names=[head], bindings=frame.bindings,
     )  # fmt: skip
-
-
-def _name_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    from retrieval_pipeline.core.verifier.claim_kinds import clean_name_option, role_bases  # noqa: PLC0415
-
-    named, alternative = clean_name_option(option)
-    match = _NAME_PATH_OPTION.match(named.rstrip("."))
-    if not match:
-        return None
-    path = match.group(1)
-    called = bool(match.group(2))
-    role = role_bases(frame.question) if not called and _CAMEL.match(path.split(".")[-1]) else []
-    extra: dict[str, Any] = {"role_bases": role} if role else {}
-    if alternative:
-        extra["disjunctive"] = True
-    role_note = f" (and derives from {' or '.join(role)} where the library defines it)" if role else ""
-    if "." in path:
-        head = path.split(".")[0]
-        return _make(
-            case_id, letter, text, "exists", f"`{path}` exists{role_note}", path,
-            path=path, called=called, decides="necessary", free_names=[head], bindings=frame.bindings, **extra,
-        )  # fmt: skip
-    subject = frame.subject
-    if subject and (frame.name_question or called) and not _CAMEL.match(path):
-        full = f"{subject}.{path}"
-        return _make(
-            case_id, letter, text, "exists", f"`{full}` exists", full,
-            path=full, called=called, decides="necessary", free_names=[subject.split(".")[0]],
-            bindings=frame.bindings,
-        )  # fmt: skip
-    if _CAMEL.match(path) and (frame.name_question or len(frame.spans) == 0 or called):
-        return _make(
-            case_id, letter, text, "exists", f"`{path}` is defined by the library under test{role_note}", path,
-            path=path, called=called, decides="necessary", library_symbol=True, free_names=[path],
-            bindings=frame.bindings, **extra,
-        )  # fmt: skip
-    return None
 
 
 def _call_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:

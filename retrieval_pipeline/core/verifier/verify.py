@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.types import Case
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
 from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence

@@ -19,7 +19,7 @@ import pytest
 from retrieval_pipeline.core.sandbox import bubblewrap as sandbox_module
 from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_pytest, run_pytest_batch
 from retrieval_pipeline.core.verifier import verify as verify_module
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import EVIDENCE_FILE, OfflineProver, Proof, parse_evidence
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 from retrieval_pipeline.core.verifier.verify import verify_question

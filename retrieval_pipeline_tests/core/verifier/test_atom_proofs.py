@@ -17,7 +17,8 @@ import pydantic
 import pytest
 
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings, run_pytest, run_pytest_batch
-from retrieval_pipeline.core.verifier.claims import Claim, decompose
+from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.verifier.claim_kinds import clean_name_option, prose_atoms, question_command, role_bases, type_name
-from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, CLAIM_KINDS, analyse_question, decompose
+from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, CLAIM_KINDS, analyse_question
+from retrieval_pipeline.core.verifier.decompose import decompose
 
 
 def one(question: str, option: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 
 OPTIONS_E = {"E": "None of the above"}
 

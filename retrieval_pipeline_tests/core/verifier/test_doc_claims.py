@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import applies, coverage, decide, purpose_target
 from retrieval_pipeline.core.verifier.provers import OfflineProver, probe_environment
 from retrieval_pipeline.core.verifier.verify import verify_question

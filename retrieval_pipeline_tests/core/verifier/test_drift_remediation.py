@@ -17,7 +17,7 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import remediation
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import compare_environments, compare_setting, propose_fixes
 from retrieval_pipeline.core.verifier.remediation import Environment, proposals_as_suite, propose_fix, remediate, stale_distractors

@@ -18,7 +18,7 @@ import pydantic
 import pytest
 
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings, run_pytest_batch
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.field_claims import presence_sets, question_pair
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verdict import option_evidence

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, LibrarySettingError, OfflineProver, ProbeCoverage, probe_environment
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verify import run_verification, verify_question

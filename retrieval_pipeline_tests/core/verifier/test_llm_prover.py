@@ -25,7 +25,7 @@ from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
 from retrieval_pipeline.core.types import Case
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, screen_check, wrap_check
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, check_questions

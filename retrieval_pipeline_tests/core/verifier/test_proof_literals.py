@@ -9,7 +9,7 @@ import ast
 
 import pytest
 
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, ProbeCoverage, _docstring, _literal, _safe
 from retrieval_pipeline.core.verifier.verify import verify_question
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 

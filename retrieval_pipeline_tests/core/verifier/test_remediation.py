@@ -6,7 +6,7 @@ import pytest
 
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import remediation
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.remediation import propose_fix, write_proposals
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict

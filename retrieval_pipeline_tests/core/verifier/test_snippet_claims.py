@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.remediation import _variants
 from retrieval_pipeline.core.verifier.verify import verify_question

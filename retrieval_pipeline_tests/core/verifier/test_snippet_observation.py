@@ -11,7 +11,7 @@ import pytest
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, snippet_context
 from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, probe_environment
 from retrieval_pipeline.core.verifier.snippet_claims import snippet_details, snippet_names
 from retrieval_pipeline.core.verifier.snippet_observation import (

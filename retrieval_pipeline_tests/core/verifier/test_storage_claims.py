@@ -12,7 +12,7 @@ import pytest
 
 from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE
 from retrieval_pipeline.core.verifier.claim_kinds import STORAGE_TECHNOLOGIES
-from retrieval_pipeline.core.verifier.claims import decompose
+from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import _PRELUDE
 
 QUESTION = "When using `shelve.Shelf`, how is the data persisted?"
