@@ -103,8 +103,9 @@ def base_source(model: ModelSource | FinetunedSource) -> ModelSource:
     return model.finetuned.base if isinstance(model, FinetunedSource) else model
 
 
-def cache_key(base_folder: Path, corpus_sha256: str, settings: FinetuneSettings, device: str) -> str:
-    """24 hex of SHA-256 over the base weights and configuration, the corpus, the settings, the device and the recipe."""
+def cache_key(base_folder: Path, corpus_sha256: str, settings: FinetuneSettings, device: str, exclude: Sequence[str] = ()) -> str:
+    """24 hex of SHA-256 over the base weights and configuration, the corpus, the settings, the device, the
+    recipe and (when given) the excluded texts."""
     fingerprint = model_fingerprint(base_folder)
     payload = {
         "recipe": RECIPE_VERSION,
@@ -115,6 +116,8 @@ def cache_key(base_folder: Path, corpus_sha256: str, settings: FinetuneSettings,
         "settings": settings.model_dump(mode="json", exclude={"base", "device"}),
         "device": device,
     }
+    if exclude:
+        payload["exclude"] = hashlib.sha256("\0".join(sorted(exclude)).encode("utf-8")).hexdigest()
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:24]
 
 
@@ -125,12 +128,16 @@ def ensure_finetuned(
     cache_dir: Path,
     trainer: Trainer | None = None,
     log: Callable[[str], None] | None = None,
+    exclude: Sequence[str] = (),
 ) -> Path:
     """The fine-tuned model folder for this base, corpus and settings: from the cache, else trained now.
 
     The model is trained into a temporary folder beside its final place and renamed into place when
     complete, so a killed training leaves nothing that looks finished; when two processes train the
     same key, the first rename wins and the other's copy is removed.
+
+    ``exclude``: texts no training anchor may copy (see :func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`);
+    part of the key when given.
 
     Returns:
         ``<cache_dir>/finetuned/<key>``, holding the model and :data:`MANIFEST`.
@@ -140,11 +147,11 @@ def ensure_finetuned(
     """
     device = resolve_device(settings.device)
     corpus_sha = corpus_fingerprint(documents)
-    key = cache_key(Path(base_folder), corpus_sha, settings, device)
+    key = cache_key(Path(base_folder), corpus_sha, settings, device, exclude)
     target = Path(cache_dir) / CACHE_SUBDIR / key
     if (target / MANIFEST).is_file():
         return target
-    pairs = mine_pairs(documents, settings.mining)
+    pairs = mine_pairs(documents, settings.mining, exclude)
     if len(pairs) < 2:
         raise ValueError(f"the corpus yields {len(pairs)} training pair(s): fine-tuning needs at least 2")
     texts = {d.doc_id: d.text for d in documents}
@@ -163,6 +170,7 @@ def ensure_finetuned(
             "corpus_sha256": corpus_sha,
             "n_documents": len(documents),
             "n_pairs": len(pairs),
+            "n_excluded_texts": len(exclude),
             "pairs_by_rule": _count(p.rule for p in pairs),
             "settings": settings.model_dump(mode="json"),
             "device": device,

@@ -136,12 +136,15 @@ def _candidates(documents: Sequence[Document], settings: MiningSettings) -> Iter
                 yield MinedPair(lead, doc.doc_id, "lead"), doc.doc_id
 
 
-def mine_pairs(documents: Sequence[Document], settings: MiningSettings | None = None) -> list[MinedPair]:
+def mine_pairs(documents: Sequence[Document], settings: MiningSettings | None = None, exclude: Sequence[str] = ()) -> list[MinedPair]:
     """The corpus's own training pairs, in corpus order (see the module docstring).
 
     Args:
         documents: The corpus, and nothing else (no queries).
         settings: The rules and bounds; default :class:`MiningSettings`.
+        exclude: Texts no anchor may copy (decontamination): an anchor that is a :func:`near_copy` of one,
+            or contains one of at least 4 words, is dropped. For a corpus that holds its own queries'
+            text (one Natural Questions question is its passage's first sentence); empty by default.
 
     Returns:
         One pair per distinct (anchor, document); anchors tied to two documents are dropped, and so are
@@ -159,9 +162,22 @@ def mine_pairs(documents: Sequence[Document], settings: MiningSettings | None = 
         if len(sources[key[0]]) == 1 and key not in seen:
             seen.add(key)
             pairs.append(pair)
+    if exclude:
+        pairs = [p for p in pairs if not copies_any(p.anchor, exclude)]
     if settings.hard_negatives:
         pairs = bm25_negatives(pairs, documents)
     return pairs
+
+
+def normalised(text: str) -> str:
+    """Lower-cased words joined by one space (punctuation dropped)."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def copies_any(anchor: str, texts: Sequence[str]) -> bool:
+    """Whether ``anchor`` is a near copy of one of ``texts`` (:func:`near_copy`) or contains one of >= 4 words."""
+    plain = normalised(anchor)
+    return any(near_copy(anchor, t) or (len(normalised(t).split()) >= 4 and normalised(t) in plain) for t in texts)
 
 
 def _key(text: str) -> str:
@@ -244,10 +260,11 @@ def tokens(text: str) -> set[str]:
 
 
 def near_copy(a: str, b: str, threshold: float = 0.8) -> bool:
-    """Whether two texts are the same after normalisation, or share ``threshold`` of the shorter one's words."""
-    if _key(a) == _key(b):
+    """Whether two texts are the same after :func:`normalised`, or their word sets' Jaccard overlap is at
+    least ``threshold``."""
+    if normalised(a) == normalised(b):
         return True
     ta, tb = tokens(a), tokens(b)
     if not ta or not tb:
         return False
-    return len(ta & tb) / min(len(ta), len(tb)) >= threshold and min(len(ta), len(tb)) >= 3
+    return len(ta & tb) / len(ta | tb) >= threshold
