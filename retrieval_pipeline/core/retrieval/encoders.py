@@ -843,6 +843,8 @@ def dense_encoder(
     if backend not in ENCODER_BACKENDS:
         raise ValueError(f"unknown encoder backend {backend!r}; choose one of {sorted(ENCODER_BACKENDS)}")
     if backend != "torch":
+        if device == "cuda":
+            raise ValueError(f"backend {backend!r} runs on CPU only: use backend torch for device cuda (auto runs it on CPU)")
         return ENCODER_BACKENDS[backend].from_source(source, batch_size=batch_size, max_seq_length=max_seq_length)
     resolved = resolve_device(device)
     return ENCODER_BACKENDS[backend].from_source(

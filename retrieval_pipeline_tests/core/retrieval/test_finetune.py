@@ -266,6 +266,8 @@ def test_device_settings_resolve_and_name_the_vectors(base_dir: Path, monkeypatc
     dense_encoder.cache_clear()
     auto = dense_encoder(base_source(ft_spec(base_dir).model), 32, None, "torch", "auto", "fp16")
     assert auto.device == "cpu" and auto.precision == "fp32" and auto.model_id == cpu.model_id
+    with pytest.raises(ValueError, match="CPU only"):
+        dense_encoder(base_source(ft_spec(base_dir).model), 32, None, "onnx_int8", "cuda", "fp32")
 
 
 def test_dense_entry_device_settings_are_part_of_its_identity_only_when_set(base_dir: Path) -> None:
