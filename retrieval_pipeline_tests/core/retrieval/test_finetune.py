@@ -9,6 +9,8 @@ four pairs (about 10-20 s on 2 cores, most of it importing torch).
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -252,8 +254,8 @@ def test_device_settings_resolve_and_name_the_vectors(base_dir: Path, monkeypatc
     assert resolve_device("cpu") == "cpu" and resolve_precision("fp16", "cpu") == "fp32"
     with pytest.raises(ValueError):
         resolve_device("tpu")
-    torch = pytest.importorskip("torch")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    # a stand-in torch without a GPU (importing the real one costs seconds)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False)))
     assert resolve_device("auto") == "cpu"
     with pytest.raises(ValueError, match="no GPU"):
         resolve_device("cuda")
