@@ -20,7 +20,7 @@ means being in a good market with a product that can satisfy that market" is the
 own passage, so the ``lead`` rule mines it. :func:`test_nq_holds_one_question_verbatim_and_exclude_drops_it`
 pins that, and the checks run on NQ with ``exclude=`` its questions (decontamination), which is how a
 fine-tune on NQ must be mined; the ADK and insurance checks run with no exclusion. The registry's
-``dense_minilm_ft`` is evaluated on the ADK dataset only. Mining only, no model: about a minute for the
+``dense_minilm_ft`` is meant for the ADK dataset (opt-in there). Mining only, no model: about a minute for the
 three sets on 2 busy cores (loading the corpora).
 """
 
