@@ -163,7 +163,8 @@ def mine_pairs(documents: Sequence[Document], settings: MiningSettings | None = 
             seen.add(key)
             pairs.append(pair)
     if exclude:
-        pairs = [p for p in pairs if not copies_any(p.anchor, exclude)]
+        prepared = _prepared(exclude)
+        pairs = [p for p in pairs if not _copies(p.anchor, prepared)]
     if settings.hard_negatives:
         pairs = bm25_negatives(pairs, documents)
     return pairs
@@ -176,8 +177,22 @@ def normalised(text: str) -> str:
 
 def copies_any(anchor: str, texts: Sequence[str]) -> bool:
     """Whether ``anchor`` is a near copy of one of ``texts`` (:func:`near_copy`) or contains one of >= 4 words."""
-    plain = normalised(anchor)
-    return any(near_copy(anchor, t) or (len(normalised(t).split()) >= 4 and normalised(t) in plain) for t in texts)
+    return _copies(anchor, _prepared(texts))
+
+
+def _prepared(texts: Sequence[str]) -> list[tuple[str, frozenset[str]]]:
+    return [(normalised(t), frozenset(tokens(t))) for t in texts]
+
+
+def _copies(anchor: str, prepared: Sequence[tuple[str, frozenset[str]]]) -> bool:
+    """:func:`copies_any` against texts normalised once."""
+    plain, words = normalised(anchor), tokens(anchor)
+    for text, text_words in prepared:
+        if text == plain or (len(text.split()) >= 4 and text in plain):
+            return True
+        if words and text_words and len(words & text_words) / len(words | text_words) >= 0.8:
+            return True
+    return False
 
 
 def _key(text: str) -> str:
