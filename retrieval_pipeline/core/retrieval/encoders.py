@@ -515,33 +515,42 @@ class SentenceTransformerEncoder(_LocalModel):
         device: str = "cpu",
         max_seq_length: int | None = None,
         name: str | None = None,
+        precision: str = "fp32",
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if max_seq_length is not None and max_seq_length < 1:
             raise ValueError(f"max_seq_length must be >= 1, got {max_seq_length}")
+        if precision not in ("fp32", "fp16") or (precision == "fp16" and device == "cpu"):
+            raise ValueError(f"precision {precision!r} on device {device!r}: fp16 runs on a GPU only")
         super().__init__(model_path, name, model_id, device)
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
+        self.precision = precision
 
     @classmethod
     def from_source(
-        cls, source: ModelSource, batch_size: int = 32, max_seq_length: int | None = None, device: str = "cpu"
+        cls, source: ModelSource, batch_size: int = 32, max_seq_length: int | None = None, device: str = "cpu", precision: str = "fp32"
     ) -> SentenceTransformerEncoder:
         """The encoder of the model ``source`` points at (resolved now: a missing folder fails here)."""
         resolved = source.resolve()
-        encoder = cls(resolved.path, batch_size=batch_size, device=device, max_seq_length=max_seq_length, name=resolved.name)
+        extra = {"precision": precision} if precision != "fp32" else {}  # the ONNX encoder takes none
+        encoder = cls(resolved.path, batch_size=batch_size, device=device, max_seq_length=max_seq_length, name=resolved.name, **extra)
         encoder.origin = dict(resolved.origin)
         return encoder
 
     def identity_settings(self) -> dict[str, Any]:
-        return {"max_seq_length": self.max_seq_length}
+        # device and precision only when not CPU fp32, so the ids of earlier caches and indexes stay valid
+        gpu = {"device": self.device, "precision": self.precision} if self.device != "cpu" else {}
+        return {"max_seq_length": self.max_seq_length, **gpu}
 
     def _load(self) -> Any:
         set_hf_offline()
         from sentence_transformers import SentenceTransformer  # slow import: keep it here
 
         model = SentenceTransformer(str(self.folder), device=self.device)
+        if self.precision == "fp16":
+            model.half()
         if self.max_seq_length is not None:
             model.max_seq_length = self.max_seq_length
         return model
@@ -809,15 +818,30 @@ def encoder_for_spec(spec: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=8)
-def dense_encoder(source: ModelSource, batch_size: int, max_seq_length: int | None, backend: str = "torch") -> SentenceTransformerEncoder:
-    """One encoder per (model, batch size, sequence length, backend) in this process.
+def dense_encoder(
+    source: ModelSource, batch_size: int, max_seq_length: int | None, backend: str = "torch", device: str = "cpu", precision: str = "fp32"
+) -> SentenceTransformerEncoder:
+    """One encoder per (model, batch size, sequence length, backend, device, precision) in this process.
+
+    ``device`` is a setting (``auto | cpu | cuda``, see :mod:`~retrieval_pipeline.core.retrieval.devices`):
+    the ``onnx_int8`` backend runs on CPU whatever it says, ``auto`` is resolved here, and ``precision``
+    applies on a GPU only.
 
     Raises:
-        ValueError: An unknown backend (see :data:`ENCODER_BACKENDS`).
+        ValueError: An unknown backend (see :data:`ENCODER_BACKENDS`), or ``cuda`` without a GPU.
     """
+    from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
+
     if backend not in ENCODER_BACKENDS:
         raise ValueError(f"unknown encoder backend {backend!r}; choose one of {sorted(ENCODER_BACKENDS)}")
-    return ENCODER_BACKENDS[backend].from_source(source, batch_size=batch_size, max_seq_length=max_seq_length)
+    if backend != "torch":
+        if device == "cuda":
+            raise ValueError(f"backend {backend!r} runs on CPU only: use backend torch for device cuda (auto runs it on CPU)")
+        return ENCODER_BACKENDS[backend].from_source(source, batch_size=batch_size, max_seq_length=max_seq_length)
+    resolved = resolve_device(device)
+    return ENCODER_BACKENDS[backend].from_source(
+        source, batch_size=batch_size, max_seq_length=max_seq_length, device=resolved, precision=resolve_precision(precision, resolved)
+    )
 
 
 @functools.lru_cache(maxsize=8)

@@ -16,6 +16,12 @@ Settings:
   and dev ADK at about 3x the passages per second.
   The encoder's ``model_id`` names a backend other than torch (``;backend=onnx_int8``), so the
   embedding cache and saved indexes never mix the two backends' vectors.
+* ``model: {finetuned: {base: {...}, epochs, learning_rate, ...}}``: the base model fine-tuned on pairs
+  mined from this dataset's corpus, cached by base, corpus and settings
+  (:mod:`~retrieval_pipeline.core.retrieval.finetune`); the first build of a dataset trains it.
+* ``device``: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when torch sees a GPU), torch backend only;
+  ``precision``: ``fp32`` (default) or ``fp16`` (on a GPU only). Both are in the encoder's ``model_id``
+  when not CPU fp32 (see :mod:`~retrieval_pipeline.core.retrieval.devices`).
 * ``index``: which FAISS index by corpus size (:class:`~retrieval_pipeline.core.retrieval.faiss_index.IndexSettings`),
   e.g. ``{flat_max_docs: 50000, approximate: hnsw, hnsw_m: 32, ef_construction: 200, ef_search: 192}``
   (those are the defaults; give only what differs). Up to ``flat_max_docs`` documents the search is exact
@@ -45,9 +51,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
+from retrieval_pipeline.core.retrieval.devices import Device, Precision
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import ModelSource, dense_encoder, describe_model
 from retrieval_pipeline.core.retrieval.faiss_index import IndexSettings
+from retrieval_pipeline.core.retrieval.finetune import FinetunedSource, base_source, finetuned_encoder
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.progress import ProgressLog
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
@@ -63,24 +71,34 @@ DEFAULT_BACKEND: Backend = "torch"
 class DenseSpec(RetrieverSpec):
     kind: Literal["dense"] = "dense"
     EMBEDS: ClassVar[bool] = True
-    model: ModelSource
+    model: ModelSource | FinetunedSource
     query_prefix: str = ""
     passage_prefix: str = ""
     max_seq_length: int | None = Field(None, gt=0)
     batch_size: int = Field(32, ge=1)
     backend: Backend = DEFAULT_BACKEND
     index: IndexSettings | None = None
+    device: Device = "cpu"
+    precision: Precision = "fp32"
 
     def settings(self) -> dict[str, Any]:
-        """Every parameter; ``index`` only when given, so entries without it keep their earlier identity."""
+        """Every parameter; ``index``, ``device`` and ``precision`` only when given, so entries without them
+        keep their earlier identity."""
         settings = super().settings()
         if self.index is None:
             settings.pop("index", None)
+        for key, default in (("device", "cpu"), ("precision", "fp32")):
+            if settings.get(key) == default:
+                settings.pop(key, None)
         return settings
 
     def real_model(self) -> Any:
         """The encoder this spec names, on its backend (the pipeline's ``encoder_for``)."""
-        return dense_encoder(self.model, self.batch_size, self.max_seq_length, self.backend)
+        return dense_encoder(base_source(self.model), self.batch_size, self.max_seq_length, self.backend, self.device, self.precision)
+
+    def _encoder(self, ctx: RetrieverContext) -> Any:
+        """``ctx.encoder_for(self)``, fine-tuned on ``ctx.documents`` when ``model`` says ``finetuned``."""
+        return finetuned_encoder(self.model, ctx.encoder_for(self), ctx.documents, ctx.cache_dir, log=ctx.log)
 
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
         """Embed the corpus (through the shared cache) and save the FAISS index.
@@ -91,7 +109,7 @@ class DenseSpec(RetrieverSpec):
             ``embed_seconds``, ``index_seconds`` (the FAISS index alone), ``index_type`` and ``index_bytes``
             (the serialised index).
         """
-        encoder = ctx.encoder_for(self)
+        encoder = self._encoder(ctx)
         index = DenseRetriever(self.name, self.query_prefix, self.passage_prefix, self.index)
         emit = ctx.log
         with EmbeddingCache(ctx.cache_dir / CACHE_FILE) as cache:
@@ -129,6 +147,6 @@ class DenseSpec(RetrieverSpec):
             EncoderMismatchError: The encoder's ``model_id`` or ``dim`` is not the one the index was built with
                 (the model's weights changed: build the index again).
         """
-        retriever = DenseRetriever.load(ctx.index_dir, ctx.encoder_for(self))
+        retriever = DenseRetriever.load(ctx.index_dir, self._encoder(ctx))
         retriever.name = self.name
         return retriever

