@@ -39,14 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     from retrieval_pipeline.core.datasets import adapter_for
-    from retrieval_pipeline.core.metrics import per_query_metrics
-    from retrieval_pipeline.core.mining.fix_targets import AstTargetInferer
-    from retrieval_pipeline.core.mining.gold import CorpusLookup
-    from retrieval_pipeline.core.pairs import build_pairs
+    from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+    from retrieval_pipeline.core.evaluation.stats import paired_bootstrap_ci, randomisation_test
+    from retrieval_pipeline.core.pairs.build import build_pairs
+    from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
+    from retrieval_pipeline.core.pairs.gold import CorpusLookup
     from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
     from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
     from retrieval_pipeline.core.retrieval.factory import build_context, build_index, load_retriever, load_retriever_specs
-    from retrieval_pipeline.core.stats import paired_bootstrap_ci, randomisation_test
 
     registry = load_registry()
     config = registry.datasets[args.dataset]

@@ -5,7 +5,7 @@ The rules (:class:`MiningSettings.rules`):
 
 * ``docstring``: the first sentence of an API object's docstring (read back from the document's text:
   ``name (kind)``, the FQN, the signature, then the docstring; see
-  :mod:`~retrieval_pipeline.core.sources.api_index`) -> that object's document.
+  :mod:`~retrieval_pipeline.core.datasets.api_index`) -> that object's document.
 * ``member``: a method's or property's first docstring sentence -> the document of its class (the FQN
   minus its last part, when the corpus holds it).
 * ``heading``: a chunk's heading (a Markdown ``#`` line at its start, else its ``title`` when that is
@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_pipeline.core.sources.installed_corpus import collapse, first_sentence, remove_sentence
+from retrieval_pipeline.core.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.types import Document
 
 Rule = Literal["docstring", "member", "heading", "lead"]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
-from retrieval_pipeline.core.retrieval.encoders import KeywordEncoder, SentenceTransformerEncoder, dense_encoder
+from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder, dense_encoder
 from retrieval_pipeline.core.retrieval.finetune import (
     MANIFEST,
     FinetunedSource,
@@ -43,6 +43,7 @@ from retrieval_pipeline.core.retrieval.mined_pairs import (
 )
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval.kit import build, fake_model_folder, load, parse_as
+from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 
 def api_doc(fqn: str, kind: str, docstring: str, signature: str = "") -> Document:

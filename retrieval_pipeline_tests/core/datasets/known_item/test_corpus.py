@@ -23,15 +23,9 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     IntrospectionSettings,
     build_installed_corpus,
 )
-from retrieval_pipeline.core.datasets.known_item.queries import (
-    KnownItemSettings,
-    collapse,
-    docstring_of,
-    first_sentence,
-    known_items,
-    remove_sentence,
-)
+from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSettings, docstring_of, known_items
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.types import Document
 
 SMALL = IntrospectionSettings(include=("json", "textwrap"), min_documents=10, child_timeout_s=120)
