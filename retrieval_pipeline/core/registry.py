@@ -296,7 +296,7 @@ def _problem(error: Any) -> str:
 
 
 #: Most problems listed per dataset, and most characters per problem (a field name may come from the input).
-_MAX_PROBLEMS, _MAX_PROBLEM_CHARS = 10, 200
+_MAX_PROBLEMS, _MAX_PROBLEM_CHARS = 10, 400  # a problem names its file: long temporary paths must not cut the reason
 
 
 def _short_error(exc: Exception) -> str:

@@ -9,6 +9,7 @@ the interrupted run as a failed step (exit 1) and went on to the next dataset.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,11 @@ STARTUP_S = 300  # dg dev loads the definitions in three processes: minutes on 2
 
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _startup_race(log: Path) -> bool:
+    """Whether dg dev stopped because its code server exited while starting up (not because of the shutdown)."""
+    return "while starting up" in log.read_text(errors="replace")
 
 
 def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -108,7 +114,15 @@ def test_make_dev_stops_on_a_signal_to_its_group(tmp_path: Path, sig: int) -> No
     pids: set[int] = {proc.pid}
     try:
         deadline = time.monotonic() + STARTUP_S
+        retried = False
         while True:
+            if proc.poll() is not None and not retried and _startup_race(log):
+                # dg dev's code server can exit while starting on a cold, busy machine (first imports of a fresh
+                # venv beside the suite's heavy tests): start once more; the shutdown is what is under test
+                retried = True
+                shutil.copy(log, tmp_path / "dev.first.log")
+                proc = _start(command, env, log)
+                pids.add(proc.pid)
             assert proc.poll() is None, log.read_text()[-3000:]
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2).read()
