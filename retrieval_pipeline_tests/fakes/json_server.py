@@ -23,7 +23,9 @@ shutdown wakes every sleeping handler, so a test never hangs.
 from __future__ import annotations
 
 import json
+import select
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -83,6 +85,16 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 64
     fake: LoopbackServer[Any]
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.fake._connection_opened()
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        try:
+            super().shutdown_request(request)
+        finally:
+            self.fake._connection_closed()
+
 
 class LoopbackHandler(BaseHTTPRequestHandler):
     """Hands POSTs to the fake (no other method: the standard library answers 501)."""
@@ -100,8 +112,8 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         try:
             return json.loads(self.rfile.read(length) or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None
+        except (json.JSONDecodeError, UnicodeDecodeError, ConnectionResetError):
+            return None  # a client that gave up before its body was read still counts as a request
 
     def send_reply(self, reply: Reply) -> None:
         """Send ``reply``; a client that gave up (e.g. after its timeout) only closes the connection."""
@@ -137,6 +149,7 @@ class LoopbackServer(Generic[_R]):
         self._requests: list[_R] = []
         self._in_flight = 0
         self._max_in_flight = 0
+        self._open_connections = 0
         self._httpd: _Server | None = None
         self._port: int | None = None
         self._thread: threading.Thread | None = None
@@ -187,6 +200,31 @@ class LoopbackServer(Generic[_R]):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+    def settle(self, timeout_s: float = MAX_SLEEP_S) -> None:
+        """Wait (bounded) until no connection is waiting to be accepted or being handled.
+
+        A client that timed out has counted its request before a busy server's handler thread recorded it;
+        after this, :attr:`requests` holds every request the client sent so far.
+        """
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            httpd = self._httpd
+            pending = httpd is not None and bool(select.select([httpd.socket], [], [], 0)[0])
+            with self._lock:
+                if not pending and self._open_connections == 0:
+                    return
+                self._lock.wait(0.02)
+        raise TimeoutError(f"the fake server still had connections after {timeout_s} s")
+
+    def _connection_opened(self) -> None:
+        with self._lock:
+            self._open_connections += 1
+
+    def _connection_closed(self) -> None:
+        with self._lock:
+            self._open_connections -= 1
+            self._lock.notify_all()
 
     # -- what tests read --------------------------------------------------------------------------
 
