@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.sandbox.bubblewrap import safe_text
+from retrieval_pipeline.core.sandbox.redaction import safe_text
 from retrieval_pipeline.core.verifier.provers import LibraryIndex
 from retrieval_pipeline.core.verifier.remediation import Proposal
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, VERDICTS, OptionEvidence, Verdict

@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from retrieval_pipeline.core.sandbox.bubblewrap import Execution, safe_text
+from retrieval_pipeline.core.sandbox.redaction import safe_text
+from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
 
