@@ -1,7 +1,7 @@
 """The verifier's quality report: ``quality_report.json`` and a Markdown summary.
 
 Every text that came out of a sandbox (notes, reasons, stdout/stderr, proposal notes) is redacted and
-capped again here (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.safe_text`; idempotent), whatever
+capped again here (:func:`~retrieval_pipeline.core.sandbox.redaction.safe_text`; idempotent), whatever
 built the verdicts: a secret a proof printed never reaches the report, nor what is made from it.
 
 The report also says how much of the library the verdicts rest on (``meta.probe``, :func:`probe_meta`):
