@@ -43,7 +43,8 @@ from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_cs
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import Encoder, ModelSource, OnnxInt8Encoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.encoders import Encoder, OnnxInt8Encoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import default_cache_dir
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.types import Qrels

@@ -81,8 +81,8 @@ def counting(counts: Counts) -> Iterator[None]:
     A batch of proofs (``run_pytest_batch``, where it exists) is one process running several proofs; a
     proof run alone (``run_pytest``) is one process running one.
     """
-    # every sandboxed process goes through _sandboxed where it exists (run_in_sandbox and the batch alike)
-    entry = "_sandboxed" if hasattr(sandbox_module, "_sandboxed") else "run_in_sandbox"
+    # every sandboxed process goes through sandboxed where it exists (run_in_sandbox and the batch alike)
+    entry = "sandboxed" if hasattr(sandbox_module, "sandboxed") else "run_in_sandbox"
     real_run = getattr(sandbox_module, entry)
     real_single, real_batch = verify_module.run_pytest, getattr(verify_module, "run_pytest_batch", None)
     fixes_name = "propose_fixes" if hasattr(questions_module, "propose_fixes") else "remediate"

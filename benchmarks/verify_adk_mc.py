@@ -52,7 +52,7 @@ from retrieval_pipeline.core.datasets.suite.loading import load_suites, suite_na
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.core.verifier.verdict import VERDICTS

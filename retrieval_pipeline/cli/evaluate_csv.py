@@ -44,8 +44,8 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.results import comparison_table, evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH
 from retrieval_pipeline.core.retrieval.base import RetrieverError
-from retrieval_pipeline.core.retrieval.encoders import set_hf_offline
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
+from retrieval_pipeline.core.retrieval.model_source import set_hf_offline
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.types import Document

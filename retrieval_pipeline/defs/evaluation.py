@@ -7,7 +7,7 @@ from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
 from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
-from retrieval_pipeline.core.evaluation.stats import significance_table
+from retrieval_pipeline.core.evaluation.significance import significance_table
 from retrieval_pipeline.core.evaluation.tables import significance_metadata
 from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge

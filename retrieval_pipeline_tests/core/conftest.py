@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxError, SandboxSettings, bwrap_path, run_pytest
+from retrieval_pipeline.core.sandbox.bubblewrap import bwrap_path, run_pytest
+from retrieval_pipeline.core.sandbox.settings import SandboxError, SandboxSettings
 
 
 @functools.lru_cache(maxsize=1)

@@ -30,14 +30,8 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_pipeline.core.evaluation.stats import (
-    DERIVED_METRICS,
-    check_query_results,
-    derive_seed,
-    holm,
-    per_query_values,
-    randomisation_test,
-)
+from retrieval_pipeline.core.evaluation.significance import DERIVED_METRICS, check_query_results, per_query_values
+from retrieval_pipeline.core.evaluation.stats import derive_seed, holm, randomisation_test
 from retrieval_pipeline.core.metric_registry import higher_is_better, resolve_metric, validate_metric_name
 
 #: ``higher_is_better -> alternative`` of the one-sided test of ``blessed - current`` (a drop).

@@ -30,9 +30,13 @@ from typing import Any
 
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.pairs.gold import CorpusLookup, GoldResolution, resolve_gold
-from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxError, SandboxSettings, run_in_sandbox, safe_text
+from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.sandbox.redaction import safe_text
+from retrieval_pipeline.core.sandbox.results import Execution
 
 #: The script's file, its request and its answer (the only artifact collected) in the sandbox's working directory.
+from retrieval_pipeline.core.sandbox.settings import SandboxError, SandboxSettings
+
 SCRIPT_FILE = "resolve_imports.py"
 REQUEST_FILE = "request.json"
 RESULT_FILE = "imports.result.json"

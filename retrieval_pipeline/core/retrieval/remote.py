@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from retrieval_pipeline.core.llm.client import backoff_delay
+from retrieval_pipeline.core.llm.transport import backoff_delay
 
 logger = logging.getLogger(__name__)
 

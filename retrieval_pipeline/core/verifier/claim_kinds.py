@@ -1,5 +1,5 @@
 """More claim kinds: what a call does, members of classes and models, enums, subclasses, required
-parameters, command-line flags, environment variables, and prose options that name code.
+parameters and command-line flags (one atom each); the atoms every kind may use.
 
 Every builder here has the signature of those in :mod:`~retrieval_pipeline.core.verifier.claims`
 (``(case_id, letter, text, option, frame) -> Claim | None``) and sees the question and the option only. Each
@@ -34,22 +34,17 @@ The kinds (``details["decides"]`` as in :mod:`claims`):
 * ``subclass``: one class derives from another (``truth``);
 * ``param_required``: a parameter is required / optional (``truth``);
 * ``cli_option``: a flag of a command named in the question (``necessary``);
-* ``compound`` for "which abstract (base) class ...?": the named class exists and is abstract (``necessary``);
-* ``compound`` for "how is data persisted with `X`?": the storage an option names is used by the code behind
-  ``X`` (``necessary``);
-* ``compound``: a prose option whose backticked code is turned into atoms, all of which must hold
-  (``necessary``; an option that says "or ..." can never be proven false, and one that negates or
-  retires what it names ("not", "deprecated", "instead of") gets no claim at all).
+* ``compound``: several atoms that must all hold (``necessary``), built by
+  :mod:`~retrieval_pipeline.core.verifier.compound_claims`: an abstract class, where a class keeps its
+  data, and prose options that name code. This module holds the helpers the builders share.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import re
 from typing import Any
 
-from retrieval_pipeline.core.astutil import dotted_name
 from retrieval_pipeline.core.verifier.claims import (
     _CAMEL,
     _SPAN,
@@ -86,11 +81,8 @@ ATOM_CHECKS: tuple[str, ...] = (
 
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 _PATH = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
 _FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
 _CLI_WORD = re.compile(r"^[A-Za-z][\w.-]*$")
-_FILE_NAME = re.compile(r"\.(?:py|pyi|json|ya?ml|toml|txt|cfg|ini|md|csv|env|sh)$")
-_KWARG_SPAN = re.compile(r"^([A-Za-z_]\w*)\s*=\s*(.+)$", re.S)
 #: Words that make a prose option say something other than "this code exists": no claim is made from it.
 _NEGATING = re.compile(
     r"\b(?:not|never|no|none|neither|nor|cannot|can't|don't|doesn't|isn't|aren't|won't|without|instead|unless|"
@@ -98,9 +90,6 @@ _NEGATING = re.compile(
     re.I,
 )
 _DISJUNCTIVE = re.compile(r"\bor\b", re.I)
-#: Words after a backticked name saying it is a member of a class (``the `tools` parameter``).
-_MEMBER_NOUN = re.compile(r"^\W{0,3}(?:\w+\s+){0,1}?(?:parameter|argument|field|attribute|property|method|kwarg|keyword)s?\b", re.I)
-_LINKING = re.compile(r"\b(?:on|in|of|to|for|with|into|from)\b", re.I)
 _PLACEHOLDER_HEADS = frozenset({"self", "cls"})
 #: Nouns after "which" that name no role a library base class could stand for.
 _GENERIC_NOUNS = frozenset(
@@ -413,70 +402,6 @@ def subclass_claim(case_id: str, letter: str, text: str, option: str, frame: _Fr
     return _claim(case_id, letter, text, "subclass", f"`{cls}` is a subclass of `{base}`", cls, [atom], frame, decides="truth")
 
 
-_ABSTRACT_QUESTION = re.compile(r"\bwhich\b[^?]*?\babstract\s+(?:base\s+)?class(?:es)?\b", re.I)
-_CLASS_OPTION = re.compile(r"^\s*`?(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)`?\s*\.?\s*$")
-
-
-def abstract_class_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    """A class named in answer to "which abstract (base) class ...?": it must exist and be abstract (``necessary``).
-
-    Not for a negated question ("which is NOT an abstract class"), nor for an option that is more than one name.
-    """
-    if frame.negated or not _ABSTRACT_QUESTION.search(frame.question):
-        return None
-    named, alternative = clean_name_option(option)
-    match = _CLASS_OPTION.match(named)
-    if match is None or not _camelish(match.group("path")):
-        return None
-    path = match.group("path")
-    atoms = [{"check": "exists", "path": path}, {"check": "abstract", "path": path}]
-    return _claim(case_id, letter, text, "compound", f"`{path}` exists and is an abstract class", path, atoms, frame,
-                  decides="necessary", disjunctive=alternative)  # fmt: skip
-
-
-_STORAGE_QUESTION = re.compile(r"\b(?:how|where)\s+(?:is|are)\b[^?]*\b(?:persisted|stored|saved|kept)\b", re.I)
-#: (what, pattern on the option, patterns on the code behind the class): a storage an option may name, and the
-#: text any code that uses it must hold (a module, a call). Absent from every module behind the class: not used.
-STORAGE_TECHNOLOGIES: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
-    ("SQLite", re.compile(r"\bsqlite\d?\b", re.I), (r"sqlite",)),
-    ("PostgreSQL", re.compile(r"\bpostgres(?:ql)?\b", re.I), (r"postgres", r"psycopg", r"asyncpg")),
-    ("MySQL", re.compile(r"\bmysql\b", re.I), (r"mysql",)),
-    ("Redis", re.compile(r"\bredis\b", re.I), (r"redis",)),
-    ("Firestore", re.compile(r"\bfirestore\b", re.I), (r"firestore",)),
-    ("Google Cloud Storage", re.compile(r"\bgoogle cloud storage\b|\bgcs\b", re.I),
-     (r"google\.cloud\b[^\n]*\bstorage\b", r"\bgcs\b", r"\bstorage\.Client\b", r"gs://")),
-    ("a file", re.compile(r"\bfiles?\b|\bon disk\b", re.I),
-     (r"\bopen\(", r"\.write_text\(", r"\.write_bytes\(", r"\baiofiles\b", r"\bjson\.dump\(", r"\bpickle\b", r"\bshelve\b",
-      r"\bshutil\b", r"\bos\.replace\(", r"\btempfile\b")),
-)  # fmt: skip
-_IN_MEMORY_DICT = re.compile(r"\bdict(?:ionary)?\b[^.;]*\b(?:ram|memory)\b|\b(?:ram|memory)\b[^.;]*\bdict(?:ionary)?\b", re.I)
-
-
-def storage_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    """Where a class keeps its data ("How is session data persisted with `X`?"): each storage the option names must
-    be mentioned by the code behind `X` (:data:`STORAGE_TECHNOLOGIES`); "a dictionary in memory" needs an ``X()`` that
-    holds a dict. ``necessary``: using SQLite somewhere does not show the data goes there. No claim for an option
-    that negates or offers an alternative ("or"), nor for one that names no storage."""
-    subject = frame.subject
-    if not (_STORAGE_QUESTION.search(frame.question) and subject and _camelish(subject)):
-        return None
-    plain = _plain(option)
-    if _NEGATING.search(plain) or _DISJUNCTIVE.search(plain):
-        return None
-    atoms: list[dict[str, Any]] = [
-        {"check": "mentions", "path": subject, "patterns": list(patterns), "what": what}
-        for what, pattern, patterns in STORAGE_TECHNOLOGIES
-        if pattern.search(plain)
-    ]
-    if _IN_MEMORY_DICT.search(plain):
-        atoms.append({"check": "holds", "path": subject, "type": "dict"})
-    if not atoms:
-        return None
-    shown = ", ".join(str(a.get("what") or "a dict in memory") for a in atoms)
-    return _claim(case_id, letter, text, "compound", f"the code behind `{subject}` uses {shown}", subject, atoms, frame,
-                  decides="necessary")  # fmt: skip
-
-
 # --------------------------------------------------------------------------------------------------
 # Command-line flags
 
@@ -492,186 +417,16 @@ def cli_flag_claim(case_id: str, letter: str, text: str, option: str, frame: _Fr
                   frame, decides="necessary")  # fmt: skip
 
 
-# --------------------------------------------------------------------------------------------------
-# Prose options that name code
-
-
-def prose_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    """Atoms for each piece of code a prose option names; the option needs all of them (``necessary``)."""
-    atoms, bindings = prose_atoms(option, frame)
-    if not atoms:
-        return None
-    disjunctive = bool(_DISJUNCTIVE.search(_plain(option)))
-    shown = "; ".join(_describe(a) for a in atoms)
-    return _claim(case_id, letter, text, "compound", f"what the option names exists as it says: {shown}", None, atoms, frame,
-                  decides="necessary", disjunctive=disjunctive, bindings=bindings)  # fmt: skip
-
-
-def call_sketch_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    """A call written with placeholders (``data=...``, ``my_image``): each callee must accept its keywords."""
-    expr = option.strip().strip("`").rstrip(".")
-    tree = _parses(expr)
-    if tree is None or not isinstance(tree.body, ast.Call) or not _has_placeholder(expr):  # type: ignore[attr-defined]
-        return None
-    atoms = _call_atoms(tree)
-    if not atoms:
-        return None
-    shown = "; ".join(_describe(a) for a in atoms)
-    return _claim(case_id, letter, text, "compound", f"the call sketch fits the signatures: {shown}", None, atoms, frame,
-                  decides="necessary")  # fmt: skip
-
-
-def prose_atoms(option: str, frame: _Frame) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
-    """The atoms of a prose option and the short names its dotted module paths bind (``telemetry``).
-
-    Nothing when the option negates or retires what it names (see :data:`_NEGATING`), or names no code.
-    """
-    spans = _SPAN.findall(option)
-    if not spans or _NEGATING.search(_plain(option)):
-        return [], {}
-    bindings: dict[str, dict[str, str]] = {}
-    for span in spans:
-        path = span.strip().removesuffix("()")
-        if "." in path and _PATH.match(path) and path.split(".")[0].islower() and not _camelish(path):
-            bindings.setdefault(path.rsplit(".", 1)[1], {"path": path})
-    command = next((s.split() for s in spans if question_command(f"`{s}`")), None) or question_command(frame.question)
-    positions = _span_positions(option)
-    atoms: list[dict[str, Any]] = []
-    for index, span in enumerate(spans):
-        for atom in _span_atoms(index, span.strip(), spans, positions, option, frame, command):
-            if atom not in atoms:
-                atoms.append(atom)
-    return atoms, bindings
-
-
-def _span_positions(option: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in _SPAN.finditer(option)]
-
-
-def _span_atoms(
-    index: int,
-    span: str,
-    spans: list[str],
-    positions: list[tuple[int, int]],
-    option: str,
-    frame: _Frame,
-    command: list[str] | None,
-) -> list[dict[str, Any]]:
-    """The atoms one backticked span stands for, by its shape (see :func:`prose_atoms`)."""
-    if _FLAG.match(span):
-        return [{"check": "cli_option", "command": command, "option": span}] if command else []
-    kwarg = _KWARG_SPAN.match(span)
-    environment = re.search(r"\benv(?:ironment)?\s+var(?:iable)?s?\b", option, re.I) is not None
-    variable = kwarg.group(1) if kwarg else span
-    if _ENV_NAME.match(variable) and (environment or "_" in variable):
-        return [{"check": "env_var", "name": variable}]
-    if kwarg and _IDENT.match(kwarg.group(1)) and _parses(span) is None:
-        owner = _owner(index, spans, positions, option, frame)
-        return [{"check": "member", "owner": owner, "name": kwarg.group(1)}] if owner else []
-    tree = _parses(span)
-    if tree is None:
-        return []
-    body = tree.body  # type: ignore[attr-defined]
-    if isinstance(body, ast.Call):
-        return _call_atoms(tree, owner=_owner(index, spans, positions, option, frame))
-    path = dotted_name(body)
-    if path is None or path.split(".")[0] in _PLACEHOLDER_HEADS or _FILE_NAME.search(path):
-        return []
-    if _camelish(path) or ("." in path and any(_CAMEL.match(p) for p in path.split("."))):
-        return [{"check": "exists", "path": path}]
-    if "." in path:
-        return [{"check": "exists", "path": path}]
-    owner = _owner(index, spans, positions, option, frame)
-    if owner and _names_a_member(index, positions, option, frame):
-        return [{"check": "member", "owner": owner, "name": path}]
-    return []
-
-
-def _call_atoms(tree: ast.AST, owner: str | None = None) -> list[dict[str, Any]]:
-    """One atom per call in an expression: a class-like callee must accept its keywords; a method must exist."""
-    atoms: list[dict[str, Any]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = dotted_name(node.func)
-        if callee is None or callee.split(".")[0] in _PLACEHOLDER_HEADS or re.match(r"^(my|your|some)_", callee):
-            continue
-        keywords = [k.arg for k in node.keywords if k.arg]
-        if _camelish(callee) or callee.split(".")[-1][:1].isupper():
-            atoms.append({"check": "accepts", "callee": callee, "keywords": keywords})
-        elif "." in callee:
-            atoms.append({"check": "exists", "path": callee})
-        elif owner:
-            atoms.append({"check": "member", "owner": owner, "name": callee})
-    return atoms
-
-
-def _owner(index: int, spans: list[str], positions: list[tuple[int, int]], option: str, frame: _Frame) -> str | None:
-    """Whose member a lower-case name is: the next owner-like span it is linked to, else the previous, else the subject."""
-    for later in range(index + 1, len(spans)):
-        candidate = spans[later].strip().removesuffix("()")
-        between = option[positions[index][1] : positions[later][0]]
-        if _owner_like(candidate) and _LINKING.search(between) and len(between.split()) <= 6:
-            return candidate
-    for earlier in range(index - 1, -1, -1):
-        candidate = spans[earlier].strip().removesuffix("()")
-        if _owner_like(candidate):
-            return candidate
-    subject = frame.subject
-    return subject if subject and _owner_like(subject) else None
-
-
-def _names_a_member(index: int, positions: list[tuple[int, int]], option: str, frame: _Frame) -> bool:
-    """A bare lower-case name is a member when the option says so: ``the `x` parameter``, "Set `x` on ...", or
-    the question asks for parameters of its subject."""
-    after = option[positions[index][1] :]
-    if _MEMBER_NOUN.match(after):
-        return True
-    before = option[: positions[index][0]]
-    if re.match(r"^\s*set\s+(?:the\s+|a\s+)?$", before, re.I):
-        return True
-    return frame.param_question and frame.subject is not None
-
-
-def _describe(atom: dict[str, Any]) -> str:
-    check = atom["check"]
-    if check == "member":
-        return f"{atom['owner']} has {atom['name']}"
-    if check == "accepts":
-        return f"{atom['callee']}({', '.join(atom['keywords'])}) is accepted"
-    if check == "env_var":
-        return f"the environment variable {atom['name']} is read"
-    if check == "cli_option":
-        return f"`{' '.join(atom['command'])}` has {atom['option']}"
-    return f"{atom.get('path') or atom.get('module')} exists"
-
-
-def clean_name_option(option: str) -> tuple[str, bool]:
-    """An option naming one thing with an alternative in parentheses (``LoggingPlugin (or a custom plugin)``):
-    the name alone, and True when an alternative was dropped (the option can then not be proven false)."""
-    match = re.match(r"^\s*`?([A-Za-z_][\w.]*(?:\(\))?)`?\s*\((?:or\b|e\.g\.|such as\b)[^)]*\)\s*\.?\s*$", option, re.I)
-    if match:
-        return match.group(1), True
-    return option, False
-
-
 __all__ = [
     "ATOM_CHECKS",
-    "STORAGE_TECHNOLOGIES",
-    "abstract_class_claim",
-    "call_sketch_claim",
-    "clean_name_option",
     "cli_flag_claim",
     "default_claim",
     "enum_member_claim",
-    "prose_atoms",
-    "prose_claim",
     "question_command",
     "required_claim",
     "returns_type_claim",
     "role_bases",
     "stated_behaviour_claim",
-    "storage_claim",
     "subclass_claim",
     "type_name",
 ]

@@ -2,8 +2,8 @@
 
 :func:`decompose` reads the question once (:func:`~retrieval_pipeline.core.verifier.claims.analyse_question`),
 then asks the claim builders in turn, most specific first (:func:`builders`): the basic kinds of
-:mod:`~retrieval_pipeline.core.verifier.claims`, the kinds of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`
-and :mod:`~retrieval_pipeline.core.verifier.field_claims`. An option of a question about a code snippet is read as
+:mod:`~retrieval_pipeline.core.verifier.claims`, the kinds of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`,
+:mod:`~retrieval_pipeline.core.verifier.compound_claims` and :mod:`~retrieval_pipeline.core.verifier.field_claims`. An option of a question about a code snippet is read as
 what running the snippet does (:mod:`~retrieval_pipeline.core.verifier.snippet_claims`) first.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from retrieval_pipeline.core.verifier import claim_kinds as more
-from retrieval_pipeline.core.verifier import field_claims, snippet_claims
-from retrieval_pipeline.core.verifier.claim_kinds import clean_name_option, role_bases
+from retrieval_pipeline.core.verifier import compound_claims, field_claims, snippet_claims
+from retrieval_pipeline.core.verifier.claim_kinds import role_bases
 from retrieval_pipeline.core.verifier.claims import (
     _CAMEL,
     _NAME_PATH_OPTION,
@@ -31,6 +31,7 @@ from retrieval_pipeline.core.verifier.claims import (
     _value_claim,
     analyse_question,
 )
+from retrieval_pipeline.core.verifier.compound_claims import clean_name_option
 
 
 def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippet: str | None = None) -> list[Claim]:
@@ -75,7 +76,8 @@ def builders() -> tuple[Builder, ...]:
     """The claim builders, most specific first: the first that recognises an option makes its claim.
 
     The basic kinds live in :mod:`~retrieval_pipeline.core.verifier.claims`, the others in
-    :mod:`~retrieval_pipeline.core.verifier.claim_kinds` and, for statements about a pair of fields,
+    :mod:`~retrieval_pipeline.core.verifier.claim_kinds`, :mod:`~retrieval_pipeline.core.verifier.compound_claims` and,
+    for statements about a pair of fields,
     :mod:`~retrieval_pipeline.core.verifier.field_claims`.
     """
 
@@ -91,13 +93,13 @@ def builders() -> tuple[Builder, ...]:
         more.subclass_claim,
         _param_claim,
         more.cli_flag_claim,
-        more.abstract_class_claim,
-        more.storage_claim,
+        compound_claims.abstract_class_claim,
+        compound_claims.storage_claim,
         _name_claim,
-        more.call_sketch_claim,
+        compound_claims.call_sketch_claim,
         _call_claim,
         field_claims.field_pair_claim,
-        more.prose_claim,
+        compound_claims.prose_claim,
     )
 
 

@@ -40,7 +40,7 @@ from retrieval_pipeline.core.atomic import atomic_write_text
 from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.llm.client import LLMClient
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.llm_prover import LLMProver
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, LibrarySettingError, OfflineProver, probe_environment

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import yaml
 
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import Prover

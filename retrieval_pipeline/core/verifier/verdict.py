@@ -15,7 +15,7 @@ Every option records which prover wrote the proof that settled it (``decided_by`
 
 "None of the above" is derived: true iff every other option is false, false iff one is true.
 
-Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.safe_text`)
+Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.sandbox.redaction.safe_text`)
 as it becomes evidence: notes and recorded values at :data:`EVIDENCE_CHARS`, stdout/stderr to their last
 :data:`OUTPUT_TAIL_CHARS`. Results are compared on a digest of the raw fingerprint, so neither changes a verdict.
 
@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from retrieval_pipeline.core.sandbox.bubblewrap import Execution, safe_text
+from retrieval_pipeline.core.sandbox.redaction import safe_text
+from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Prover
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict

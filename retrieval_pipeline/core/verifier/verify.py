@@ -46,7 +46,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_pytest, run_pytest_batch
+from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
+from retrieval_pipeline.core.sandbox.results import Execution
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence

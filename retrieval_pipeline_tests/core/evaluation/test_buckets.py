@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.evaluation import bucket_evidence as ev
 from retrieval_pipeline.core.evaluation import buckets as fb
-from retrieval_pipeline.core.evaluation.buckets import Doc, Miss
+from retrieval_pipeline.core.evaluation.bucket_evidence import Doc
+from retrieval_pipeline.core.evaluation.buckets import Miss
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -19,18 +21,18 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_content_words_split_identifiers_and_drop_stop_short_and_digit_tokens() -> None:
-    assert fb.content_words("How do I copy a file with shutil.copy2?") == ("copy", "file", "shutil", "copy2")
-    assert fb.content_words("Use an OrderedDict or max_length") == ("ordered", "dict", "ordereddict", "max", "length")
-    assert fb.content_words("os io 256 a1 the which") == ()  # short, digits only, stop words
-    assert fb.content_words("get the name, move it, keep it") == ("get", "name", "move", "keep")  # kept on purpose
-    assert fb.content_words("file File FILE") == ("file",)  # distinct, first appearance
+    assert ev.content_words("How do I copy a file with shutil.copy2?") == ("copy", "file", "shutil", "copy2")
+    assert ev.content_words("Use an OrderedDict or max_length") == ("ordered", "dict", "ordereddict", "max", "length")
+    assert ev.content_words("os io 256 a1 the which") == ()  # short, digits only, stop words
+    assert ev.content_words("get the name, move it, keep it") == ("get", "name", "move", "keep")  # kept on purpose
+    assert ev.content_words("file File FILE") == ("file",)  # distinct, first appearance
 
 
 def test_stop_words_are_scikit_learns_minus_the_kept_words() -> None:
     text = pytest.importorskip("sklearn.feature_extraction.text")
-    assert (text.ENGLISH_STOP_WORDS - fb.KEPT_WORDS) <= fb.STOP_WORDS
-    assert not fb.KEPT_WORDS & fb.STOP_WORDS
-    assert fb.FRAMING_WORDS <= fb.STOP_WORDS
+    assert (text.ENGLISH_STOP_WORDS - ev.KEPT_WORDS) <= ev.STOP_WORDS
+    assert not ev.KEPT_WORDS & ev.STOP_WORDS
+    assert ev.FRAMING_WORDS <= ev.STOP_WORDS
 
 
 @pytest.mark.parametrize(
@@ -50,8 +52,8 @@ def test_stop_words_are_scikit_learns_minus_the_kept_words() -> None:
     ],
 )
 def test_words_match(word: str, other: str, expected: bool) -> None:
-    assert fb.words_match(word, other) is expected
-    assert fb.words_match(other, word) is expected  # symmetric
+    assert ev.words_match(word, other) is expected
+    assert ev.words_match(other, word) is expected  # symmetric
 
 
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def test_words_match(word: str, other: str, expected: bool) -> None:
     ],
 )
 def test_names_match_is_stricter_than_words_match(word: str, other: str, expected: bool) -> None:
-    assert fb.names_match(word, other) is expected
+    assert ev.names_match(word, other) is expected
 
 
 def test_vocabulary_index_gives_the_same_answers_as_trying_every_word() -> None:
@@ -74,15 +76,15 @@ def test_vocabulary_index_gives_the_same_answers_as_trying_every_word() -> None:
     letters = np.array(list("abcd12"))
     words = sorted({"".join(rng.choice(letters, size=rng.integers(1, 9))) for _ in range(3000)})
     text_words = frozenset(words[::3])
-    vocabulary = fb.Vocabulary(text_words)
+    vocabulary = ev.Vocabulary(text_words)
     found = [vocabulary.matches(w) for w in words]
-    brute = [any(fb.words_match(w, t) for t in text_words) for w in words]
+    brute = [any(ev.words_match(w, t) for t in text_words) for w in words]
     assert found == brute
     assert 0 < sum(found) < len(words)  # the sample exercises both answers
 
 
 def test_overlap_keeps_query_order() -> None:
-    assert fb.overlap(("bits", "copy", "time"), fb.Vocabulary.of("Copy data and mode bits.")) == ("bits", "copy")
+    assert ev.overlap(("bits", "copy", "time"), ev.Vocabulary.of("Copy data and mode bits.")) == ("bits", "copy")
 
 
 # --- kinship and vagueness --------------------------------------------------------------------
@@ -121,22 +123,22 @@ LLM = Doc(
     ],
 )
 def test_kinship(doc: Doc, gold: Doc, expected: str | None) -> None:
-    assert fb.kinship(doc, gold) == expected
+    assert ev.kinship(doc, gold) == expected
 
 
 def test_specific_words_and_vagueness() -> None:
-    assert fb.specific_words(COPY2, SHUTIL) == {"copy2"}
-    assert fb.specific_words(COPY2, COPY) == frozenset()  # copy2 and copy are the same name
-    assert fb.specific_words(LLM, BASE) == {"llm", "llmagent"}  # 'agent' is the base class's too
-    assert not fb.is_vague(("copy", "file"), COPY2, SHUTIL)  # 'copy' names copy2 against the module
-    assert fb.is_vague(("copy", "file"), COPY2, COPY)  # nothing could tell copy2 from copy
-    assert fb.is_vague(("agents", "class"), LLM, BASE)
-    assert not fb.is_vague(("llm", "agents"), LLM, BASE)
+    assert ev.specific_words(COPY2, SHUTIL) == {"copy2"}
+    assert ev.specific_words(COPY2, COPY) == frozenset()  # copy2 and copy are the same name
+    assert ev.specific_words(LLM, BASE) == {"llm", "llmagent"}  # 'agent' is the base class's too
+    assert not ev.is_vague(("copy", "file"), COPY2, SHUTIL)  # 'copy' names copy2 against the module
+    assert ev.is_vague(("copy", "file"), COPY2, COPY)  # nothing could tell copy2 from copy
+    assert ev.is_vague(("agents", "class"), LLM, BASE)
+    assert not ev.is_vague(("llm", "agents"), LLM, BASE)
     reader = Doc("csv.reader", title="reader", kind="function")
     dict_reader = Doc("csv.DictReader", title="DictReader", kind="class")
-    assert fb.specific_words(dict_reader, reader) == {"dict", "dictreader"}
-    assert not fb.is_vague(("read", "rows", "dictionaries"), dict_reader, reader)  # 'dictionaries' says 'dict'
-    assert fb.is_vague(("read", "rows", "mappings"), dict_reader, reader)
+    assert ev.specific_words(dict_reader, reader) == {"dict", "dictreader"}
+    assert not ev.is_vague(("read", "rows", "dictionaries"), dict_reader, reader)  # 'dictionaries' says 'dict'
+    assert ev.is_vague(("read", "rows", "mappings"), dict_reader, reader)
 
 
 # --- rules on one miss ------------------------------------------------------------------------

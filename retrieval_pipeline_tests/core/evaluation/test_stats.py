@@ -23,8 +23,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.significance import SIGNIFICANCE_COLUMNS, significance_metrics, significance_table
 from retrieval_pipeline.core.evaluation.stats import (
-    SIGNIFICANCE_COLUMNS,
     StatisticsSettings,
     bootstrap_means,
     derive_seed,
@@ -33,8 +33,6 @@ from retrieval_pipeline.core.evaluation.stats import (
     paired_bootstrap_ci,
     paired_t_test,
     randomisation_test,
-    significance_metrics,
-    significance_table,
 )
 from retrieval_pipeline.core.metric_registry import UnknownMetricError
 from retrieval_pipeline.core.types import Qrels, Run

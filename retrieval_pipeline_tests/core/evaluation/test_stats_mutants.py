@@ -25,20 +25,22 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from retrieval_pipeline.core.evaluation.stats import (
+from retrieval_pipeline.core.evaluation.significance import (
     SIGNIFICANCE_COLUMNS,
+    check_query_results,
+    per_query_values,
+    significance_metrics,
+    significance_table,
+)
+from retrieval_pipeline.core.evaluation.stats import (
     StatisticsSettings,
     bootstrap_means,
-    check_query_results,
     derive_seed,
     format_ci,
     holm,
     paired_bootstrap_ci,
     paired_t_test,
-    per_query_values,
     randomisation_test,
-    significance_metrics,
-    significance_table,
 )
 
 SETTINGS = StatisticsSettings()  # 95%, 2,000 resamples, 10,000 permutations, alpha 0.05, seed 13, 6 queries

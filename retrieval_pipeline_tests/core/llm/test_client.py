@@ -16,16 +16,10 @@ from typing import Any, Literal
 import pydantic
 import pytest
 
+from retrieval_pipeline.core.llm.answers import parse_json_answer, strip_fences
 from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.client import (
-    LLMCall,
-    LLMClient,
-    LLMSettings,
-    backoff_delay,
-    cache_key,
-    parse_json_answer,
-    strip_fences,
-)
+from retrieval_pipeline.core.llm.client import LLMCall, LLMClient, LLMSettings, cache_key
+from retrieval_pipeline.core.llm.transport import backoff_delay
 from retrieval_pipeline_tests.fakes.openai_server import FAULT_KINDS, FakeOpenAIServer
 
 SECRET = "sk-CANARY-7f3a9c2e5b1d4e6f8a0b"

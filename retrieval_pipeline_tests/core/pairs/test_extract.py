@@ -214,7 +214,7 @@ def test_a_missing_library_environment_is_an_error_naming_it(tmp_path: Path) -> 
 
 def test_golds_are_imported_in_the_sandbox_with_the_stdlib_as_library(monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end, this venv's python as the library: ``csv.reader`` is ``_csv.reader``, which the corpus holds."""
-    from retrieval_pipeline.core.sandbox.bubblewrap import SandboxError
+    from retrieval_pipeline.core.sandbox.settings import SandboxError
 
     docs = [*DOCS, Document("_csv.reader", "Return a reader object.", kind="function", module="_csv")]
     cases = [case("api:reader", "api_understanding", "How do I read CSV rows?", gold_fqns=["csv.reader"])]

@@ -278,7 +278,7 @@ def _computed_inputs(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
     if stored["metric_significance"] is not None:
         out["significance"] = stored["metric_significance"]
     else:
-        from retrieval_pipeline.core.evaluation.stats import significance_table
+        from retrieval_pipeline.core.evaluation.significance import significance_table
 
         out["significance"] = significance_table(frames["query_results"], config.retrievers, config.baseline_retriever, config.statistics)
     if stored["failure_buckets"] is not None:

@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, RetrieverError
-from retrieval_pipeline.core.retrieval.encoders import CrossEncoderScorer, check_cross_encoder_config, encoder_for_spec, file_sha256
+from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, load_retriever_specs, parse_spec
 from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker, RerankSpec
+from retrieval_pipeline.core.retrieval.model_source import file_sha256
+from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer, check_cross_encoder_config
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverSpec
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
@@ -381,7 +383,7 @@ def test_real_bi_encoder_folder_is_refused_as_a_cross_encoder(tmp_path: Path) ->
 
 @pytest.mark.integration
 def test_trained_ms_marco_cross_encoder_from_the_local_hub_cache(tmp_path: Path) -> None:
-    from retrieval_pipeline.core.retrieval.encoders import ModelSource
+    from retrieval_pipeline.core.retrieval.model_source import ModelSource
 
     try:
         ModelSource(hub=MS_MARCO).resolve()
@@ -396,7 +398,7 @@ def test_trained_ms_marco_cross_encoder_from_the_local_hub_cache(tmp_path: Path)
 
 def test_bi_encoder_scorer_is_the_cosine_and_reads_passages_from_the_cache(tmp_path: Path) -> None:
     from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer
+    from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer
     from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
     encoder = CountingEncoder(KeywordEncoder(["json", "csv", "rows"]))

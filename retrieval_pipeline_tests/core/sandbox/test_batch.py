@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.sandbox import bubblewrap as sandbox_module
-from retrieval_pipeline.core.sandbox.bubblewrap import Execution, SandboxSettings, run_pytest, run_pytest_batch
+from retrieval_pipeline.core.sandbox import cgroups
+from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
+from retrieval_pipeline.core.sandbox.results import Execution
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import EVIDENCE_FILE, OfflineProver, Proof, parse_evidence
@@ -270,7 +272,7 @@ def test_a_proof_that_kills_the_runner_sends_the_rest_to_a_sandbox_each(sandbox,
     assert {e.letter: (e.state, e.outcome) for e in verdict.evidence} == {"A": ("true", "passed"), "B": ("true", "passed")}
 
 
-@pytest.mark.skipif(sandbox_module._pids_cgroup_parent() is None, reason="no writable pids cgroup here")
+@pytest.mark.skipif(cgroups.pids_cgroup_parent() is None, reason="no writable pids cgroup here")
 def test_a_batch_where_the_process_limit_bound_reports_nothing(sandbox):
     bomb = """import os, time
 
@@ -303,7 +305,7 @@ def test_batches_run_side_by_side_each_in_its_own_sandbox(sandbox):
     assert all(r[0] is not None and r[0].passed and r[1] is not None and r[1].outcome == "failed" for r in results)
     workdirs = {_seen(r[1])["workdir"] for r in results}
     assert len(workdirs) == 3 and not any(Path(w).parent.exists() for w in workdirs)  # each its own, each removed
-    parent = sandbox_module._pids_cgroup_parent()
+    parent = cgroups.pids_cgroup_parent()
     if parent is not None:
         assert not [p.name for p in parent.iterdir() if p.name.startswith(own)]  # every run's cgroup is gone
 

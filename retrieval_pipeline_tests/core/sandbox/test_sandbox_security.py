@@ -20,7 +20,11 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.sandbox import bubblewrap as sandbox_module
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxError, SandboxSettings, cap_text, redact_secrets, run_pytest, safe_text
+from retrieval_pipeline.core.sandbox import cgroups
+from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest
+from retrieval_pipeline.core.sandbox.layout import environment_paths
+from retrieval_pipeline.core.sandbox.redaction import cap_text, redact_secrets, safe_text
+from retrieval_pipeline.core.sandbox.settings import SandboxError, SandboxSettings
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
 from retrieval_pipeline.core.verifier.verdict import OUTPUT_TAIL_CHARS
@@ -399,7 +403,7 @@ def test_look_around():
         results = _results(execution.stdout)
         assert secret not in _everything(execution)
         # /root holds at most the folders leading to the interpreter's installation
-        shown = {p.relative_to("/root").parts[0] for p in sandbox_module.environment_paths(sandbox.python)
+        shown = {p.relative_to("/root").parts[0] for p in environment_paths(sandbox.python)
                  if p.is_relative_to("/root")}  # fmt: skip
         assert results["/root"] in ("FileNotFoundError", sorted(shown))
         assert root_secret.name not in str(results["/root"])
@@ -419,7 +423,7 @@ def test_look_around():
 
 def test_fork_bomb_is_contained_without_a_pids_cgroup(sandbox, monkeypatch):
     """No writable pids cgroup: RLIMIT_NPROC of the (unprivileged) run's user holds the bomb."""
-    monkeypatch.setattr(sandbox_module, "_pids_cgroup_parent", lambda: None)
+    monkeypatch.setattr(cgroups, "pids_cgroup_parent", lambda: None)
     hostile = """
 import os, time
 
@@ -666,9 +670,7 @@ def test_children_hog():
 """
 
 
-@pytest.mark.skipif(
-    sandbox_module._memory_cgroup_parent() is None, reason="no writable memory cgroup here: RLIMIT_AS binds per process only"
-)
+@pytest.mark.skipif(cgroups.memory_cgroup_parent() is None, reason="no writable memory cgroup here: RLIMIT_AS binds per process only")
 def test_memory_limit_binds_all_processes_of_a_run_together(sandbox):
     settings = replace(sandbox, memory_mb=512, timeout_s=30)
     execution = run_pytest(CHILD_HOGS, "test_hogs.py", settings)
@@ -679,5 +681,5 @@ def test_memory_limit_binds_all_processes_of_a_run_together(sandbox):
     batch = sandbox_module.run_pytest_batch([(CHILD_HOGS, "test_hogs_a.py"), ("def test_ok():\n    pass\n", "test_ok_b.py")], settings)
     assert batch == [None, None]  # whose it was cannot be told: each runs alone
     own = f"rp_sandbox_{os.getpid()}_"
-    found = sandbox_module._memory_cgroup_parent()
+    found = cgroups.memory_cgroup_parent()
     assert found is not None and not [p.name for p in found[0].iterdir() if p.name.startswith(own)]  # removed after each run

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 
 DISTRIBUTION = "acme-adk"

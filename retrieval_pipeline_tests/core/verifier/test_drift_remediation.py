@@ -14,7 +14,7 @@ import pytest
 
 from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import remediation
 from retrieval_pipeline.core.verifier.decompose import decompose

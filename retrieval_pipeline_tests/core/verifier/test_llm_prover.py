@@ -23,7 +23,7 @@ import pytest
 from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, screen_check, wrap_check

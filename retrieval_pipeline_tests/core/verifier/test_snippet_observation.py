@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, snippet_context
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, probe_environment
 from retrieval_pipeline.core.verifier.snippet_claims import snippet_details, snippet_names

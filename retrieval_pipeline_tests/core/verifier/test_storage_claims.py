@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE
-from retrieval_pipeline.core.verifier.claim_kinds import STORAGE_TECHNOLOGIES
+from retrieval_pipeline.core.verifier.compound_claims import STORAGE_TECHNOLOGIES
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import _PRELUDE
 

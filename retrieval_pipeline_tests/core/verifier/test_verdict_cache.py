@@ -18,7 +18,7 @@ import pytest
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
-from retrieval_pipeline.core.sandbox.bubblewrap import SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module

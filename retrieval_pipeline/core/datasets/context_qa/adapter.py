@@ -26,9 +26,10 @@ from retrieval_pipeline.core.datasets.base import (
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
+from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatcher
-from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa, load_documents, pydoc_topic_documents
+from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, cached_similarities
 from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.result_cache import active_result_cache

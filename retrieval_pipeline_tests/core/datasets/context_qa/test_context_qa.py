@@ -18,14 +18,9 @@ from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
 from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa import pairs as context_pairs
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
+from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
 from retrieval_pipeline.core.datasets.context_qa.pairs import CACHE_NAMESPACE, ContextMatch, ContextMatcher
-from retrieval_pipeline.core.datasets.context_qa.reader import (
-    REPORT_KEYS,
-    clean_parser_junk,
-    load_context_qa,
-    load_documents,
-    pydoc_topic_documents,
-)
+from retrieval_pipeline.core.datasets.context_qa.reader import REPORT_KEYS, clean_parser_junk, load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache

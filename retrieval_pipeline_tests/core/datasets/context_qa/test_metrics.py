@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
+from retrieval_pipeline.core.datasets.context_qa.documents import load_documents
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics, describe_context_metric
-from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa, load_documents
+from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import (
     SimilaritySettings,
     qrels_from_similarity,

@@ -12,7 +12,8 @@ import pytest
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.datasets.context_qa import similarity as similarity_module
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
-from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa, load_documents, pydoc_topic_documents
+from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
+from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import (
     SIMILARITY_NAMESPACE,
     SimilarityIndex,

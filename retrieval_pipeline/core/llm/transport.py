@@ -1,0 +1,170 @@
+"""Transport and retries for OpenAI-compatible endpoints: a deadline per request, which failures to retry, how long to wait.
+
+* **transport retries**: :func:`classify_error` says which failures are worth another try (timeouts,
+  connection errors, HTTP 429 with its ``Retry-After``, 5xx; any other 4xx is final) and
+  :func:`backoff_delay` how long to wait (the server's ``Retry-After``, capped, else capped exponential
+  backoff with full jitter);
+* **deadlines**: :class:`DeadlineTransport` makes ``timeout_s`` bound each request as a whole
+  (connecting, sending, the headers and the body), not each read: a server trickling a byte every 2 s
+  is cut off at the deadline, and the timeout is retried like any other.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import logging
+import random
+import time
+from typing import Any, Protocol
+
+import openai
+
+logger = logging.getLogger(__name__)
+
+# the httpx the installed openai builds its client on (openai 3 uses the httpx2 fork), and its httpcore
+_HTTPX_NAME = next(c.__module__.partition(".")[0] for c in openai.DefaultHttpxClient.__mro__ if c.__module__.startswith("httpx"))
+httpx: Any = importlib.import_module(_HTTPX_NAME)
+httpcore: Any = importlib.import_module(_HTTPX_NAME.replace("httpx", "httpcore", 1))
+
+
+class BackoffPolicy(Protocol):
+    """What :func:`backoff_delay` reads: ``LLMSettings`` or any other retry policy (e.g. a remote retriever's)."""
+
+    @property
+    def backoff_base_s(self) -> float: ...
+
+    @property
+    def backoff_max_s(self) -> float: ...
+
+
+def backoff_delay(attempt: int, retry_after_s: float | None, settings: BackoffPolicy, rng: random.Random) -> float:
+    """Return the wait before re-send number ``attempt + 1``.
+
+    A server's ``Retry-After`` wins (capped at ``backoff_max_s``); otherwise full jitter over
+    ``min(backoff_max_s, backoff_base_s * 2**attempt)``.
+    """
+    if retry_after_s is not None:
+        return min(max(retry_after_s, 0.0), settings.backoff_max_s)
+    cap = min(settings.backoff_max_s, settings.backoff_base_s * (2.0**attempt))
+    return rng.uniform(0.0, cap)
+
+
+def _retry_after_s(exc: openai.APIStatusError) -> float | None:
+    """Return the ``Retry-After`` header in seconds, or None when absent or not a number."""
+    value = exc.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def classify_error(exc: Exception) -> tuple[bool, float | None]:
+    """Return ``(retryable, retry_after_s)`` for a failed ``openai`` request (429, 5xx, timeouts, connection errors)."""
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429:
+            return True, _retry_after_s(exc)
+        return exc.status_code >= 500, None
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True, None
+    return False, None
+
+
+def describe_error(exc: Exception) -> str:
+    """Return a one-line description of a failed request."""
+    status = getattr(exc, "status_code", None)
+    prefix = f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")
+    cause = exc.__cause__
+    detail = f"{exc} ({cause})" if isinstance(cause, httpx.TimeoutException) and _DEADLINE_WORDS in str(cause) else exc
+    return " ".join(f"{prefix}: {detail}".split())
+
+
+# -- a deadline per request ------------------------------------------------------------------------
+
+#: The monotonic time the current thread's request must be done by, and its length in seconds.
+_REQUEST_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("llm_request_deadline", default=None)
+_DEADLINE_WORDS = "a deadline for the whole request"
+
+
+def _remaining(timeout: float | None, exc_class: type[Exception]) -> float | None:
+    """``timeout`` capped by what is left of the current request's deadline (raises ``exc_class`` when none is left)."""
+    deadline = _REQUEST_DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline[0] - time.monotonic()
+    if left <= 0:
+        raise exc_class(f"no complete answer within {deadline[1]:g} s ({_DEADLINE_WORDS})")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A network stream whose every read and write waits at most what is left of the request's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            return self._inner.read(max_bytes, _remaining(timeout, httpcore.ReadTimeout))
+        except httpcore.ReadTimeout:
+            _remaining(None, httpcore.ReadTimeout)  # say so when it was the deadline
+            raise
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        try:
+            self._inner.write(buffer, _remaining(timeout, httpcore.WriteTimeout))
+        except httpcore.WriteTimeout:
+            _remaining(None, httpcore.WriteTimeout)
+            raise
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _remaining(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """Connections whose streams keep to the request's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_tcp(host, port, _remaining(timeout, httpcore.ConnectTimeout), local_address, socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _remaining(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class DeadlineTransport(httpx.HTTPTransport):
+    """An httpx transport whose ``timeout_s`` bounds each request as a whole, body included.
+
+    httpx's timeouts bound each read; here every read and write of a request waits at most what is left
+    of ``timeout_s`` from the moment the request is handed over, so a server that trickles its headers or
+    its body cannot hold a call past the deadline (``httpx.ReadTimeout``, an ``APITimeoutError`` for openai).
+    """
+
+    def __init__(self, timeout_s: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.timeout_s = timeout_s
+        pool = getattr(self, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is None:  # pragma: no cover - an httpcore without the attribute: per-read timeouts only
+            logger.warning("httpcore %s: the LLM request deadline falls back to per-read timeouts", httpcore.__version__)
+        else:
+            pool._network_backend = _DeadlineBackend(backend)  # type: ignore[union-attr]
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        # the deadline stays set after the call: httpx reads the body right after, in this thread
+        _REQUEST_DEADLINE.set((time.monotonic() + self.timeout_s, self.timeout_s))
+        return super().handle_request(request)
