@@ -19,6 +19,7 @@ from retrieval_pipeline.core.datasets.base import (
     DatasetAdapter,
     PairBuilder,
     SettingsBlock,
+    gold_pair,
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, NQRow, dedupe_chunks, load_nq_csv, nq_cases, nq_documents
@@ -74,17 +75,7 @@ class NQAdapter(DatasetAdapter):
 def nq_pair(case: Case) -> QAPair:
     """The question's own long answer (its de-duplicated chunk) is the one relevant document."""
     chunk = case.extra.get("gold_chunk_id")
-    return QAPair(
-        case.case_id,
-        case.suite,
-        case.benchmark_type,
-        case.source_file,
-        case.query,
-        [chunk] if chunk else [],
-        "resolved" if chunk else "unresolved",
-        "nq:long_answer",
-        {"short_answers": case.extra.get("short_answers", [])},
-    )
+    return gold_pair(case, [chunk] if chunk else [], "nq:long_answer", {"short_answers": case.extra.get("short_answers", [])})
 
 
 def _corpus_rows(source: NQSource, sampled: NQLoad) -> list[NQRow]:
