@@ -1,11 +1,12 @@
 """The asset checks of ``retrieval_metrics``: a floor per thresholded metric, a drift check per drift metric.
 
 The specs are the union over the registry's datasets and are partitioned by dataset, so each dataset keeps
-its own check status and history. ``retrieval_metrics`` computes the gates (core) and yields one result
-per spec through :func:`check_result`.
+its own check status and history. ``retrieval_metrics`` computes the gates (core) and returns one result
+per spec, made by :func:`check_results`.
 """
 
 import math
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -56,3 +57,23 @@ def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
         severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
         metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
     )
+
+
+def check_results(gates: Sequence[GateResult], dataset: str, log: dg.DagsterLogManager) -> list[dg.AssetCheckResult]:
+    """One result per check spec: the dataset's gate where it computed one, else a pass with a note.
+
+    The specs are the union over datasets, so a floor only another dataset sets passes here with a note.
+    A gate with no spec of its name (the definitions were loaded from another registry than this run's)
+    is logged as a warning and not recorded as a check.
+    """
+    spec_names = {s.name for s in CHECK_SPECS}
+    for gate in gates:
+        if gate.name not in spec_names:
+            log.warning(f"no check named {gate.name} is defined; result not recorded as a check: {gate.description}")
+    results = [check_result(g, dataset) for g in gates if g.name in spec_names]
+    return results + [
+        dg.AssetCheckResult(
+            check_name=n, passed=True, description=f"no such threshold configured for dataset {dataset}", metadata={"dataset": dataset}
+        )
+        for n in sorted(spec_names - {g.name for g in gates})
+    ]

@@ -13,7 +13,7 @@ from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
-from retrieval_pipeline.defs.checks import CHECK_SPECS, check_result
+from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
@@ -126,18 +126,6 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     config = settings.dataset(dataset)
     snapshot = write_snapshot(query_results, snapshot_path(settings.out_dir, dataset, context.run.run_id))
     evaluated = evaluate_dataset(config, query_results, _earlier_evaluations(context, config.drift.metric))
-    spec_names = {s.name for s in CHECK_SPECS}
-    for gate in evaluated.gates:
-        if gate.name not in spec_names:  # the definitions were loaded from another registry than this run's
-            context.log.warning(f"no check named {gate.name} is defined; result not recorded as a check: {gate.description}")
-    results = [check_result(g, dataset) for g in evaluated.gates if g.name in spec_names]
-    # the specs are the union over datasets: a floor only another dataset sets passes here with a note
-    results += [
-        dg.AssetCheckResult(
-            check_name=n, passed=True, description=f"no such threshold configured for dataset {dataset}", metadata={"dataset": dataset}
-        )
-        for n in sorted(spec_names - {g.name for g in evaluated.gates})
-    ]
     return dg.MaterializeResult(
         value=evaluated.table.frame,
         metadata=dagster_metadata(
@@ -147,7 +135,7 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
                 "queries": int(query_results["query_id"].nunique()),
             }
         ),
-        check_results=results,
+        check_results=check_results(evaluated.gates, dataset, context.log),
     )
 
 

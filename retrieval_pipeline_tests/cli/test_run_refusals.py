@@ -1,7 +1,7 @@
 """The runner on bad registries and failing steps: one clear line, the summary always, the other datasets still run.
 
 * a dataset whose settings the registry refuses is reported up front and left out; the others run and the
-  summary is printed (it used to be a traceback after the datasets before it, and nothing after it);
+  summary is printed (not a traceback after the datasets before it and nothing after it);
 * a registry refused as a whole (a duplicate key) is one ``error:`` line naming the file, exit 2, no traceback;
 * a failed step shows the exception the step raised (``Error occurred while executing op "raw_cases":`` said
   nothing) and the case counts.

@@ -1,4 +1,4 @@
-"""Issue 12, the bad-input catalogue: each probe is one realistic bad (or borderline) input, and its outcome.
+"""The bad-input catalogue: each probe is one realistic bad (or borderline) input, and its outcome.
 
 Every probe writes its input under a fresh folder, runs the loader that reads it and checks three things:
 the message names the file and the case, row, line, dataset or field, and says why; whether the input is

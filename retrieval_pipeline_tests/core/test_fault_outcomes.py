@@ -1,4 +1,4 @@
-"""Faults that change outcomes (issue 14, item 3): LLM calls that fail for good, through the real client and filter.
+"""Faults that change outcomes: LLM calls that fail for good, through the real client and filter.
 
 ``test_faults.py`` covers crashes and torn files; ``test_llm_client.py`` covers retries that end well. Here the
 retries run out: an OpenAI-compatible fake on loopback

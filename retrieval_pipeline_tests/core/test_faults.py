@@ -1,4 +1,4 @@
-"""Faults (issue 12): a SIGKILL mid-embedding, corrupt caches, two runs at once, torn temp files.
+"""Faults: a SIGKILL mid-embedding, corrupt caches, two runs at once, torn temp files.
 
 The figures behind each claim are printed (``pytest -s`` shows them):
 

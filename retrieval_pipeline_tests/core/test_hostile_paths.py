@@ -1,4 +1,4 @@
-"""Issue 12: a path a suite names must resolve inside its root; outside files are never read or sent to an LLM."""
+"""A path a suite names must resolve inside its root; outside files are never read or sent to an LLM."""
 
 from __future__ import annotations
 

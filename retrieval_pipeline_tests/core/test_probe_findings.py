@@ -1,4 +1,4 @@
-"""Findings of the bad-input probe, one test each (named after the finding), each failing before its fix.
+"""Bad inputs the bad-input probe tries, one test each (named after what it checks).
 
 Crashes become errors naming the file and the row or case; silent cases become rejects or warnings;
 per-read timeouts become total deadlines; big inputs are bounded before they are read.
@@ -35,7 +35,7 @@ def suite_file(tmp_path: Path, *rows: str) -> Path:
     return write(tmp_path / "suite" / "benchmark.yaml", "benchmarks:\n" + "\n".join([API_ROW, *rows]) + "\n")
 
 
-# ---- 1. suite extra fields with non-string or mixed-type keys -------------------------------------------------
+# ---- suite extra fields with non-string or mixed-type keys ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_suite_extra_fields_with_non_text_keys_reject_the_case(tmp_path: Path, e
     to_frame(loaded.cases, Case, CASE_JSON_FIELDS)  # the accepted cases still travel as JSON
 
 
-# ---- 5. a 15 MB question is accepted from a suite ---------------------------------------------------------------
+# ---- a 15 MB question in a suite --------------------------------------------------------------------------------
 
 
 def test_suite_question_of_15_mb_is_rejected_naming_file_and_case(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_suite_question_of_15_mb_is_rejected_naming_file_and_case(tmp_path: Path
     assert len(reason) < 400
 
 
-# ---- 7. YAML amplification by one big scalar, aliased 3,000 times ----------------------------------------------
+# ---- YAML amplification by one big scalar, aliased 3,000 times -------------------------------------------------
 
 
 def test_yaml_scalar_alias_amplification_is_refused(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_yaml_integer_of_5000_digits_is_refused_naming_the_file(tmp_path: Path) 
     assert str(path) in str(info.value) and "a value cannot be built" in str(info.value) and len(str(info.value)) < 500
 
 
-# ---- 8. a 600 MB snippet file is read whole ---------------------------------------------------------------------
+# ---- a 600 MB snippet file --------------------------------------------------------------------------------------
 
 
 def test_snippet_file_of_600_mb_is_refused_before_reading(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def test_snippet_file_of_600_mb_is_refused_before_reading(tmp_path: Path) -> Non
     assert "code snippet file is 629,145,600 bytes, over the limit of 1,000,000 bytes: refused, not read" in reason
 
 
-# ---- 2. context-QA: 600-deep junk, a 5,000-digit number, a 100,000-deep array -------------------------------
+# ---- context-QA: 600-deep junk, a 5,000-digit number, a 100,000-deep array ----------------------------------
 
 
 def qa_file(tmp_path: Path, bad_row: str) -> Path:
@@ -193,7 +193,7 @@ def test_context_qa_row_by_row_parsing_keeps_json_messages(tmp_path: Path, conte
         pass
 
 
-# ---- 3. BEIR: grades and ids of 5,000 digits, a 20-digit grade, a 100,000-deep corpus line ---------------------
+# ---- BEIR: grades and ids of 5,000 digits, a 20-digit grade, a 100,000-deep corpus line ------------------------
 
 
 def beir_folder(tmp_path: Path, *, corpus: list[str] | None = None, qrels: list[str] | None = None) -> Path:
@@ -251,7 +251,7 @@ def test_beir_corpus_line_with_a_5000_digit_id_or_100000_deep_rejects_the_line(t
     assert len(loaded.cases) == 2
 
 
-# ---- 4 and 6. embedding cache: one row with a 10-byte vector, one row with a NaN ---------------------------------
+# ---- embedding cache: one row with a 10-byte vector, one row with a NaN ------------------------------------------
 
 
 def damage_one_cache_row(path: Path, model_id: str, text: str, blob: bytes) -> None:
@@ -317,14 +317,14 @@ def test_embedding_cache_refuses_nan_vectors_from_the_encoder(tmp_path: Path) ->
         assert cache.count() == 0
 
 
-# ---- 9. one huge NQ CSV cell failed the whole file with a wrong guess ("unclosed quote?") -----------------------
+# ---- one huge NQ CSV cell rejects its row, not the whole file with a wrong guess ("unclosed quote?") ------------
 
 
 def test_nq_csv_cell_over_the_field_limit_rejects_only_its_row(tmp_path: Path) -> None:
     from retrieval_pipeline.core.datasets.nq.reader import load_nq_csv
 
     path = tmp_path / "nq.csv"
-    with path.open("w", encoding="utf-8") as handle:  # 12 MB, written in pieces (the finding had 100 MB)
+    with path.open("w", encoding="utf-8") as handle:  # 12 MB, written in pieces
         handle.write('question,long_answer,short_answer\nq1,p1,a\nq2,"')
         for _ in range(12):
             handle.write("x, y\n" * (1024 * 1024 // 5) + "z" * (1024 * 1024 % 5))
@@ -347,7 +347,7 @@ def test_nq_csv_unclosed_quote_still_fails_the_file_naming_the_row(tmp_path: Pat
     assert str(path) in str(info.value)
 
 
-# ---- 10 and 11. the http retriever: per-read timeouts were no deadline; an 800 MB answer was read whole ----------
+# ---- the http retriever: a total deadline over trickling reads; an 800 MB answer is not read whole ---------------
 
 
 class TrickleServer:
@@ -426,7 +426,7 @@ def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes
     from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever
     from retrieval_pipeline.core.retrieval.remote import RetryPolicy
 
-    # a byte every 0.25 s (the finding had 2 s): each read is well within the 1 s timeout, for up to 30 s
+    # a byte every 0.25 s: each read is well within the 1 s timeout, for up to 30 s
     with TrickleServer(head, piece, pieces=120, every_s=0.25) as server:
         retriever = HttpRetriever(
             "trickle", server.url, timeout_s=1.0, policy=RetryPolicy(max_retries=1, backoff_base_s=0, backoff_max_s=0)
@@ -495,7 +495,7 @@ def test_llm_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: by
     assert "no complete answer within 1 s (a deadline for the whole request)" in call.error and "after 2 attempt(s)" in call.error
 
 
-# ---- 12. a 19 MB plain YAML of one-character items cost 3.3 GB and three minutes -----------------------------------
+# ---- a 19 MB plain YAML of one-character items (3.3 GB and three minutes to build) ---------------------------------
 
 
 def test_yaml_of_too_many_nodes_is_refused_before_building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_project_registry_loads_with_issue_defaults():
+def test_project_registry_loads_with_its_default_floors():
     registry = load_registry(DEFAULT_REGISTRY_PATH)
     adk = registry.get("adk_v1_24_1")
     assert {m: (t.min, t.severity) for m, t in adk.thresholds.items()} == {

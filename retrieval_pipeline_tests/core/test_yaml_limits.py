@@ -1,4 +1,4 @@
-"""Issue 12: hostile YAML (alias bombs, deep nesting, huge files) fails fast with a short message naming the file."""
+"""Hostile YAML (alias bombs, deep nesting, huge files) fails fast with a short message naming the file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Readers and reference computations that share no code with the pipeline (issue 14, item 2).
+"""Readers and reference computations that share no code with the pipeline.
 
 The pipeline writes ``qrels.txt`` with :mod:`retrieval_pipeline.core.evaluation.trec` and builds qrels with
 :mod:`retrieval_pipeline.core.evaluation.scoring` and :mod:`retrieval_pipeline.core.retrieval_dataset`. A test that

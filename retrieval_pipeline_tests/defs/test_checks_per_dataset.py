@@ -1,4 +1,4 @@
-"""Every check result carries its dataset: a passing dataset never masks a failing one (issue 9, item 5).
+"""Every check result carries its dataset: a passing dataset never masks a failing one.
 
 Two datasets of one tiny registry, ``python_nq`` failing its floor and ``stdlib`` passing it, are evaluated
 in one instance, the failing one first. Dagster's per-partition check status must still show the failure

@@ -1,4 +1,4 @@
-"""The exported ``qrels.txt`` against the source, read by code that shares nothing with the writer (issue 14, item 2).
+"""The exported ``qrels.txt`` against the source, read by code that shares nothing with the writer.
 
 Each test materialises a dataset up to ``evaluation_exports`` (BM25 only, so it is quick), reads the
 exported TREC qrels with :func:`~retrieval_pipeline_tests.defs.independent.read_qrels_txt` (pandas; parity

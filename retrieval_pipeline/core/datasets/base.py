@@ -7,8 +7,8 @@ adapter class decorated with :func:`register_adapter`. The adapter owns everythi
   each validated as a pydantic type, with the keys that hold paths (resolved against the registry root);
 * **reading** the dataset: :meth:`~DatasetAdapter.load_cases` and :meth:`~DatasetAdapter.build_corpus`,
   and the files it reads (:meth:`~DatasetAdapter.input_paths`, derived from the path keys by default);
-* **pairing** its cases with gold documents (:meth:`~DatasetAdapter.pair_builder`) and what the pairs
-  report adds (:meth:`~DatasetAdapter.pairs_report`);
+* **pairing** its cases with gold documents (:meth:`~DatasetAdapter.pair_builder`, each pair made by
+  :func:`gold_pair`) and what the pairs report adds (:meth:`~DatasetAdapter.pairs_report`);
 * **evaluation** extras: per-query columns (:meth:`~DatasetAdapter.extra_query_columns`) and asset
   metadata (:meth:`~DatasetAdapter.metadata`).
 
@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
+from retrieval_pipeline.core.types import Case, Document, QAPair, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from retrieval_pipeline.core.datasets.config import DatasetConfig
-    from retrieval_pipeline.core.types import QAPair
 
 #: The kind of a registry entry that names none.
 DEFAULT_KIND = "suite"
@@ -42,7 +41,7 @@ DEFAULT_KIND = "suite"
 CASE_JSON_FIELDS = ("gold_fqns", "files", "options", "extra")
 
 #: How one case of a kind becomes a pair.
-PairBuilder = Callable[[Case], "QAPair"]
+PairBuilder = Callable[[Case], QAPair]
 #: ``(run, qrels) -> frame``: one row per query (``query_id`` column) of extra per-query metrics.
 QueryColumns = Callable[[Run, Qrels], "pd.DataFrame"]
 
@@ -171,6 +170,38 @@ class DatasetAdapter(ABC):
     def metadata(self, config: DatasetConfig) -> dict[str, Any]:
         """Settings recorded in the evaluation's asset metadata: JSON values by name (default: none)."""
         return {}
+
+
+def gold_pair(
+    case: Case,
+    gold_doc_ids: Sequence[str],
+    method: str,
+    evidence: dict[str, Any],
+    warnings: Sequence[str] = (),
+    grades: Sequence[int] = (),
+) -> QAPair:
+    """``case`` paired with its relevant documents: resolved when there is one, unresolved when there is none.
+
+    Args:
+        gold_doc_ids: The relevant documents, most relevant first.
+        method: How the gold was found (``"nq:long_answer"``).
+        evidence: What the pair's report shows of how it was found.
+        warnings: Problems to report with the pair (why it is unresolved).
+        grades: Graded relevance aligned with ``gold_doc_ids``; empty means every gold is grade 1.
+    """
+    return QAPair(
+        case.case_id,
+        case.suite,
+        case.benchmark_type,
+        case.source_file,
+        case.query,
+        list(gold_doc_ids),
+        "resolved" if gold_doc_ids else "unresolved",
+        method,
+        evidence,
+        list(warnings),
+        list(grades),
+    )
 
 
 _ADAPTERS: dict[str, DatasetAdapter] = {}

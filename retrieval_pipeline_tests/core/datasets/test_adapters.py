@@ -27,6 +27,7 @@ from retrieval_pipeline.core.datasets import (
     adapter_for,
     adapter_of_kind,
     adapters,
+    gold_pair,
     register_adapter,
     unregister_adapter,
 )
@@ -76,16 +77,7 @@ class JsonlAdapter(DatasetAdapter):
 
         def pair(case: Case) -> QAPair:
             gold = [d for d in case.extra["relevant"] if d in known]
-            return QAPair(
-                case.case_id,
-                case.suite,
-                case.benchmark_type,
-                case.source_file,
-                case.query,
-                gold,
-                "resolved" if gold else "unresolved",
-                "jsonl:relevant",
-            )
+            return gold_pair(case, gold, "jsonl:relevant", {})
 
         return pair
 

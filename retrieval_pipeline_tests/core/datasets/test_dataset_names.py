@@ -1,4 +1,4 @@
-"""Issue 12: a dataset name is one safe folder name, and outputs stay under the out dir whatever the name."""
+"""A dataset name is one safe folder name, and outputs stay under the out dir whatever the name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit tests of ``core/datasets/inputs.py`` (issue 14, item 4): corpus and cases of every kind, through the kind's adapter.
+"""Unit tests of ``core/datasets/inputs.py``: corpus and cases of every kind, through the kind's adapter.
 
 ``dataset_inputs`` is what the ingest assets call: :func:`build_corpus` and :func:`load_cases` hand the dataset
 to its kind's adapter, and :func:`documents_by_id` indexes a corpus. Each built-in kind is read here from a

@@ -1,7 +1,7 @@
 """The regression gate, checked to the character: the exact report text, rows, metadata and errors.
 
-Written against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.regression`
-(issue 14). Every frame here is built by hand from gold ranks, so hit_rate@5 (1 when the rank is <= 5),
+Written against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.regression`.
+Every frame here is built by hand from gold ranks, so hit_rate@5 (1 when the rank is <= 5),
 the means, the drops and the flipped queries are known without running the gate. p-values are either
 exact by construction (no difference at all: p = 1; 30 drops and no gain: p = 2**-30, which 10,000
 sign-flip draws estimate as 0) or recomputed with the documented test and seed.

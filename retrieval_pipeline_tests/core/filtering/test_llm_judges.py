@@ -1,4 +1,4 @@
-"""Unit tests of ``core/filtering/judges/llm.py`` (issue 14, item 4): every branch of sufficiency and necessity, every field.
+"""Unit tests of ``core/filtering/judges/llm.py``: every branch of sufficiency and necessity, every field.
 
 The judges only need ``client.settings.model`` and ``client.map_json``; :class:`ScriptedClient` answers each
 request from a script keyed by the kind of prompt (gold or random contexts), records what was asked, and

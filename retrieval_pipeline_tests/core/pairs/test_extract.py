@@ -241,7 +241,7 @@ def test_real_adk_golds_all_resolve_with_the_library_environment(shared_data: Pa
     config = config.model_copy(update={"targets": TargetSettings(inferer="ast")})
     result = extract_pairs(load_cases(config).cases, build_corpus(config).documents, config)
     by_method = result.details["api_gold_by_method"]
-    assert by_method["unresolved"] == 0 and by_method["import"] > 0  # issue 13: 100% of dev golds
+    assert by_method["unresolved"] == 0 and by_method["import"] > 0  # 100% of dev golds
     assert result.summary["api_gold_resolution_rate"] == 1.0
     imported = [r for p in result.pairs for r in p.evidence.get("resolutions", []) if r["method"] == "import"]
     assert {r["gold"] for r in imported} <= {"google.adk.Agent", "google.adk.agents.Agent", "google.adk.agents.llm_agent.Agent"}

@@ -1,4 +1,4 @@
-"""Index choice by size (issue 11, item 4): flat up to ``flat_max_docs``, HNSW above, and measured recall.
+"""Index choice by size: flat up to ``flat_max_docs``, HNSW above, and measured recall.
 
 The recall figures come from synthetic vectors shaped like sentence embeddings: a Gaussian mixture
 in a 64-dimensional subspace of R^384 plus a little isotropic noise, L2-normalised (real embeddings have

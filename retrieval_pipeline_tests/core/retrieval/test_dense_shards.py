@@ -1,4 +1,4 @@
-"""Sharded, resumable embedding and progress in the dense retriever (issue 11, item 3).
+"""Sharded, resumable embedding and progress in the dense retriever.
 
 A shard is one chunk the embedding cache commits (``batch_size x BATCHES_PER_COMMIT`` texts). A
 SIGKILLed :meth:`DenseRetriever.build` loses at most the shard in progress; the re-run embeds only the

@@ -214,7 +214,7 @@ def test_each_run_has_a_fresh_workdir_removed_afterwards(sandbox):
 
 
 # --------------------------------------------------------------------------------------------------
-# Issue 12: the proof runs as an unprivileged host user and sees none of the host's secrets
+# The proof runs as an unprivileged host user and sees none of the host's secrets
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: checks files the sandbox user does not own")
 
@@ -568,7 +568,7 @@ def test_capping_is_bounded_and_idempotent():
 
 
 def test_a_question_that_reads_a_secret_file_leaks_nothing_into_the_report(sandbox, tmp_path):
-    """Issue 12 end to end: a proof that *can* read a file full of secrets; the report gets none of them."""
+    """End to end: a proof that *can* read a file full of secrets; the report gets none of them."""
     tail, body, token = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
     content = (
         f"root:$6$saltsalt${tail}:19700:0:99999:7:::\n"

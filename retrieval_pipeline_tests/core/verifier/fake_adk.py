@@ -1,4 +1,4 @@
-"""An ADK-shaped library in a throwaway environment: what issue 12's verifier tests run against.
+"""An ADK-shaped library in a throwaway environment: what the verifier's library tests run against.
 
 Shaped like google-adk where it matters: the distribution ``acme-adk`` installs the import name
 ``acme.adk`` (``acme`` is a namespace package, and there is no ``top_level.txt``, only ``RECORD``);

@@ -3,7 +3,7 @@
 Needs the separate environment made by ``make adk-env`` (``bash benchmarks/make_adk_env.sh``; ``.venvs/adk``;
 another interpreter can be named with ``RP_ADK_PYTHON``) and ``../shared/data``. Skips, saying which, otherwise.
 
-Issue 12: the registry's own verifier setting is used (``library: google-adk`` is the distribution,
+The registry's own verifier setting is used (``library: google-adk`` is the distribution,
 ``import_name: google.adk`` the module probed); a wrong import name is an error, not verdicts; and the
 verdicts do not change when every core is busy.
 """
@@ -30,11 +30,11 @@ pytestmark = pytest.mark.heavy
 SUITE = "adk/benchmark_definitions/configure_adk_features_mc/benchmark.yaml"
 DATASET = "adk_v1_24_1"
 #: Questions about names (exists, import, constructor keyword, parameter) proven again with every core busy: the
-#: kind a timeout used to turn into "not defined anywhere" (issue 12). Eight keep the test at about half a minute;
+#: kind a timeout must not turn into "not defined anywhere". Eight keep the test at about half a minute;
 #: ``test_library_probe.py`` runs a whole ADK-shaped suite with known verdicts under the same load.
 NAMING_UNDER_LOAD = 8
-#: The classes issue 12 saw called "not defined anywhere in google-adk"; all exist.
-ISSUE_NAMES = ("ParallelAgent", "OpenAPIToolset", "CredentialManager", "SaveFilesAsArtifactsPlugin", "Runner", "runner")
+#: Classes a slow or failed probe calls "not defined anywhere in google-adk"; all exist.
+HARD_TO_PROBE_NAMES = ("ParallelAgent", "OpenAPIToolset", "CredentialManager", "SaveFilesAsArtifactsPlugin", "Runner", "runner")
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_adk_mc_suite_against_installed_google_adk(adk, adk_run, tmp_path):
     run = adk_run
     assert run.index.distribution == "google-adk" and run.index.version and run.index.import_name == "google.adk"
     assert len(run.verdicts) == len(cases) == 61
-    for name in ISSUE_NAMES:  # found, or at worst undecided: never "not defined anywhere"
+    for name in HARD_TO_PROBE_NAMES:  # found, or at worst undecided: never "not defined anywhere"
         assert run.index.resolve(name) is not None or run.index.absent(name)[0] == "unprobed", name
     verdicts = {v.case_id.split(":", 1)[1]: v for v in run.verdicts}
     # stable facts of google-adk that the offline prover settles outright
@@ -120,13 +120,13 @@ def test_adk_verdicts_are_the_same_under_a_cpu_hog(adk, adk_run):
     assert busy_run.index.coverage.summary() == adk_run.index.coverage.summary()
 
 
-#: Issue 13: questions the new claim kinds settle, with the library facts that settle them (true in google-adk 1.20
+#: Questions the atom claim kinds settle, with the library facts that settle them (true in google-adk 1.20
 #: and 2.13 alike, read off the installed library by hand): ``App`` has ``events_compaction_config``,
 #: ``context_cache_config``; ``Runner`` takes no ``auto_compact``/``enable_cache``; ``LlmAgent`` has ``output_schema`` and
 #: ``input_schema`` but no ``cache``/``max_history``/``response_schema``; ``types.Content`` takes ``parts``/``role`` only and
 #: ``types.Part`` no ``image``; ``LoggingPlugin`` derives from ``BasePlugin`` and ``EventsCompactionConfig`` does not;
 #: ``adk deploy cloud_run`` has ``--service_name`` and none of the four flags offered.
-ISSUE13_VALID = {
+ATOM_KIND_VALID = {
     "how_do_you_configure_an_app_to_automatically_compa": "compound",
     "how_do_you_enable_context_caching_for_an_entire_ap": "compound",
     "you_want_to_automatically_summarize_old_events_to_": "compound",
@@ -138,9 +138,9 @@ ISSUE13_VALID = {
 
 
 @pytest.mark.integration
-def test_issue13_claim_kinds_settle_more_adk_questions_and_disprove_no_marked_answer(adk_run):
+def test_atom_claim_kinds_settle_more_adk_questions_and_disprove_no_marked_answer(adk_run):
     verdicts = {v.case_id.split(":", 1)[1]: v for v in adk_run.verdicts}
-    for name, kind in ISSUE13_VALID.items():
+    for name, kind in ATOM_KIND_VALID.items():
         verdict = verdicts[name]
         assert verdict.verdict == "Valid", (name, verdict.reasons)
         assert any(e.claim.kind == kind and e.decided_by == "offline" for e in verdict.evidence), name

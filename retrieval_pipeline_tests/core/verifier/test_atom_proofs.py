@@ -1,4 +1,4 @@
-"""Issue 13's atom proofs: each new claim kind decided in the sandbox against Python's own library.
+"""The atom proofs: each atom claim kind decided in the sandbox against Python's own library.
 
 Every expected state below comes from Python's documentation, not from a run of the verifier: ``int('x')``
 raises ``ValueError``; ``json.dumps``'s ``indent`` defaults to ``None``; ``csv.DictWriter(f, fieldnames, ...)``

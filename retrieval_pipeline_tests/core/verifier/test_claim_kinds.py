@@ -1,4 +1,4 @@
-"""Issue 13's claim kinds: extraction from question and option wording only, on standard-library examples."""
+"""The atom claim kinds: extraction from question and option wording only, on standard-library examples."""
 
 from __future__ import annotations
 

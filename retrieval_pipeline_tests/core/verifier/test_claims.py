@@ -15,7 +15,7 @@ def kinds(claims):
 
 def test_signature_takes_question_and_options_not_the_case():
     params = inspect.signature(decompose).parameters
-    # the snippet is part of the question (issue 13, item 6), keyword-only; nothing carries the marked answer
+    # the snippet is part of the question, keyword-only; nothing carries the marked answer
     assert list(params) == ["case_id", "question", "options", "snippet"]
     assert params["snippet"].kind is inspect.Parameter.KEYWORD_ONLY and params["snippet"].default is None
 
@@ -100,7 +100,7 @@ def test_names_calls_and_placeholders():
     )
     assert calls[0].kind == "expression" and calls[0].details["mode"] == "evaluates"
     assert calls[0].details["bindings"]["deque"] == {"path": "collections.deque"}
-    # sketches with ... / my_* are not run: a class-like callee is checked for its keywords only (issue 13)
+    # sketches with ... / my_* are not run: a class-like callee is checked for its keywords only
     assert calls[1].kind == "compound" and "expr" not in calls[1].details
     assert calls[1].details["atoms"] == [
         {"check": "accepts", "callee": "types.Content", "keywords": ["parts"]},

@@ -1,4 +1,4 @@
-"""Remediation that follows library drift (issue 13, item 5): every fix re-verified against each library version.
+"""Remediation that follows library drift: every fix re-verified against each library version.
 
 Unit tests run remediation against a small model of two library versions (a set of accepted keyword names per
 version, and the verdict rule written out by hand), so what is asserted does not come from the verifier itself.

@@ -1,4 +1,4 @@
-"""Issue 12: the library's distribution and import name are separate, a wrong setting stops the verifier,
+"""The library's distribution and import name are separate, a wrong setting stops the verifier,
 and a name the probe may have missed is undecided, never false.
 
 Runs against an ADK-shaped library in a throwaway environment (:mod:`fake_adk`); the same checks against

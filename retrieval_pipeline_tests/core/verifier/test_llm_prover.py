@@ -1,4 +1,4 @@
-"""The LLM prover (issue 13) against the scripted OpenAI-compatible fake: correct, broken and hostile checks.
+"""The LLM prover against the scripted OpenAI-compatible fake: correct, broken and hostile checks.
 
 The fake replies with a check per option (looked up by the option's text in the request). Correct checks decide
 options; broken ones (errors, forged or foreign AssertionErrors, no assert, bad JSON) leave them undecided, never

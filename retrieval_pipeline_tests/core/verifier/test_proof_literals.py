@@ -1,4 +1,4 @@
-"""Generated proofs are valid Python whatever the option text, letter or case id holds (issue 12).
+"""Generated proofs are valid Python whatever the option text, letter or case id holds.
 
 Every text of a claim enters a proof as an ASCII literal; the docstring evaluates back to its text.
 """
@@ -132,7 +132,7 @@ def test_every_generated_proof_compiles_and_its_docstring_is_the_claim():
         compiled += 1
         kinds.add(claim.kind)
     assert compiled > 100
-    # issue 13's atom proofs (prose that names code, a type as the answer) compile from the same nasty texts too
+    # the atom proofs (prose that names code, a type as the answer) compile from the same nasty texts too
     assert kinds == {"import", "exists", "signature_param", "constructor_kwarg", "expression", "compound", "returns"}
 
 

@@ -1,4 +1,4 @@
-"""Questions about code (issue 13, item 6): options read as what running the snippet does, proven by running it."""
+"""Questions about code: options read as what running the snippet does, proven by running it."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from retrieval_pipeline.core.datasets.base import (
     DatasetAdapter,
     PairBuilder,
     SettingsBlock,
+    gold_pair,
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.beir.reader import load_beir
@@ -72,14 +73,9 @@ def beir_pair(case: Case) -> QAPair:
     """BEIR judgements as given: grade >= 1 is relevant (graded); grade 0 is judged non-relevant."""
     judged = {str(d): int(g) for d, g in (case.extra.get("qrels") or {}).items()}
     relevant = sorted((d for d, g in judged.items() if g >= 1), key=lambda d: (-judged[d], d))
-    return QAPair(
-        case.case_id,
-        case.suite,
-        case.benchmark_type,
-        case.source_file,
-        case.query,
+    return gold_pair(
+        case,
         relevant,
-        "resolved" if relevant else "unresolved",
         "beir:qrels",
         {"judged_non_relevant": sorted(d for d, g in judged.items() if g < 1)},
         [] if relevant else [f"query {case.case_id!r} ({case.source_file}) has no judgement with grade >= 1"],

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_pipeline.core.datasets.base import gold_pair
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilarityIndex, SimilaritySettings
 from retrieval_pipeline.core.result_cache import ResultCache, content_key
 from retrieval_pipeline.core.types import Case, Document, QAPair
@@ -143,14 +144,9 @@ class ContextMatcher:
                 f"{case.source_file} row {case.index + 1} ({case.case_id}): the expected context matches no chunk "
                 f"at threshold {self.settings.threshold:g} (best ratio {best:.3f} in {best_id})"
             )
-        return QAPair(
-            case.case_id,
-            case.suite,
-            case.benchmark_type,
-            case.source_file,
-            case.query,
+        return gold_pair(
+            case,
             [d for d, _ in found.matches],
-            "resolved" if found.matches else "unresolved",
             f"similarity>={self.settings.threshold:g}",
             evidence,
             warnings,

@@ -30,6 +30,7 @@ from retrieval_pipeline.core.datasets.base import (
     DatasetAdapter,
     PairBuilder,
     SettingsBlock,
+    gold_pair,
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.known_item.corpus import (
@@ -197,14 +198,9 @@ def known_item_pair(case: Case, known: set[str] | frozenset[str]) -> QAPair:
     """The query's one gold is the document its sentence came from (unresolved if the corpus lacks it)."""
     gold = str(case.extra.get("gold_doc_id") or "")
     found = gold in known
-    return QAPair(
-        case.case_id,
-        case.suite,
-        case.benchmark_type,
-        case.source_file,
-        case.query,
+    return gold_pair(
+        case,
         [gold] if found else [],
-        "resolved" if found else "unresolved",
         "known_item:docstring",
         {"removed_occurrences": case.extra.get("removed", 0)},
         [] if found else [f"known-item query {case.case_id!r} ({case.source_file}): gold {gold!r} is not in the corpus"],

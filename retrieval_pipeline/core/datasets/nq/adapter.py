@@ -19,6 +19,7 @@ from retrieval_pipeline.core.datasets.base import (
     DatasetAdapter,
     PairBuilder,
     SettingsBlock,
+    gold_pair,
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, NQRow, dedupe_chunks, load_nq_csv, nq_cases, nq_documents
@@ -51,8 +52,8 @@ class NQAdapter(DatasetAdapter):
 
     def load_cases(self, config: DatasetConfig) -> CasesBuild:
         source: NQSource = config.nq
-        loaded = load_nq_csv(source.csv, sample_size=source.sample_size)
-        chunk_of = dedupe_chunks(_corpus_rows(source, loaded)).question_chunk  # chunk ids as the corpus numbers them
+        loaded, corpus_rows = _load(source)
+        chunk_of = dedupe_chunks(corpus_rows).question_chunk  # chunk ids as the corpus numbers them
         cases = nq_cases(loaded.rows, str(source.csv))
         for case in cases:
             case.extra["gold_chunk_id"] = chunk_of[case.case_id]
@@ -60,7 +61,7 @@ class NQAdapter(DatasetAdapter):
 
     def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
         source: NQSource = config.nq
-        rows = _corpus_rows(source, load_nq_csv(source.csv, sample_size=source.sample_size))
+        _, rows = _load(source)
         chunks = dedupe_chunks(rows)
         report: dict[str, object] = {"long_answers": len(rows), "chunks": len(chunks.chunks), "merged_duplicates": chunks.duplicates}
         if source.corpus_rows is not None:
@@ -74,28 +75,19 @@ class NQAdapter(DatasetAdapter):
 def nq_pair(case: Case) -> QAPair:
     """The question's own long answer (its de-duplicated chunk) is the one relevant document."""
     chunk = case.extra.get("gold_chunk_id")
-    return QAPair(
-        case.case_id,
-        case.suite,
-        case.benchmark_type,
-        case.source_file,
-        case.query,
-        [chunk] if chunk else [],
-        "resolved" if chunk else "unresolved",
-        "nq:long_answer",
-        {"short_answers": case.extra.get("short_answers", [])},
-    )
+    return gold_pair(case, [chunk] if chunk else [], "nq:long_answer", {"short_answers": case.extra.get("short_answers", [])})
 
 
-def _corpus_rows(source: NQSource, sampled: NQLoad) -> list[NQRow]:
-    """The rows whose long answers make the corpus: every row, or the first ``corpus_rows`` plus the sampled ones.
+def _load(source: NQSource) -> tuple[NQLoad, list[NQRow]]:
+    """The sampled questions (the first ``sample_size``, or all) and the rows whose long answers make the corpus.
 
-    The chunk ids follow the order of these rows, so the cases and the corpus number them alike.
+    The CSV is read once: the sample is the first rows of the whole file. The corpus rows are every row, or
+    the first ``corpus_rows`` plus the sampled ones; the chunk ids follow their order, so the cases and the
+    corpus number them alike.
     """
-    if source.sample_size is None and source.corpus_rows is None:
-        return list(sampled.rows)
-    every = load_nq_csv(source.csv).rows if source.sample_size is not None else sampled.rows
+    every = load_nq_csv(source.csv)
+    sampled = every if source.sample_size is None else every.first(source.sample_size)
     if source.corpus_rows is None:
-        return list(every)
+        return sampled, list(every.rows)
     kept = {row.question_id for row in sampled.rows}
-    return [row for row in every if row.index < source.corpus_rows or row.question_id in kept]
+    return sampled, [row for row in every.rows if row.index < source.corpus_rows or row.question_id in kept]

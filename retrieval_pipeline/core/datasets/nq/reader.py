@@ -104,6 +104,16 @@ class NQLoad:
     rejects: list[Rejected]
     total: int
 
+    def first(self, n: int) -> NQLoad:
+        """The outcome for the first ``n`` data rows only: what ``load_nq_csv(path, sample_size=n)`` returns.
+
+        A row is rejected as a duplicate of an earlier row only, so cutting a load of the whole file at ``n``
+        gives the rows and rejects of reading ``n`` rows.
+        """
+        rows = [row for row in self.rows if row.index < n]
+        rejects = [reject for reject in self.rejects if reject.index is not None and reject.index < n]
+        return NQLoad(rows, rejects, len(rows) + len(rejects))
+
 
 @dataclass
 class NQChunks:

@@ -120,6 +120,13 @@ def test_sample_size_reads_only_the_first_rows(tmp_path: Path) -> None:
         load_nq_csv(write(tmp_path, text), sample_size=0)
 
 
+def test_first_rows_of_a_whole_load_are_the_sampled_read(tmp_path: Path) -> None:
+    text = HEADER + "q1,p1,a\n,p2,b\nq1,p1,c\nq4,p4,d\nq1,p1,e\n"  # a reject, then duplicates inside and past the cut
+    path = write(tmp_path, text)
+    for n in (1, 2, 3, 4, 5, 9):
+        assert load_nq_csv(path).first(n) == load_nq_csv(path, sample_size=n)
+
+
 def test_split_short_answers() -> None:
     assert split_short_answers("291 | 291 episodes") == ["291", "291 episodes"]
     assert split_short_answers(" a |  | b ") == ["a", "b"]

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from retrieval_pipeline.core.datasets.config import DatasetConfig
+from retrieval_pipeline.core.datasets.nq import adapter as nq_adapter
 from retrieval_pipeline.core.datasets.nq.adapter import NQAdapter, nq_pair
 from retrieval_pipeline.core.types import Case, QAPair
 
@@ -99,3 +102,22 @@ def test_an_explicit_corpus_subset_keeps_the_sampled_golds_and_says_so(tmp_path:
     assert "SUBSET" in corpus.report["corpus_subset"]
     ids = {d.doc_id for d in corpus.documents}
     assert {c.extra["gold_chunk_id"] for c in NQAdapter().load_cases(config).cases} <= ids
+
+
+def test_each_step_reads_the_csv_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """With ``sample_size`` and ``corpus_rows`` set, the cases and the corpus each read the file once, whole."""
+    path = tmp_path / "nq.csv"
+    path.write_text(CSV, encoding="utf-8")
+    config = DatasetConfig(name="n", kind="nq", nq={"csv": str(path), "sample_size": 2, "corpus_rows": 1})
+    reads: list[tuple[object, ...]] = []
+    read = nq_adapter.load_nq_csv
+
+    def counted(*args: object, **kwargs: object) -> object:
+        reads.append((*args, *kwargs.values()))
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(nq_adapter, "load_nq_csv", counted)
+    assert len(NQAdapter().load_cases(config).cases) == 2
+    assert reads == [(path,)]
+    assert len(NQAdapter().build_corpus(config).documents) == 2
+    assert reads == [(path,), (path,)]

@@ -186,7 +186,7 @@ def test_real_adk_suites_load_without_rejects(shared_data: Path, suite: str, ben
 
 
 # --------------------------------------------------------------------------------------------------
-# Questions about code: code_snippet_ref (issue 13, item 6)
+# Questions about code: code_snippet_ref
 
 SNIPPETS = '''\
 """Sections for the snippet questions."""

@@ -1,0 +1,28 @@
+"""The check results of ``retrieval_metrics``: one per spec, whatever gates the dataset computed."""
+
+from __future__ import annotations
+
+from retrieval_pipeline.core.evaluation.gates import GateResult
+from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def test_one_result_per_spec_notes_for_floors_the_dataset_does_not_set_and_unknown_gates_logged():
+    names = sorted(s.name for s in CHECK_SPECS)
+    gates = [
+        GateResult(names[0], False, "ERROR", "below the floor", {"bm25": 0.2}, 0.5),
+        GateResult("min_not_a_spec", False, "ERROR", "from another registry"),
+    ]
+    log = _Log()
+    results = check_results(gates, "stdlib", log)
+    assert [r.check_name for r in results] == names  # the gate first, then the notes in name order
+    assert (results[0].passed, results[0].metadata["dataset"].value, results[0].metadata["threshold"].value) == (False, "stdlib", 0.5)
+    assert all(r.passed and r.description == "no such threshold configured for dataset stdlib" for r in results[1:])
+    assert log.warnings == ["no check named min_not_a_spec is defined; result not recorded as a check: from another registry"]
