@@ -40,7 +40,7 @@ $(VENV)/.installed-local-llm: $(VENV)/.installed
 # rewritten when this Makefile changes. run_retries: the daemon (make dev) re-executes a failed run once, from
 # the failed step (not runs of `dagster asset materialize`: they have no code location to relaunch from).
 # run_monitoring (daemon too): fails runs stuck STARTING or CANCELING after 3 min, and any run STARTED for
-# over 12 h. A run whose worker was SIGKILLed otherwise stays STARTED: see "Killed runs" in the README.
+# over 12 h. A run whose worker was SIGKILLed otherwise stays STARTED: see "When a run is killed" in docs/running.md.
 $(DAGSTER_HOME)/dagster.yaml: Makefile
 	mkdir -p $(DAGSTER_HOME)
 	printf '%s\n' 'telemetry:' '  enabled: false' \

@@ -50,7 +50,7 @@ CONTEXT_KS = (1, 5, 10)
 class ChunkingSettings(SettingsBlock):
     """How documents are cut: chunks of at most ``size`` characters, ``overlap`` of them carried to the next chunk."""
 
-    size: int = Field(400, ge=50)  # characters; see README for why 400/100 (the relevance ceiling)
+    size: int = Field(400, ge=50)  # characters; see docs/design.md for why 400/100 (the relevance ceiling)
     overlap: int = Field(100, ge=0)
 
     @model_validator(mode="after")

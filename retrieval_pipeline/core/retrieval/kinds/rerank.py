@@ -10,7 +10,7 @@ Settings:
 * ``scorer``: ``cross_encoder`` (default; the model above) or ``bi_encoder``: the cosine of a
   sentence-transformers bi-encoder's query and passage embeddings (``model`` then names a bi-encoder;
   passage vectors come from the shared embedding cache). No PyPI package ships a trained cross-encoder,
-  so the offline rerank this project can run here is ``bi_encoder`` (see the README).
+  so the offline rerank this project can run here is ``bi_encoder`` (see docs/retrievers.md).
 * ``backend`` (``bi_encoder`` only): ``torch`` (default) or ``onnx_int8``, as for ``kind: dense``. Name the
   backend of the dense retriever that embeds the same model, and the rerank reads the passage vectors
   that retriever's index already put in the embedding cache instead of embedding its candidates again.
