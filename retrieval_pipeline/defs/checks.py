@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from retrieval_pipeline.core.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY, partitioned_check_spec
@@ -47,8 +48,17 @@ CHECK_SPECS = _build_check_specs()
 
 
 def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
-    """A gate of the evaluation as Dagster's check result, recorded against the dataset's partition."""
-    meta = {"dataset": dataset, "threshold": gate.threshold, **{k: (None if math.isnan(v) else v) for k, v in gate.values.items()}}
+    """A gate of the evaluation as Dagster's check result, recorded against the dataset's partition.
+
+    The retrievers' values are one Markdown table, rounded to 4 digits, and the floor is text: the UI plots
+    numeric metadata across evaluations of every partition, which for these values would draw a constant
+    line and a trend across datasets that does not exist.
+    """
+    meta: dict[str, object] = {"dataset": dataset}
+    if gate.threshold is not None:
+        meta["threshold"] = f"min {gate.threshold:g}"
+    if gate.values:
+        meta["values"] = Markdown(_values_table(gate))
     meta.update(gate.extra)
     return dg.AssetCheckResult(
         check_name=gate.name,
@@ -57,6 +67,16 @@ def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
         severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
         metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
     )
+
+
+def _values_table(gate: GateResult) -> str:
+    """``| retriever | value |``, rounded to 4 digits; a value below the floor is marked."""
+    rows = ["| retriever | value | |", "|---|---|---|"]
+    for retriever, value in gate.values.items():
+        shown = "n/a" if math.isnan(value) else f"{value:.4f}"
+        low = gate.threshold is not None and (math.isnan(value) or value < gate.threshold)
+        rows.append(f"| {retriever} | {shown} | {'below the floor' if low else ''} |")
+    return "\n".join(rows)
 
 
 def check_results(gates: Sequence[GateResult], dataset: str, log: dg.DagsterLogManager) -> list[dg.AssetCheckResult]:

@@ -23,6 +23,16 @@ def test_one_result_per_spec_notes_for_floors_the_dataset_does_not_set_and_unkno
     log = _Log()
     results = check_results(gates, "stdlib", log)
     assert [r.check_name for r in results] == names  # the gate first, then the notes in name order
-    assert (results[0].passed, results[0].metadata["dataset"].value, results[0].metadata["threshold"].value) == (False, "stdlib", 0.5)
+    assert (results[0].passed, results[0].metadata["dataset"].value, results[0].metadata["threshold"].value) == (False, "stdlib", "min 0.5")
     assert all(r.passed and r.description == "no such threshold configured for dataset stdlib" for r in results[1:])
     assert log.warnings == ["no check named min_not_a_spec is defined; result not recorded as a check: from another registry"]
+
+
+def test_check_metadata_holds_no_number_to_plot_and_rounds_the_values():
+    gate = GateResult("min_hit_rate_at_5", False, "ERROR", "below", {"bm25": 0.123456789, "dense": 0.9, "odd": float("nan")}, 0.5)
+    result = check_results([gate], "stdlib", _Log())[0]
+    assert not [k for k, v in result.metadata.items() if isinstance(v.value, (int, float))]
+    table = result.metadata["values"].value
+    assert (
+        "| bm25 | 0.1235 | below the floor |" in table and "| dense | 0.9000 |  |" in table and "| odd | n/a | below the floor |" in table
+    )

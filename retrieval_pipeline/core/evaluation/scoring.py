@@ -5,7 +5,7 @@
 * :func:`metric_table`: the means per retriever, in the dataset's retriever order.
 * :func:`evaluate_dataset`: the table, the dataset's floors, and its drift check against the blessed baseline
   (:data:`DRIFT_RULES`: a significant drop on paired queries, or the relative-drop rule), and the
-  metadata the UI shows (one JSON table of means rounded to 4 digits, one plottable number per retriever).
+  metadata the UI shows (one JSON table of means rounded to 4 digits, the comparison as Markdown).
 """
 
 from __future__ import annotations
@@ -163,15 +163,17 @@ class EvaluatedDataset:
     drift_metric: str
 
     def metadata(self, digits: int = 4) -> dict[str, Any]:
-        """One JSON table of every mean (rounded), one plottable number per retriever (the drift metric), Markdown tables."""
+        """One JSON table of every mean (rounded) and Markdown tables; no per-retriever number for the UI to plot.
+
+        The UI draws numeric metadata as a line across the materialisations of every partition, which for a
+        retriever's metric would be a trend across datasets that does not exist.
+        """
         columns = headline_columns(self.table.frame.columns)
         rounded = {
             r: {m: round(float(v), digits) for m, v in ms.items() if isinstance(v, (int, float)) and not math.isnan(v)}
             for r, ms in self.table.by_retriever.items()
         }
-        plotted = {f"{r}/{self.drift_metric}": ms[self.drift_metric] for r, ms in rounded.items() if self.drift_metric in ms}
         return {
-            **plotted,
             "metrics": rounded,
             "drift_baseline": self.baseline.reason,
             "comparison": Markdown(comparison_table(self.table.by_retriever, columns)),
