@@ -61,7 +61,7 @@ add-retriever: install
 	@for d in $(DATASETS); do \
 	  echo "== adding retriever $(RETRIEVER) to dataset $$d"; \
 	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --partition $$d \
-	    --select 'retrievers/$(RETRIEVER)/index,retrievers/$(RETRIEVER)/runs,retrieval_runs*' || exit 1; \
+	    --select 'retrievers/$(RETRIEVER)_index,retrievers/$(RETRIEVER)_runs,retrieval_runs*' || exit 1; \
 	done
 
 # mutation score per module of the evaluation path (slow: not part of `make test`); copies under /tmp

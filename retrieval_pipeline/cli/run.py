@@ -58,6 +58,7 @@ try:  # importing the definitions reads the registries: a refusal there is one l
     from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
     from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
     from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
+    from retrieval_pipeline.defs.retrieval import retriever_step
 except (InputError, RetrieverError) as _refused:
     if __name__ != "__main__":
         raise
@@ -426,12 +427,6 @@ def _invalid_datasets(settings: Any, datasets: Sequence[str]) -> dict[str, str]:
     return invalid
 
 
-def _retriever_step(key: dg.AssetKey) -> tuple[str, str] | None:
-    """``(retriever, "index" | "runs")`` of a ``retrievers/<name>/<what>`` asset key, else None."""
-    path = key.path
-    return (path[1], path[2]) if len(path) == 3 and path[0] == "retrievers" and path[2] in {"index", "runs"} else None
-
-
 def used_by_dataset(keys: AbstractSet[dg.AssetKey], registry: Any, dataset: str) -> tuple[set[dg.AssetKey], list[str]]:
     """The selection without the steps the dataset does not use, and the retrievers it does not use at all.
 
@@ -446,12 +441,10 @@ def used_by_dataset(keys: AbstractSet[dg.AssetKey], registry: Any, dataset: str)
     except RetrieverError:  # an invalid retriever spec: the run itself reports it, on the step that needs it
         return set(keys), []
     listed = set(config.retrievers)
-    unused = {
-        key for key in keys if (step := _retriever_step(key)) is not None and step[0] not in (listed if step[1] == "runs" else needed)
-    }
+    unused = {key for key in keys if (step := retriever_step(key)) is not None and step[0] not in (listed if step[1] == "runs" else needed)}
     if unused == set(keys):
         return set(keys), []
-    names = sorted({step[0] for key in unused if (step := _retriever_step(key)) is not None and step[0] not in needed})
+    names = sorted({step[0] for key in unused if (step := retriever_step(key)) is not None and step[0] not in needed})
     return set(keys) - unused, names
 
 
@@ -605,8 +598,8 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
         lines.append(f"FAILED: {len(failed)} of {len(runs)} run(s): {'; '.join(why)}. Exit code 1")
     else:
         counts = {sev: sum(c.severity == sev for r in runs for c in r.failed_checks) for sev in ("ERROR", "WARN")}
-        failed_checks = [f"{n} {sev} check(s) failed" for sev, n in counts.items() if n]
-        tail = f"; {', '.join(failed_checks)} without failing a run" if failed_checks else ""
+        failed_checks = [f"{n} {'non-blocking ' if sev == 'ERROR' else ''}{sev} check(s)" for sev, n in counts.items() if n]
+        tail = f"; {' and '.join(failed_checks)} failed (listed above), none blocks a run" if failed_checks else ""
         lines.append(f"OK: {len(runs)} dataset(s) materialised{tail}")
     return "\n".join(lines) + "\n"
 

@@ -56,7 +56,7 @@ def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
     """
     meta: dict[str, object] = {"dataset": dataset}
     if gate.threshold is not None:
-        meta["threshold"] = f"min {gate.threshold:g}"
+        meta["threshold"] = f"{gate.threshold:g}"
     if gate.values:
         meta["values"] = Markdown(_values_table(gate))
     meta.update(gate.extra)

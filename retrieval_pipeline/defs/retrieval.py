@@ -1,6 +1,6 @@
 """One index asset and one runs asset per retriever in ``data/config/retrievers.yaml``, partitioned by dataset.
 
-``retrievers/<name>/index`` builds that retriever's index for a dataset; ``retrievers/<name>/runs``
+``retrievers/<name>_index`` builds that retriever's index for a dataset; ``retrievers/<name>_runs``
 ranks the dataset's queries with it. ``retrieval_runs`` gathers the runs of the retrievers the dataset
 lists. Adding a retriever adds its two assets: materialising them (and ``retrieval_runs`` downstream)
 builds and runs only the new one. A retriever the dataset does not list is skipped cheaply: its assets
@@ -25,11 +25,22 @@ GROUP = __name__.rsplit(".", 1)[-1]
 
 
 def index_key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["retrievers", name, "index"])
+    return dg.AssetKey(["retrievers", name + "_index"])
 
 
 def runs_key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["retrievers", name, "runs"])
+    return dg.AssetKey(["retrievers", name + "_runs"])
+
+
+def retriever_step(key: dg.AssetKey) -> tuple[str, str] | None:
+    """``(retriever, "index" | "runs")`` of a ``retrievers/<name>_index`` or ``_runs`` asset key, else None.
+
+    The retriever's name ends the key's last part, so the UI titles each node by its retriever.
+    """
+    if len(key.path) != 2 or key.path[0] != "retrievers":
+        return None
+    name, _, what = key.path[1].rpartition("_")
+    return (name, what) if name and what in {"index", "runs"} else None
 
 
 def _not_built(registry: Registry, dataset: str, name: str) -> str | None:
@@ -160,7 +171,7 @@ def retrieval_runs(
 ) -> dg.MaterializeResult[pd.DataFrame]:
     """Ranked results of every retriever the dataset lists, side by side (long format: retriever, query, rank).
 
-    Each retriever's runs come from its own ``retrievers/<name>/runs`` asset, so a retriever added to the
+    Each retriever's runs come from its own ``retrievers/<name>_runs`` asset, so a retriever added to the
     dataset is computed once and the others are reused as they are.
     """
     dataset = settings.dataset(context.partition_key)
@@ -169,7 +180,7 @@ def retrieval_runs(
     if missing:
         raise dg.Failure(
             f"dataset {context.partition_key}: no runs of {missing}; materialise "
-            + ", ".join(f"`retrievers/{n}/runs`" for n in missing)
+            + ", ".join(f"`retrievers/{n}_runs`" for n in missing)
             + " for this dataset first"
         )
     frame = pd.concat([by_name[n] for n in dataset.retrievers], ignore_index=True)

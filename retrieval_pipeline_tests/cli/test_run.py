@@ -13,7 +13,7 @@ import pytest
 from retrieval_pipeline.cli.run import DatasetRun, FailedCheck, format_summary, main, metrics_table, used_by_dataset
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
-from retrieval_pipeline.defs.retrieval import REGISTRY
+from retrieval_pipeline.defs.retrieval import REGISTRY, retriever_step
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
@@ -118,7 +118,7 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
     assert record.job_name == "__ASSET_JOB" and record.tags["dagster/partition"] == DATASET
     unused = set(REGISTRY.retrievers.names) - {"bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"}
     every_used_asset = {
-        k for k in defs().resolve_asset_graph().materializable_asset_keys if not (k.path[0] == "retrievers" and k.path[1] in unused)
+        k for k in defs().resolve_asset_graph().materializable_asset_keys if (step := retriever_step(k)) is None or step[0] not in unused
     }
     assert record.status == dg.DagsterRunStatus.FAILURE and set(record.asset_selection or ()) == every_used_asset
     failed = failed_checks_of_run(instance, record.run_id, DATASET, dg.AssetKey("retrieval_metrics"))
@@ -233,13 +233,13 @@ class _Registry:
 
 def test_a_run_leaves_out_the_steps_of_retrievers_the_dataset_does_not_use() -> None:
     def steps(name: str) -> set[dg.AssetKey]:
-        return {dg.AssetKey(["retrievers", name, "index"]), dg.AssetKey(["retrievers", name, "runs"])}
+        return {dg.AssetKey(["retrievers", name + "_index"]), dg.AssetKey(["retrievers", name + "_runs"])}
 
     other = {dg.AssetKey("corpus"), dg.AssetKey("retrieval_runs"), dg.AssetKey(["retrievers", "a", "notes"])}
     keys = other | steps("a") | steps("b") | steps("c") | steps("hybrid") | steps("unused")
     used, unused = used_by_dataset(keys, _Registry(), "toy")
     # listed retrievers keep both steps, components only their index, the unused one nothing
-    assert used == other | steps("c") | steps("hybrid") | {dg.AssetKey(["retrievers", n, "index"]) for n in ("a", "b")}
+    assert used == other | steps("c") | steps("hybrid") | {dg.AssetKey(["retrievers", n + "_index"]) for n in ("a", "b")}
     assert unused == ["unused"]
     # asked for explicitly, an unused retriever's steps still run (and say "not evaluated here")
     assert used_by_dataset(steps("unused"), _Registry(), "toy") == (steps("unused"), [])

@@ -211,4 +211,4 @@ def test_the_runner_stops_on_a_signal_to_its_group(tmp_path: Path, sig: int) -> 
 def _sleepy_started(out: Path) -> bool:
     """Whether the run's event log (the runner's --log, under the out dir) says the sleepy retriever's runs started."""
     logs = (out / "logs").glob("run-*.log") if (out / "logs").is_dir() else []
-    return any("retrievers__sleepy__runs - STEP_START" in p.read_text(errors="replace") for p in logs)
+    return any("retrievers__sleepy_runs - STEP_START" in p.read_text(errors="replace") for p in logs)

@@ -29,7 +29,9 @@ def value(result, key: str) -> pd.DataFrame:
 
 def test_definitions_load_with_schedule_sensor_and_checks():
     d = defs()
-    assert d.resolve_job_def("weekly_evaluation") is not None
+    weekly = d.resolve_job_def("weekly_evaluation")
+    every_asset = {key for assets in d.assets for key in assets.keys}
+    assert weekly.asset_layer.selected_asset_keys == every_asset  # inputs, dataset, indexes, runs, metrics, report, verifier
     assert d.resolve_schedule_def("weekly_evaluation_schedule").cron_schedule == "0 3 * * 1"
     assert d.resolve_sensor_def("retrieval_alert_sensor") is not None
     checks = {k.name for k in d.resolve_asset_graph().asset_check_keys}
@@ -73,16 +75,16 @@ def test_graph_end_to_end_counts_add_up_and_rerun_embeds_nothing(tiny_resources,
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert evaluations["min_hit_rate_at_5"].passed and evaluations["drift_hit_rate_at_5"].passed
 
-    dense_meta = [
-        m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])
-    ][0]
+    dense_meta = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm_index"])][
+        0
+    ]
     assert dense_meta.materialization.metadata["embedded_now"].value > 0
 
     again = materialize(resources, instance)
     assert again.success
-    dense_meta = [
-        m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm", "index"])
-    ][0]
+    dense_meta = [m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm_index"])][
+        0
+    ]
     assert dense_meta.materialization.metadata["embedded_now"].value == 0
 
 

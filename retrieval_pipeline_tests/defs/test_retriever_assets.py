@@ -54,20 +54,20 @@ def test_adding_a_retriever_builds_and_runs_only_that_retriever(tmp_path: Path) 
     assert first.success
     metrics = first.asset_value("retrieval_metrics").set_index("retriever")
     assert list(metrics.index) == ["bm25", "tfidf_plugin"]
-    assert metadata(first, "retrievers/dense_minilm/index")["evaluated"] is False  # not listed: nothing built
+    assert metadata(first, "retrievers/dense_minilm_index")["evaluated"] is False  # not listed: nothing built
     assert not (tmp_path / "out" / "indexes" / PARTITION / "dense_minilm").exists()
-    assert metadata(first, "retrievers/tfidf_plugin/index")["persisted"] is True
-    bm25_runs = tmp_path / "out" / "retrievers" / "bm25" / "runs" / f"{PARTITION}.parquet"
+    assert metadata(first, "retrievers/tfidf_plugin_index")["persisted"] is True
+    bm25_runs = tmp_path / "out" / "retrievers" / "bm25_runs" / f"{PARTITION}.parquet"
     before = bm25_runs.stat().st_mtime_ns
 
     registry(tmp_path / "in", ["bm25", "tfidf_plugin", "bm25_code"])  # the user adds one retriever
-    selection = dg.AssetSelection.assets(["retrievers", "bm25_code", "index"], ["retrievers", "bm25_code", "runs"])
+    selection = dg.AssetSelection.assets(["retrievers", "bm25_code_index"], ["retrievers", "bm25_code_runs"])
     selection = selection | dg.AssetSelection.assets("retrieval_runs").downstream()
     second = dg.materialize(assets, selection=selection, partition_key=PARTITION, resources=resources, instance=instance)
     assert second.success
     assert materialized(second) == {
-        "retrievers/bm25_code/index",
-        "retrievers/bm25_code/runs",
+        "retrievers/bm25_code_index",
+        "retrievers/bm25_code_runs",
         "retrieval_runs",
         "query_results",
         "retrieval_metrics",
@@ -81,7 +81,7 @@ def test_adding_a_retriever_builds_and_runs_only_that_retriever(tmp_path: Path) 
     table = second.asset_value("retrieval_metrics").set_index("retriever")
     assert list(table.index) == ["bm25", "tfidf_plugin", "bm25_code"]  # side by side, in the dataset's order
     pd.testing.assert_series_equal(table.loc["bm25"], metrics.loc["bm25"], check_names=False)
-    params = metadata(second, "retrievers/bm25_code/runs")["params"]
+    params = metadata(second, "retrievers/bm25_code_runs")["params"]
     assert params["spec"]["tokenizer"] == "code" and params["corpus_sha256"] and params["versions"]["numpy"]
     assert (tmp_path / "out" / "exports" / PARTITION / "bm25_code.run").read_text().split()[5] == "bm25_code"  # TREC tag
 
@@ -98,4 +98,4 @@ def test_a_listed_retriever_without_runs_names_the_asset_to_materialise(tmp_path
     )
     assert not result.success
     message = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_step_failure)
-    assert "materialise `retrievers/bm25_code/runs` for this dataset first" in message
+    assert "materialise `retrievers/bm25_code_runs` for this dataset first" in message

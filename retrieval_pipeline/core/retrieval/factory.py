@@ -251,18 +251,18 @@ def read_params(index_dir: Path, spec: RetrieverSpec, dataset: str, documents: S
     if not path.is_file():
         raise RetrieverError(
             f"no index of retriever {spec.name!r} for dataset {dataset!r} at {index_dir}: "
-            f"materialise `retrievers/{spec.name}/index` for this dataset first"
+            f"materialise `retrievers/{spec.name}_index` for this dataset first"
         )
     params = json.loads(path.read_text(encoding="utf-8"))
     if _identity(params.get("spec")) != _identity(spec.settings()):
         raise RetrieverError(
             f"the index of retriever {spec.name!r} for dataset {dataset!r} was built with other settings "
-            f"({_identity(params.get('spec'))} != {_identity(spec.settings())}): materialise `retrievers/{spec.name}/index` again"
+            f"({_identity(params.get('spec'))} != {_identity(spec.settings())}): materialise `retrievers/{spec.name}_index` again"
         )
     if documents is not None and params.get("corpus_sha256") != corpus_hash(documents):
         raise RetrieverError(
             f"the index of retriever {spec.name!r} for dataset {dataset!r} was built for another corpus: "
-            f"materialise `retrievers/{spec.name}/index` again"
+            f"materialise `retrievers/{spec.name}_index` again"
         )
     return params
 

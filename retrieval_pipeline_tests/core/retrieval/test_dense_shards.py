@@ -205,7 +205,7 @@ def test_the_index_asset_logs_progress(tmp_path: Path) -> None:
 
     resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=DEFS_VOCAB), registry(tmp_path / "in", ["dense_minilm"]))
     instance = dg.DagsterInstance.ephemeral()
-    selection = dg.AssetSelection.assets(["retrievers", "dense_minilm", "index"]).upstream() | dg.AssetSelection.assets("corpus_rejects")
+    selection = dg.AssetSelection.assets(["retrievers", "dense_minilm_index"]).upstream() | dg.AssetSelection.assets("corpus_rejects")
     result = dg.materialize(list(defs().assets), selection=selection, partition_key=PARTITION, resources=resources, instance=instance)
     assert result.success
     messages = [entry.user_message for entry in instance.all_logs(result.run_id)]

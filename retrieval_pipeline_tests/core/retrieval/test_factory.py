@@ -102,7 +102,7 @@ def test_build_and_run_every_local_kind_components_first(tmp_path: Path) -> None
 def test_an_index_is_checked_against_its_spec_and_corpus(tmp_path: Path) -> None:
     registry = load_retriever_specs(write(tmp_path, REGISTRY))
     root = tmp_path / "indexes"
-    with pytest.raises(RetrieverError, match=r"materialise `retrievers/bm25/index` for this dataset first"):
+    with pytest.raises(RetrieverError, match=r"materialise `retrievers/bm25_index` for this dataset first"):
         run_retriever(registry, "toy", "bm25", DOCS, QUERIES, root, tmp_path, keyword, 3, 0)
     build_retriever(registry, "toy", "bm25", DOCS, root, tmp_path, keyword)
     with pytest.raises(RetrieverError, match="built for another corpus"):

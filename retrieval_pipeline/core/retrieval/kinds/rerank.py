@@ -107,7 +107,7 @@ class RerankSpec(RetrieverSpec):
         if recorded is not None and recorded != scorer.model_id:
             raise RetrieverError(
                 f"retriever {self.name!r} was built with cross-encoder {recorded!r} but the model is now "
-                f"{scorer.model_id!r}: materialise `retrievers/{self.name}/index` again"
+                f"{scorer.model_id!r}: materialise `retrievers/{self.name}_index` again"
             )
         if callable(getattr(scorer, "attach_cache", None)):
             scorer.attach_cache(EmbeddingCache(ctx.cache_dir / "embeddings.sqlite"))
