@@ -52,7 +52,7 @@ class MetricInfo:
         headline: Shown in comparison tables: True / False for a plain name, the cut-offs shown for a pattern.
         formula: The per-query formula on a judged ranking (:mod:`~retrieval_pipeline.core.metric_formulas`);
             None for columns computed otherwise (context similarity, the LLM judge, summaries, bookkeeping).
-        objective: Whether the fusion sweep may tune on it (any cut-off); needs a formula.
+        objective: What the fusion sweep may tune on, as ``headline``; needs a formula and higher is better.
         views: The short lists that show it (:data:`View`), with the cut-offs shown, as ``headline``.
         label: The short header of the console's table (``{k}`` is the cut-off); empty: the name.
     """
@@ -64,7 +64,7 @@ class MetricInfo:
     kind: Kind
     headline: Shown = False
     formula: Formula | None = None
-    objective: bool = False
+    objective: Shown = False
     views: Mapping[View, Shown] = field(default_factory=dict, hash=False)
     label: str = ""
 
@@ -77,6 +77,11 @@ class MetricInfo:
     def is_metric(self) -> bool:
         """Whether this is a metric (per-query or summary), not a bookkeeping column."""
         return self.kind != "bookkeeping"
+
+    @property
+    def objective_names(self) -> tuple[str, ...]:
+        """The concrete names of this entry the fusion sweep may tune on."""
+        return self._shown_names(self.objective)
 
     @property
     def headline_names(self) -> tuple[str, ...]:
@@ -117,8 +122,10 @@ def entry_problems(info: MetricInfo) -> list[str]:
     problems += [f"views.{view}: {why}" for view, shown in info.views.items() if (why := _shown_problem(info, view, shown))]
     if (info.formula is not None or info.objective) and info.kind != "per_query":
         problems.append("only per-query metrics have a formula or are tuning objectives")
-    if info.objective and info.formula is None:
-        problems.append("a tuning objective needs a formula")
+    if info.objective and (info.formula is None or info.higher_is_better is not True):
+        problems.append("a tuning objective needs a formula, and higher must be better")
+    if not _fits(info, info.objective):
+        problems.append("objective is a tuple of cut-offs >= 1 for an @{k} pattern, a bool otherwise")
     if info.label and ("{k}" in info.label) != info.has_cutoff:
         problems.append("the label mentions {k} exactly when the name has a cut-off")
     return problems

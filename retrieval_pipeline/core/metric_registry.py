@@ -46,7 +46,7 @@ def _at_k(
     *,
     higher: bool = True,
     formula: Formula | None = None,
-    objective: bool = False,
+    objective: tuple[int, ...] = (),
     views: Mapping[View, tuple[int, ...]] | None = None,
     label: str = "",
 ) -> MetricInfo:
@@ -76,7 +76,7 @@ METRICS: tuple[MetricInfo, ...] = (
         "rate",
         (1, 5, 10),
         formula=formulas.hit_rate_at,
-        objective=True,
+        objective=(1, 5, 10),
         views={"console": (1, 5), "summary": (1, 5), "chart": (5,), "sweep": (1, 5)},
         label="hit@{k}",
     ),
@@ -87,7 +87,7 @@ METRICS: tuple[MetricInfo, ...] = (
         "mean",
         (5, 10),
         formula=formulas.recall_at,
-        objective=True,
+        objective=(1, 5, 10),
         views={"sweep": (10,)},
     ),
     _at_k(
@@ -96,7 +96,7 @@ METRICS: tuple[MetricInfo, ...] = (
         "mean",
         (5,),
         formula=formulas.precision_at,
-        objective=True,
+        objective=(5,),
     ),
     _at_k(
         "f1",
@@ -104,7 +104,7 @@ METRICS: tuple[MetricInfo, ...] = (
         "mean",
         (5,),
         formula=formulas.f1_at,
-        objective=True,
+        objective=(5,),
     ),
     MetricInfo(
         "mrr",
@@ -140,7 +140,7 @@ METRICS: tuple[MetricInfo, ...] = (
         "mean",
         (10,),
         formula=formulas.ndcg_at,
-        objective=True,
+        objective=(10,),
         views=dict.fromkeys(VIEWS, (10,)),
         label="nDCG@{k}",
     ),
@@ -417,8 +417,8 @@ def metric_label(name: str) -> str:
 
 
 def tuning_objectives() -> list[str]:
-    """The names and patterns the fusion sweep may tune on (``hit_rate@{k}``, ``mrr``, ...), in registry order."""
-    return [info.name for info in METRICS if info.objective]
+    """The names the fusion sweep may tune on (``hit_rate@1``, ..., ``mrr``, ``ndcg@10``), in registry order."""
+    return [name for info in METRICS for name in info.objective_names]
 
 
 def compute_metric(name: str, judged: Judged) -> np.ndarray:
