@@ -1,101 +1,64 @@
-"""The metric registry: every metric and per-query column the pipeline produces, described once.
+"""The metric registry: every metric and per-query column the pipeline produces, declared once.
 
 Each :class:`MetricInfo` entry says what a name means (one sentence), which direction is better, how
 it is aggregated over queries, whether it is a per-query metric, a summary figure of
-:func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` or a bookkeeping column, and whether it is a
-headline metric (a column of the retriever comparison table). Names with a cut-off are patterns:
-``hit_rate@{k}`` covers ``hit_rate@1``, ``hit_rate@20``, ... (``k`` is an integer >= 1).
+:func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` or a bookkeeping column, whether it is a
+headline metric (a column of the retriever comparison table), which shorter lists show it
+(:data:`View`: the console, the report's summary and charts, the fusion sweep), whether the fusion sweep
+may tune on it, and its formula (:mod:`retrieval_pipeline.core.metric_formulas`) when it is computed from
+a judged ranking. Names with a cut-off are patterns: ``hit_rate@{k}`` covers ``hit_rate@1``,
+``hit_rate@20``, ... (``k`` is an integer >= 1).
 
 Adding a metric is adding one entry to :data:`METRICS`. Then :func:`~retrieval_pipeline.core.evaluation.metrics.aggregate`
 averages it (``kind="per_query"``), reports bold its best value in the right direction, the UI shows
-its description, and dataset thresholds may name it. A per-query column missing from the registry
-makes ``aggregate`` raise, so a new column cannot be dropped from the aggregates silently.
+its description, dataset thresholds may name it, and with a formula the public API and (flagged
+``objective``) the fusion sweep compute it. A per-query column missing from the registry makes
+``aggregate`` raise, so a new column cannot be dropped from the aggregates silently.
 
 The headline columns (:data:`HEADLINE_COLUMNS`) follow the order of :data:`METRICS`, and within an
-entry the order of its ``headline`` cut-offs.
+entry the order of its ``headline`` cut-offs. A view (:func:`view_columns`) lists the console's
+columns first, then its others, each in that order.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
 
-#: How a metric is summarised over queries: ``mean`` (over all queries), ``rate`` (share of queries),
-#: ``mean_over_found`` (mean over the queries where it is defined; NaN elsewhere), ``count``, ``p95``
-#: (95th percentile), ``none`` (bookkeeping: not aggregated).
-Aggregation = Literal["mean", "rate", "mean_over_found", "count", "p95", "none"]
+import numpy as np
 
-#: ``per_query``: a per-query column that ``aggregate`` averages; ``summary``: a figure only
-#: ``aggregate`` produces (counts, rates and latencies); ``bookkeeping``: a per-query column that is
-#: not a metric (ids, flags, raw ranks).
-Kind = Literal["per_query", "summary", "bookkeeping"]
+from retrieval_pipeline.core import metric_formulas as formulas
+from retrieval_pipeline.core.metric_formulas import Formula, Judged
+from retrieval_pipeline.core.metric_info import K_SUFFIX, VIEWS, Aggregation, MetricInfo, View, entry_problems
 
 #: Cut-offs :data:`~retrieval_pipeline.core.evaluation.metrics.METRIC_DESCRIPTIONS` lists for each ``@{k}`` pattern.
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10)
 
-_K_SUFFIX = "@{k}"
 _CUTOFF = re.compile(r"[1-9][0-9]*")
-_NAME = re.compile(r"[a-z][a-z0-9_]*(@\{k\})?")
-_AVERAGED: frozenset[str] = frozenset({"mean", "rate", "mean_over_found"})
 _REGISTRY_PATH = "retrieval_pipeline/core/metric_registry.py"
 
 
-@dataclass(frozen=True)
-class MetricInfo:
-    """One metric or column of the registry.
-
-    Attributes:
-        name: The name, or a pattern ending in ``@{k}`` for a metric with a cut-off.
-        description: One sentence; ``{k}`` in it is replaced by the cut-off.
-        higher_is_better: The better direction; None for bookkeeping columns and counts with no better direction.
-        aggregation: How the metric is summarised over queries (see :data:`Aggregation`).
-        kind: ``per_query``, ``summary`` or ``bookkeeping`` (see :data:`Kind`).
-        headline: Shown in comparison tables: True / False for a plain name, the cut-offs shown for a pattern.
-    """
-
-    name: str
-    description: str
-    higher_is_better: bool | None
-    aggregation: Aggregation
-    kind: Kind
-    headline: bool | tuple[int, ...] = False
-
-    @property
-    def has_cutoff(self) -> bool:
-        """Whether the name is an ``@{k}`` pattern."""
-        return self.name.endswith(_K_SUFFIX)
-
-    @property
-    def is_metric(self) -> bool:
-        """Whether this is a metric (per-query or summary), not a bookkeeping column."""
-        return self.kind != "bookkeeping"
-
-    @property
-    def headline_names(self) -> tuple[str, ...]:
-        """The concrete names of this entry shown in comparison tables, in table order."""
-        if isinstance(self.headline, tuple):
-            return tuple(self.concrete_name(k) for k in self.headline)
-        return (self.name,) if self.headline else ()
-
-    def concrete_name(self, k: int | None = None) -> str:
-        """The name for cut-off ``k`` (``hit_rate@{k}`` with 5 -> ``hit_rate@5``); plain names ignore ``k``."""
-        return self.name.replace(_K_SUFFIX, f"@{k}") if self.has_cutoff else self.name
-
-    def describe(self, k: int | None = None) -> str:
-        """The description with ``{k}`` replaced by the cut-off."""
-        return self.description.format(k=k) if self.has_cutoff else self.description
-
-
-def _at_k(name: str, description: str, aggregation: Aggregation, headline: tuple[int, ...] = (), *, higher: bool = True) -> MetricInfo:
+def _at_k(
+    name: str,
+    description: str,
+    aggregation: Aggregation,
+    headline: tuple[int, ...] = (),
+    *,
+    higher: bool = True,
+    formula: Formula | None = None,
+    objective: tuple[int, ...] = (),
+    views: Mapping[View, tuple[int, ...]] | None = None,
+    label: str = "",
+) -> MetricInfo:
     """A per-query metric with a cut-off."""
-    return MetricInfo(f"{name}{_K_SUFFIX}", description, higher, aggregation, "per_query", headline)
+    return MetricInfo(f"{name}{K_SUFFIX}", description, higher, aggregation, "per_query", headline, formula, objective, views or {}, label)
 
 
-def _summary(name: str, description: str, aggregation: Aggregation, higher: bool | None, *, headline: bool = False) -> MetricInfo:
-    """A figure that only ``aggregate`` produces."""
-    return MetricInfo(name, description, higher, aggregation, "summary", headline)
+def _summary(
+    name: str, description: str, aggregation: Aggregation, higher: bool | None, *, headline: bool = False, summary: bool = False
+) -> MetricInfo:
+    """A figure that only ``aggregate`` produces (``summary``: in the report's summary table)."""
+    return MetricInfo(name, description, higher, aggregation, "summary", headline, views={"summary": True} if summary else {})
 
 
 def _bookkeeping(name: str, description: str) -> MetricInfo:
@@ -112,6 +75,10 @@ METRICS: tuple[MetricInfo, ...] = (
         "with one relevant document per query it equals recall@{k}.",
         "rate",
         (1, 5, 10),
+        formula=formulas.hit_rate_at,
+        objective=(1, 5, 10),
+        views={"console": (1, 5), "summary": (1, 5), "chart": (5,), "sweep": (1, 5)},
+        label="hit@{k}",
     ),
     _at_k(
         "recall",
@@ -119,9 +86,26 @@ METRICS: tuple[MetricInfo, ...] = (
         "with one relevant document per query it equals hit_rate@{k}.",
         "mean",
         (5, 10),
+        formula=formulas.recall_at,
+        objective=(1, 5, 10),
+        views={"sweep": (10,)},
     ),
-    _at_k("precision", "Mean fraction of the top {k} results that are relevant, always divided by {k} (TREC P@{k}).", "mean", (5,)),
-    _at_k("f1", "Mean harmonic mean of precision@{k} and recall@{k} per query (0 when both are 0).", "mean", (5,)),
+    _at_k(
+        "precision",
+        "Mean fraction of the top {k} results that are relevant, always divided by {k} (TREC P@{k}).",
+        "mean",
+        (5,),
+        formula=formulas.precision_at,
+        objective=(5,),
+    ),
+    _at_k(
+        "f1",
+        "Mean harmonic mean of precision@{k} and recall@{k} per query (0 when both are 0).",
+        "mean",
+        (5,),
+        formula=formulas.f1_at,
+        objective=(5,),
+    ),
     MetricInfo(
         "mrr",
         "Mean reciprocal rank of the first relevant document over the run's full depth (0 when none is retrieved).",
@@ -129,6 +113,10 @@ METRICS: tuple[MetricInfo, ...] = (
         "mean",
         "per_query",
         True,
+        formula=formulas.reciprocal_rank_at,
+        objective=True,
+        views=dict.fromkeys(VIEWS, True),
+        label="MRR",
     ),
     _at_k(
         "context_coverage",
@@ -151,9 +139,15 @@ METRICS: tuple[MetricInfo, ...] = (
         "divided by the best achievable from the qrels (trec_eval ndcg_cut).",
         "mean",
         (10,),
+        formula=formulas.ndcg_at,
+        objective=(10,),
+        views=dict.fromkeys(VIEWS, (10,)),
+        label="nDCG@{k}",
     ),
     # --- summary figures of core.metrics.aggregate
-    _summary("not_found_rate", "Share of queries with no relevant document anywhere in the run.", "rate", False, headline=True),
+    _summary(
+        "not_found_rate", "Share of queries with no relevant document anywhere in the run.", "rate", False, headline=True, summary=True
+    ),
     _summary(
         "avg_rank_when_found",
         "Mean rank of the first relevant document, over the queries where one was found.",
@@ -172,9 +166,17 @@ METRICS: tuple[MetricInfo, ...] = (
     _summary("not_found", "Number of queries with no relevant document anywhere in the run.", "count", False),
     _summary("n_queries", "Number of evaluated queries (every query in the qrels, retrieved or not).", "count", None),
     # --- other per-query metrics: context-QA (core.context_metrics) and the LLM judge of retrieved results
-    _at_k("mrr", "Mean reciprocal rank of the first relevant document when it is in the top {k}, else 0 (MRR cut at {k}).", "mean"),
     _at_k(
-        "hit", "Same as hit_rate@{k} under the name context-QA reports use: share of queries with a relevant chunk in the top {k}.", "rate"
+        "mrr",
+        "Mean reciprocal rank of the first relevant document when it is in the top {k}, else 0 (MRR cut at {k}).",
+        "mean",
+        formula=formulas.reciprocal_rank_at,
+    ),
+    _at_k(
+        "hit",
+        "Same as hit_rate@{k} under the name context-QA reports use: share of queries with a relevant chunk in the top {k}.",
+        "rate",
+        formula=formulas.hit_rate_at,
     ),
     MetricInfo(
         "judge_quality",
@@ -199,6 +201,39 @@ METRICS: tuple[MetricInfo, ...] = (
         "per_query",
     ),
     MetricInfo("judge_pass", "Share of judged queries whose LLM-judge quality reaches the pass mark.", True, "rate", "per_query"),
+    # --- further ranking metrics of the public API (retrieval_pipeline.api)
+    MetricInfo(
+        "ndcg",
+        "Mean nDCG over the run's full depth: graded gain discounted by log2(rank + 1), "
+        "divided by the best achievable from the qrels (trec_eval ndcg).",
+        True,
+        "mean",
+        "per_query",
+        formula=formulas.ndcg_at,
+    ),
+    _at_k(
+        "map",
+        "Mean average precision in the top {k}: the precision at each relevant rank up to {k}, summed and divided "
+        "by the query's number of relevant documents (trec_eval map_cut_{k}).",
+        "mean",
+        formula=formulas.average_precision_at,
+    ),
+    MetricInfo(
+        "map",
+        "Mean average precision over the run's full depth (trec_eval map).",
+        True,
+        "mean",
+        "per_query",
+        formula=formulas.average_precision_at,
+    ),
+    MetricInfo(
+        "r_prec",
+        "Mean precision at rank R, R being the query's number of relevant documents (trec_eval Rprec).",
+        True,
+        "mean",
+        "per_query",
+        formula=formulas.r_precision_of,
+    ),
     # --- bookkeeping columns of the per-query frames
     _bookkeeping("query_id", "Identifier of the query."),
     _bookkeeping("n_relevant", "Number of relevant documents (grade >= 1) the qrels hold for the query."),
@@ -219,29 +254,11 @@ METRICS: tuple[MetricInfo, ...] = (
 # --------------------------------------------------------------------------------------------------
 
 
-def _entry_problems(info: MetricInfo) -> list[str]:
-    """What is wrong with one entry (empty when it is consistent)."""
-    problems = [] if _NAME.fullmatch(info.name) else ["name must be lower_snake_case, optionally ending in @{k}"]
-    if not info.description.strip() or ("{k}" in info.description) != info.has_cutoff:
-        problems.append("description must be non-empty and mention {k} exactly when the name has a cut-off")
-    if (info.kind == "bookkeeping") != (info.aggregation == "none"):
-        problems.append("bookkeeping columns, and only they, have aggregation 'none'")
-    if info.kind == "per_query" and (info.aggregation not in _AVERAGED or info.higher_is_better is None):
-        problems.append(f"per-query metrics are averaged ({sorted(_AVERAGED)}) and have a better direction")
-    if info.kind == "bookkeeping" and (info.higher_is_better is not None or info.headline):
-        problems.append("bookkeeping columns have no direction and are not headline")
-    if isinstance(info.headline, tuple) != info.has_cutoff or (
-        isinstance(info.headline, tuple) and not all(isinstance(k, int) and k >= 1 for k in info.headline)
-    ):
-        problems.append("headline is a tuple of cut-offs >= 1 for an @{k} pattern, a bool otherwise")
-    return problems
-
-
 def _index(entries: Sequence[MetricInfo]) -> dict[str, MetricInfo]:
     """``{name or pattern: entry}``; raises ValueError on an inconsistent or duplicate entry."""
     index: dict[str, MetricInfo] = {}
     for info in entries:
-        problems = _entry_problems(info) + (["duplicate name"] if info.name in index else [])
+        problems = entry_problems(info) + (["duplicate name"] if info.name in index else [])
         if problems:
             raise ValueError(f"metric registry entry {info.name!r}: " + "; ".join(problems))
         index[info.name] = info
@@ -284,9 +301,9 @@ def _hint(name: object) -> str:
     if not isinstance(name, str):
         return " (metric names are strings)"
     base, at, k = name.partition("@")
-    if not at and f"{base}{_K_SUFFIX}" in _BY_NAME:
+    if not at and f"{base}{K_SUFFIX}" in _BY_NAME:
         return f" ({base} needs a cut-off: {base}@k, e.g. {base}@5)"
-    if at and f"{base}{_K_SUFFIX}" in _BY_NAME:
+    if at and f"{base}{K_SUFFIX}" in _BY_NAME:
         return f" (the cut-off must be an integer >= 1, got {k!r})"
     if at and base in _BY_NAME:
         return f" ({base} takes no cut-off)"
@@ -309,8 +326,8 @@ def resolve_metric(name: str) -> tuple[MetricInfo, int | None]:
         base, at, k = name.partition("@")
         if not at and name in _BY_NAME:
             return _BY_NAME[name], None
-        if at and _CUTOFF.fullmatch(k) and f"{base}{_K_SUFFIX}" in _BY_NAME:
-            return _BY_NAME[f"{base}{_K_SUFFIX}"], int(k)
+        if at and _CUTOFF.fullmatch(k) and f"{base}{K_SUFFIX}" in _BY_NAME:
+            return _BY_NAME[f"{base}{K_SUFFIX}"], int(k)
     raise UnknownMetricError(name)
 
 
@@ -365,6 +382,64 @@ def headline_columns(available: Iterable[str] | None = None) -> list[str]:
         return list(HEADLINE_COLUMNS)
     present = set(available)
     return [name for name in HEADLINE_COLUMNS if name in present]
+
+
+def view_columns(view: View, available: Iterable[str] | None = None) -> list[str]:
+    """The names ``view`` shows: the console's columns first, then the others, each in registry order.
+
+    Args:
+        view: One of :data:`VIEWS`.
+        available: The columns at hand; None for all of the view's names.
+
+    Returns:
+        Concrete names such as ``["hit_rate@1", "hit_rate@5", "mrr", "ndcg@10", "recall@10"]`` (the sweep's).
+
+    Raises:
+        ValueError: If ``view`` is not one of :data:`VIEWS`.
+    """
+    if view not in VIEWS:
+        raise ValueError(f"unknown metric view {view!r}; the views are {list(VIEWS)}")
+    names = [name for info in METRICS for name in info.view_names(view)]
+    console = {name for info in METRICS for name in info.view_names("console")}
+    ordered = [n for n in names if n in console] + [n for n in names if n not in console]
+    present = None if available is None else set(available)
+    return [name for name in ordered if present is None or name in present]
+
+
+def metric_label(name: str) -> str:
+    """The console's short header of a concrete name (``"hit_rate@5"`` -> ``"hit@5"``); the name when it has none.
+
+    Raises:
+        UnknownMetricError: A KeyError listing the known names, if ``name`` is not registered.
+    """
+    info, k = resolve_metric(name)
+    return info.label.format(k=k) if info.label else name
+
+
+def tuning_objectives() -> list[str]:
+    """The names the fusion sweep may tune on (``hit_rate@1``, ..., ``mrr``, ``ndcg@10``), in registry order."""
+    return [name for info in METRICS for name in info.objective_names]
+
+
+def compute_metric(name: str, judged: Judged) -> np.ndarray:
+    """Per-query values of a concrete name on a judged ranking, by the entry's formula.
+
+    Args:
+        name: A registered name with a formula, e.g. ``"ndcg@20"``, ``"mrr"``, ``"map"``.
+        judged: The ranking judged against the qrels (its ``gains`` at least as deep as the cut-off).
+
+    Returns:
+        One value per row of ``judged``.
+
+    Raises:
+        UnknownMetricError: If ``name`` is not registered.
+        ValueError: If the entry has no formula (it is computed otherwise, or is not a per-query metric).
+    """
+    info, k = resolve_metric(name)
+    if info.formula is None:
+        with_formula = ", ".join(i.name for i in METRICS if i.formula is not None)
+        raise ValueError(f"{name!r} is not computed from a ranking; these are: {with_formula}")
+    return info.formula(judged, k)
 
 
 def metric_descriptions(ks: Sequence[int] = DEFAULT_KS) -> dict[str, str]:

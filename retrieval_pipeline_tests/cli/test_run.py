@@ -10,7 +10,8 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.cli.run import DatasetRun, FailedCheck, format_summary, main, metrics_table, used_by_dataset
+from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, format_summary, metrics_table
+from retrieval_pipeline.cli.run import main, used_by_dataset
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
 from retrieval_pipeline.defs.retrieval import REGISTRY, retriever_step

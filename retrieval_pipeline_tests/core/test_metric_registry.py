@@ -1,9 +1,11 @@
-"""The metric registry: every produced column is registered, directions, lookup errors, headline order."""
+"""The metric registry: every produced column is registered, directions, lookup errors, headline order, the short
+lists, tuning objectives and formulas."""
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,12 +13,14 @@ from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metri
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.evaluation.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.tables import comparison_table
+from retrieval_pipeline.core.metric_formulas import Judged, hit_rate_at
 from retrieval_pipeline.core.metric_registry import (
     HEADLINE_COLUMNS,
     METRICS,
     MetricInfo,
     UnknownMetricError,
     _index,
+    compute_metric,
     describe_metric,
     headline_columns,
     higher_is_better,
@@ -24,8 +28,11 @@ from retrieval_pipeline.core.metric_registry import (
     known_metric_names,
     metric,
     metric_definitions_md,
+    metric_label,
     resolve_metric,
+    tuning_objectives,
     validate_metric_name,
+    view_columns,
 )
 from retrieval_pipeline.core.types import Document, Qrels, Run
 
@@ -200,3 +207,58 @@ def test_registry_refuses_inconsistent_entries() -> None:
     with pytest.raises(ValueError, match="bookkeeping"):
         _index([MetricInfo("y", "Y.", True, "none", "bookkeeping")])
     assert len(known_metric_names()) == len(METRICS)
+
+
+def test_the_short_lists_come_from_the_registry_in_todays_order() -> None:
+    assert view_columns("console") == ["hit_rate@1", "hit_rate@5", "mrr", "ndcg@10"]
+    assert [metric_label(name) for name in view_columns("console")] == ["hit@1", "hit@5", "MRR", "nDCG@10"]
+    assert view_columns("summary") == ["hit_rate@1", "hit_rate@5", "mrr", "ndcg@10", "not_found_rate"]
+    assert view_columns("chart") == ["hit_rate@5", "mrr", "ndcg@10"]
+    assert view_columns("sweep") == ["hit_rate@1", "hit_rate@5", "mrr", "ndcg@10", "recall@10"]
+    assert view_columns("summary", ["mrr", "not_found_rate", "recall@5"]) == ["mrr", "not_found_rate"]
+    assert metric_label("recall@20") == "recall@20"
+    with pytest.raises(ValueError, match="unknown metric view 'nope'"):
+        view_columns("nope")  # type: ignore[arg-type]
+
+
+def test_tuning_objectives_are_the_flagged_names_with_a_formula() -> None:
+    assert tuning_objectives() == [
+        *["hit_rate@1", "hit_rate@5", "hit_rate@10", "recall@1", "recall@5", "recall@10"],
+        *["precision@5", "f1@5", "mrr", "ndcg@10"],
+    ]
+    assert all(metric(name).formula is not None and higher_is_better(name) for name in tuning_objectives())
+
+
+def test_compute_metric_uses_the_entry_formula_and_refuses_columns_without_one() -> None:
+    judged = Judged(
+        gains=np.array([[0.0, 2.0, 1.0], [0.0, 0.0, 0.0]]),
+        ideal_gains=np.array([[2.0, 1.0, 0.0], [1.0, 0.0, 0.0]]),
+        n_relevant=np.array([2, 1]),
+        first_relevant_rank=np.array([2.0, np.nan]),
+    )
+    assert compute_metric("hit_rate@1", judged).tolist() == [0.0, 0.0]
+    assert compute_metric("recall@3", judged).tolist() == [1.0, 0.0]
+    assert compute_metric("mrr", judged).tolist() == [0.5, 0.0]
+    assert compute_metric("mrr@1", judged).tolist() == [0.0, 0.0]
+    assert compute_metric("map", judged).tolist() == pytest.approx([(1 / 2 + 2 / 3) / 2, 0.0])
+    assert compute_metric("r_prec", judged).tolist() == [0.5, 0.0]
+    assert compute_metric("ndcg", judged).tolist() == compute_metric("ndcg@3", judged).tolist()
+    with pytest.raises(ValueError, match="'context_coverage@5' is not computed from a ranking"):
+        compute_metric("context_coverage@5", judged)
+    with pytest.raises(KeyError, match="unknown metric 'nope'"):
+        compute_metric("nope", judged)
+
+
+def test_registry_refuses_inconsistent_views_objectives_and_labels() -> None:
+    with pytest.raises(ValueError, match=r"views\.console: a tuple of cut-offs"):
+        _index([MetricInfo("recall@{k}", "Top {k}.", True, "mean", "per_query", (5,), views={"console": True})])
+    with pytest.raises(ValueError, match=r"views\.elsewhere: unknown view"):
+        _index([MetricInfo("mrr", "M.", True, "mean", "per_query", views={"elsewhere": True})])  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="a tuning objective needs a formula"):
+        _index([MetricInfo("mrr", "M.", True, "mean", "per_query", objective=True)])
+    with pytest.raises(ValueError, match="a tuning objective needs a formula, and higher must be better"):
+        _index([MetricInfo("x@{k}", "X {k}.", False, "mean", "per_query", formula=hit_rate_at, objective=(5,))])
+    with pytest.raises(ValueError, match="only per-query metrics have a formula"):
+        _index([MetricInfo("n", "N.", None, "count", "summary", formula=hit_rate_at)])
+    with pytest.raises(ValueError, match="the label mentions"):
+        _index([MetricInfo("mrr", "M.", True, "mean", "per_query", label="MRR@{k}")])

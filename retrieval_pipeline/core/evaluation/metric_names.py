@@ -17,7 +17,8 @@ family             accepted names (``k`` is an integer >= 1)     trec_eval / pyt
 =================  ==========================================  ==============================
 
 ``hit_rate``, ``recall`` and ``precision`` need a cut-off; ``r_prec`` takes none (its cut-off is each
-query's number of relevant documents). The formulas are in :mod:`retrieval_pipeline.core.evaluation.ranked_metrics`.
+query's number of relevant documents). Each canonical name is a metric of
+:mod:`retrieval_pipeline.core.metric_registry`; the formulas are in :mod:`retrieval_pipeline.core.metric_formulas`.
 """
 
 from __future__ import annotations

@@ -15,169 +15,26 @@ Conventions (each checked against a reference library in ``test_metrics.py``):
 * A query whose qrels hold no relevant document (only grade 0) scores 0 everywhere, as it does in
   pytrec_eval; its ``n_relevant`` is 0, so it is easy to spot.
 
-Notation in the docstrings: for one query, ``rel_i`` is 1 when the document at rank ``i`` (1-based) is
-relevant and 0 otherwise, ``g_i`` is its grade (0 when not relevant), and ``R`` is the number of
-relevant documents in the qrels.
+The formulas are the registry's (:func:`~retrieval_pipeline.core.metric_registry.compute_metric`, each
+written out in :mod:`retrieval_pipeline.core.metric_formulas`); this module judges the run against the
+qrels, computes every column through them, and aggregates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.metric_formulas import RELEVANCE_THRESHOLD, Judged
+from retrieval_pipeline.core.metric_registry import compute_metric, is_metric_column, metric_descriptions
 from retrieval_pipeline.core.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
-from retrieval_pipeline.core.metric_registry import is_metric_column, metric_descriptions
 from retrieval_pipeline.core.types import Hit, Qrels, Run
 
-#: Lowest grade that counts as relevant (trec_eval's default ``-l 1``).
-RELEVANCE_THRESHOLD = 1
-
-
 # --------------------------------------------------------------------------------------------------
-# Metric formulas: vectorised over queries. ``relevant`` and ``gains`` are (n_queries, depth) arrays
-# holding rank 1 in column 0; columns past a query's last hit are False / 0.
+# Judging: run + qrels -> the arrays the registry's formulas read.
 # --------------------------------------------------------------------------------------------------
-
-
-def hit_rate(relevant: np.ndarray, k: int) -> np.ndarray:
-    """Whether any relevant document is in the top ``k`` (trec_eval ``success_k``, ranx ``hit_rate@k``).
-
-    Formula::
-
-        hit_rate@k = 1 if sum(rel_i for i in 1..k) > 0 else 0
-
-    This is not recall. With one relevant document per query it equals ``recall@k``.
-
-    Args:
-        relevant: Boolean relevance by rank, shape ``(n_queries, depth)``.
-        k: Cutoff rank.
-
-    Returns:
-        1.0 or 0.0 per query.
-    """
-    return relevant[:, :k].any(axis=1).astype(float)
-
-
-def recall(relevant: np.ndarray, n_relevant: np.ndarray, k: int) -> np.ndarray:
-    """Fraction of the relevant documents that are in the top ``k`` (trec_eval ``recall_k``, TREC R@k).
-
-    Formula::
-
-        recall@k = sum(rel_i for i in 1..k) / R        (0 when R = 0)
-
-    Args:
-        relevant: Boolean relevance by rank, shape ``(n_queries, depth)``.
-        n_relevant: ``R`` per query.
-        k: Cutoff rank.
-
-    Returns:
-        Recall per query, in [0, 1].
-    """
-    retrieved = relevant[:, :k].sum(axis=1)
-    return np.divide(retrieved, n_relevant, out=np.zeros(len(retrieved)), where=n_relevant > 0)
-
-
-def precision(relevant: np.ndarray, k: int) -> np.ndarray:
-    """Fraction of the top ``k`` that is relevant (trec_eval ``P_k``).
-
-    Formula::
-
-        precision@k = sum(rel_i for i in 1..k) / k
-
-    The divisor is always ``k``, even when fewer than ``k`` documents were retrieved (as in trec_eval).
-
-    Args:
-        relevant: Boolean relevance by rank, shape ``(n_queries, depth)``.
-        k: Cutoff rank.
-
-    Returns:
-        Precision per query, in [0, 1].
-    """
-    return relevant[:, :k].sum(axis=1) / k
-
-
-def f1(precision_at_k: np.ndarray, recall_at_k: np.ndarray) -> np.ndarray:
-    """Harmonic mean of precision@k and recall@k (ranx ``f1@k``).
-
-    Formula::
-
-        f1@k = 2 * precision@k * recall@k / (precision@k + recall@k)        (0 when both are 0)
-
-    Args:
-        precision_at_k: Precision@k per query.
-        recall_at_k: Recall@k per query, same ``k``.
-
-    Returns:
-        F1 per query, in [0, 1].
-    """
-    total = precision_at_k + recall_at_k
-    product = 2.0 * precision_at_k * recall_at_k
-    return np.divide(product, total, out=np.zeros(len(total)), where=total > 0)
-
-
-def reciprocal_rank(first_relevant_rank: np.ndarray) -> np.ndarray:
-    """Reciprocal of the rank of the first relevant document, over the whole run (trec_eval ``recip_rank``).
-
-    Formula::
-
-        rr = 1 / min(i : rel_i = 1)        (0 when no relevant document was retrieved)
-        mrr = mean of rr over queries
-
-    There is no cutoff: the run's full depth counts. The mean over queries is the MRR.
-
-    Args:
-        first_relevant_rank: 1-based rank per query, NaN when not found.
-
-    Returns:
-        Reciprocal rank per query, in [0, 1].
-    """
-    found = ~np.isnan(first_relevant_rank)
-    return np.divide(1.0, first_relevant_rank, out=np.zeros(len(found)), where=found)
-
-
-def ndcg(gains: np.ndarray, ideal_gains: np.ndarray, k: int) -> np.ndarray:
-    """Normalised discounted cumulative gain at ``k`` (trec_eval ``ndcg_cut_k``, ranx ``ndcg@k``).
-
-    Formula::
-
-        DCG@k  = sum(g_i / log2(i + 1) for i in 1..k)
-        nDCG@k = DCG@k / IDCG@k        (0 when IDCG@k = 0)
-
-    The gain is the grade itself (Järvelin & Kekäläinen, as in trec_eval), not ``2^g - 1``. IDCG@k is
-    the DCG@k of the qrels' relevant grades sorted best first, so relevant documents the run never
-    retrieved still lower the score. 0 when IDCG@k is 0.
-
-    Args:
-        gains: Grade by rank (0 when not relevant), shape ``(n_queries, depth)``, ``depth >= k``.
-        ideal_gains: Relevant grades from the qrels sorted descending, shape ``(n_queries, >= k)``.
-        k: Cutoff rank.
-
-    Returns:
-        nDCG per query, in [0, 1].
-    """
-    discounts = 1.0 / np.log2(np.arange(2, k + 2))
-    dcg = gains[:, :k] @ discounts
-    idcg = ideal_gains[:, :k] @ discounts
-    return np.divide(dcg, idcg, out=np.zeros(len(dcg)), where=idcg > 0)
-
-
-# --------------------------------------------------------------------------------------------------
-# Judging: run + qrels -> arrays the formulas above read.
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Judged:
-    """A run judged against qrels, one row per qrels query (in qrels order)."""
-
-    query_ids: list[str]
-    gains: np.ndarray  # (n_queries, depth): grade at each rank if relevant, else 0
-    ideal_gains: np.ndarray  # (n_queries, ndcg_k): relevant grades from qrels, best first
-    n_relevant: np.ndarray  # (n_queries,)
-    first_relevant_rank: np.ndarray  # (n_queries,): 1-based over the full run, NaN if none
 
 
 def _graded_ranks(query_id: str, hits: Sequence[Hit], relevant: Mapping[str, int]) -> list[int]:
@@ -188,21 +45,28 @@ def _graded_ranks(query_id: str, hits: Sequence[Hit], relevant: Mapping[str, int
     return [relevant.get(doc_id, 0) for doc_id in doc_ids]
 
 
-def _judge(run: Run, qrels: Qrels, depth: int, ndcg_k: int) -> _Judged:
-    """Look up every hit's grade; keep the top ``depth`` ranks and each query's first relevant rank."""
+def judge(run: Run, qrels: Qrels, depth: int, ideal_depth: int) -> Judged:
+    """The run judged against the qrels, one row per qrels query (in qrels order).
+
+    Every hit's grade is looked up; the top ``depth`` ranks are kept, the qrels' best ``ideal_depth``
+    relevant grades, and each query's first relevant rank over the whole run.
+
+    Raises:
+        ValueError: If a query's run lists a doc id twice.
+    """
     n = len(qrels)
-    gains, ideal_gains = np.zeros((n, depth)), np.zeros((n, ndcg_k))
+    gains, ideal_gains = np.zeros((n, depth)), np.zeros((n, ideal_depth))
     n_relevant, first_rank = np.zeros(n, dtype=np.int64), np.full(n, np.nan)
     for row, (query_id, judgements) in enumerate(qrels.items()):
         relevant = {doc: grade for doc, grade in judgements.items() if grade >= RELEVANCE_THRESHOLD}
         grades = _graded_ranks(query_id, run.get(query_id) or (), relevant)
         top = grades[:depth]
         gains[row, : len(top)] = top
-        ideal = sorted(relevant.values(), reverse=True)[:ndcg_k]
+        ideal = sorted(relevant.values(), reverse=True)[:ideal_depth]
         ideal_gains[row, : len(ideal)] = ideal
         n_relevant[row] = len(relevant)
         first_rank[row] = next((rank for rank, grade in enumerate(grades, start=1) if grade), np.nan)
-    return _Judged(list(qrels), gains, ideal_gains, n_relevant, first_rank)
+    return Judged(gains, ideal_gains, n_relevant, first_rank)
 
 
 def _check_cutoffs(cutoffs: Sequence[int]) -> None:
@@ -227,7 +91,7 @@ def per_query_metrics(
     """Score every query in the qrels against the run.
 
     See the module docstring for the conventions (relevance ``grade >= 1``, run order as the ranking,
-    missing queries score 0). Each metric's formula is in its function's docstring.
+    missing queries score 0). Each metric's formula is in :mod:`retrieval_pipeline.core.metric_formulas`.
 
     Args:
         run: ``{query_id: [(doc_id, score), ...]}``, best first. Doc ids must be unique per query.
@@ -250,15 +114,17 @@ def per_query_metrics(
     if not qrels:
         raise ValueError("qrels is empty: there are no queries to evaluate (need {query_id: {doc_id: grade}})")
     _check_cutoffs([*ks, *precision_ks, ndcg_k, f1_k])
-    judged = _judge(run, qrels, max([*ks, *precision_ks, ndcg_k, f1_k]), ndcg_k)
-    relevant = judged.gains > 0
-    columns: dict[str, object] = {"query_id": judged.query_ids, "n_relevant": judged.n_relevant}
-    columns |= {f"hit_rate@{k}": hit_rate(relevant, k) for k in ks}
-    columns |= {f"recall@{k}": recall(relevant, judged.n_relevant, k) for k in ks}
-    columns |= {f"precision@{k}": precision(relevant, k) for k in precision_ks}
-    columns[f"f1@{f1_k}"] = f1(precision(relevant, f1_k), recall(relevant, judged.n_relevant, f1_k))
-    columns["mrr"] = reciprocal_rank(judged.first_relevant_rank)
-    columns[f"ndcg@{ndcg_k}"] = ndcg(judged.gains, judged.ideal_gains, ndcg_k)
+    judged = judge(run, qrels, max([*ks, *precision_ks, ndcg_k, f1_k]), ndcg_k)
+    names = [
+        *(f"hit_rate@{k}" for k in ks),
+        *(f"recall@{k}" for k in ks),
+        *(f"precision@{k}" for k in precision_ks),
+        f"f1@{f1_k}",
+        "mrr",
+        f"ndcg@{ndcg_k}",
+    ]
+    columns: dict[str, object] = {"query_id": list(qrels), "n_relevant": judged.n_relevant}
+    columns |= {name: compute_metric(name, judged) for name in names}
     columns["found"] = ~np.isnan(judged.first_relevant_rank)
     columns["first_relevant_rank"] = judged.first_relevant_rank
     return pd.DataFrame(columns)

@@ -25,13 +25,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from retrieval_pipeline.core.metric_registry import view_columns
 from retrieval_pipeline.core.report.data import ReportData, _metric_name, _true
 from retrieval_pipeline.core.result_cache import active_result_cache, content_key
 
-#: Metrics of the bar chart (those present in the metric table are drawn).
-BAR_METRICS: tuple[str, ...] = ("hit_rate@5", "mrr", "ndcg@10")
-#: Metrics of the weekly trend chart and of the compact Dagster table (those present are shown).
-TREND_METRICS: tuple[str, ...] = ("hit_rate@5", "mrr", "ndcg@10")
+#: Metrics of the bar chart (those present in the metric table are drawn): the registry's ``chart`` view.
+BAR_METRICS: tuple[str, ...] = tuple(view_columns("chart"))
+#: Metrics of the weekly trend chart (those present are shown): the registry's ``chart`` view.
+TREND_METRICS: tuple[str, ...] = tuple(view_columns("chart"))
 #: Rank histogram bins: (label, lowest rank, highest rank); a last "not found" bin holds NaN ranks.
 RANK_BINS: tuple[tuple[str, float, float], ...] = (
     ("1", 1, 1),

@@ -36,11 +36,13 @@ from retrieval_pipeline.core.metric_registry import (
     headline_columns,
     higher_is_better,
     resolve_metric,
+    view_columns,
 )
 from retrieval_pipeline.core.report.charts import BAR_METRICS, _sweep_objective, chart_png, chart_pngs
 from retrieval_pipeline.core.report.data import ReportData, _list, _missing, _number, _true
 
-SUMMARY_METRICS: tuple[str, ...] = ("hit_rate@1", "hit_rate@5", "mrr", "ndcg@10", "not_found_rate")
+#: Metrics of the compact summary table (Dagster metadata): the registry's ``summary`` view.
+SUMMARY_METRICS: tuple[str, ...] = tuple(view_columns("summary"))
 #: Failure buckets in display order, with their labels (an unknown bucket is shown after these, by its name).
 BUCKET_LABELS: dict[str, str] = {
     "vocabulary_mismatch": "vocabulary mismatch",

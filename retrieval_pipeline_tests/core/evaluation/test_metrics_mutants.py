@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.evaluation.metrics import aggregate, f1, ndcg, per_query_metrics, recall, reciprocal_rank
+from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.metric_formulas import f1, ndcg, recall, reciprocal_rank
 
 
 def _exactly(message: str) -> str:

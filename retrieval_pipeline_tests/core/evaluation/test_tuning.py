@@ -10,21 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.evaluation.refusion import Judgements, fused_run, fusion_table, setting_metrics, stored_metrics
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
-from retrieval_pipeline.core.evaluation.tuning import (
-    FUSION_METHODS,
-    METRIC_FORMULAS,
-    Judgements,
-    TuningSettings,
-    choose,
-    curve_columns,
-    fused_run,
-    fusion_table,
-    setting_metrics,
-    split_queries,
-    stored_metrics,
-    sweep,
-)
+from retrieval_pipeline.core.evaluation.tuning import FUSION_METHODS, TuningSettings, choose, curve_columns, split_queries, sweep
+from retrieval_pipeline.core.metric_registry import tuning_objectives, view_columns
 from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, minmax_fuse, rrf_fuse
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
@@ -131,13 +120,27 @@ def test_vectorised_metrics_equal_per_query_metrics(seed: int) -> None:
     judgements = Judgements.from_qrels(qrels)
     frame = as_frame(runs)
     table = fusion_table(frame, ["bm25", "dense"], judgements, depth=12)
-    names = list(METRIC_FORMULAS)
+    names = tuning_objectives()
+    assert set(view_columns("sweep")) <= set(names)
     # extremes included: alpha 0 and 1 and rrf k 0 leave many exact score ties for the tie-break to settle
     for method, value in (("minmax", 0.0), ("minmax", 0.35), ("minmax", 1.0), ("rrf", 0), ("rrf", 5)):
         reference = per_query_metrics(fused_run(table, method, value, 12, judgements), qrels).set_index("query_id")[names]
         pd.testing.assert_frame_equal(setting_metrics(table, method, value, 12, judgements, names), reference, check_names=False)
     reference = per_query_metrics(runs["dense"], qrels).set_index("query_id")[names]
     pd.testing.assert_frame_equal(stored_metrics(frame, "dense", judgements, names), reference, check_names=False)
+
+
+def test_vectorised_metrics_at_deeper_cutoffs_equal_per_query_metrics() -> None:
+    runs, qrels = random_runs(5)
+    judgements = Judgements.from_qrels(qrels, cut=20)
+    frame = as_frame(runs)
+    table = fusion_table(frame, ["bm25", "dense"], judgements, depth=20)
+    names = ["hit_rate@15", "recall@20", "precision@20", "f1@20", "mrr", "ndcg@20"]
+    fused = fused_run(table, "rrf", 10, 20, judgements)
+    reference = per_query_metrics(fused, qrels, ks=(15, 20), ndcg_k=20, f1_k=20, precision_ks=(20,)).set_index("query_id")[names]
+    pd.testing.assert_frame_equal(setting_metrics(table, "rrf", 10, 20, judgements, names), reference, check_names=False)
+    with pytest.raises(ValueError, match=r"metrics \['recall@20'\] read deeper than the 10 ranks judged"):
+        stored_metrics(frame, "dense", Judgements.from_qrels(qrels), ["mrr", "recall@20"])
 
 
 class ListRetriever:

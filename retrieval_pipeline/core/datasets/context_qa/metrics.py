@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, similarity_of
-from retrieval_pipeline.core.evaluation.metrics import per_query_metrics, reciprocal_rank
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.metric_formulas import reciprocal_rank
 from retrieval_pipeline.core.metric_registry import describe_metric
 from retrieval_pipeline.core.types import Document, Qrels, Run
 
