@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from retrieval_pipeline.core.evaluation.trec import read_trec_qrels, read_trec_run
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -78,8 +80,6 @@ def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]
             naming the file and line.
     """
     if isinstance(qrels, (str, Path)):
-        from retrieval_pipeline.core.evaluation.trec import read_trec_qrels
-
         result = read_trec_qrels(qrels)
         label = f"qrels file {qrels}"
     elif _is_frame(qrels):
@@ -114,8 +114,6 @@ def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
             the file and line.
     """
     if isinstance(run, (str, Path)):
-        from retrieval_pipeline.core.evaluation.trec import read_trec_run
-
         return {query_id: dict(hits) for query_id, hits in read_trec_run(run).items()}
     result: dict[str, dict[str, float]] = {}
     if _is_frame(run):

@@ -12,6 +12,7 @@ from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
+from retrieval_pipeline.core.paths import child_path
 from retrieval_pipeline.core.registry import PROJECT_ROOT, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
@@ -38,14 +39,10 @@ class PipelineSettings(dg.ConfigurableResource):
 
     def index_dir(self, dataset: str, retriever: str) -> Path:
         """``<out_dir>/indexes/<dataset>/<retriever>``; a name that is not one plain component is refused."""
-        from retrieval_pipeline.core.paths import child_path
-
         return child_path(self.out_dir, "indexes", dataset, retriever, what="index folder")
 
     def export_path(self, dataset: str, filename: str) -> Path:
         """``<out_dir>/exports/<dataset>/<filename>``; a name that is not one plain component is refused."""
-        from retrieval_pipeline.core.paths import child_path
-
         return child_path(self.out_dir, "exports", dataset, filename, what="export file")
 
     def cache_path(self) -> Path:

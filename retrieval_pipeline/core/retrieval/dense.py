@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache, ProgressCallback
-from retrieval_pipeline.core.retrieval.encoders import Encoder, l2_normalise
+from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder, l2_normalise
 from retrieval_pipeline.core.retrieval.faiss_index import (
     FLAT,
     IndexSettings,
@@ -388,8 +388,6 @@ def _library_versions() -> dict[str, str | None]:
 
 def _default_encoder(params: dict[str, Any], directory: Path) -> Encoder:
     """The default sentence-transformers encoder, if the saved index was built with its model."""
-    from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder
-
     default = SentenceTransformerEncoder()
     built_with = str(params.get("model_id"))
     if not built_with.startswith(f"{default.name}@") or built_with != default.model_id:

@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
 from retrieval_pipeline.core.retrieval.model_source import (
     DEFAULT_MODEL_PACKAGE,
     ModelFingerprint,
@@ -45,6 +46,7 @@ from retrieval_pipeline.core.retrieval.onnx_backend import (
     BACKENDS,
     ExportedModel,
     Exporter,
+    OnnxSentenceModel,
     check_onnx_compatible,
     default_cache_dir,
     ensure_exported,
@@ -342,7 +344,6 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
         return ensure_exported(self.folder, fingerprint.weights_sha256, fingerprint.config_sha256, self.cache_dir, self.exporter)
 
     def _load(self) -> Any:
-        from retrieval_pipeline.core.retrieval.onnx_backend import OnnxSentenceModel
 
         return OnnxSentenceModel(self.exported(), max_seq_length=self.max_seq_length, threads=self.threads)
 
@@ -403,8 +404,6 @@ def dense_encoder(
     Raises:
         ValueError: An unknown backend (see :data:`ENCODER_BACKENDS`), or ``cuda`` without a GPU.
     """
-    from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
-
     if backend not in ENCODER_BACKENDS:
         raise ValueError(f"unknown encoder backend {backend!r}; choose one of {sorted(ENCODER_BACKENDS)}")
     if backend != "torch":

@@ -36,6 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
 from retrieval_pipeline.core.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.types import Document
 
@@ -245,8 +246,6 @@ def held_out_corpus(documents: Sequence[Document], held_out: Sequence[MinedPair]
 
 def bm25_negatives(pairs: Sequence[MinedPair], documents: Sequence[Document], depth: int = 5) -> list[MinedPair]:
     """Each pair with ``negative``: the best BM25 hit of its anchor that is not its positive (or ``None``)."""
-    from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
-
     if not pairs:
         return []
     index = BM25Retriever.build([d.doc_id for d in documents], [d.text for d in documents])
