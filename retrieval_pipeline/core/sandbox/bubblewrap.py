@@ -238,6 +238,21 @@ def run_pytest(test_source: str, filename: str, settings: SandboxSettings | None
     return run_in_sandbox({filename: test_source}, argv, settings, collect_suffix=".evidence.json")
 
 
+def run_python(
+    source: str,
+    filename: str,
+    settings: SandboxSettings | None = None,
+    *,
+    collect_suffix: str = ".json",
+    max_artifact_bytes: int = 16 * 2**20,
+) -> Execution:
+    """Run one Python script in a fresh sandbox (used for the once-per-suite environment probe)."""
+    settings = settings or SandboxSettings()
+    _check_filename(filename)
+    argv = [str(settings.python), filename]
+    return run_in_sandbox({filename: source}, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes)
+
+
 def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings | None = None) -> list[Execution | None]:
     """Run several pytest files in ONE sandbox, each in a process of its own, as :func:`run_pytest` would.
 

@@ -1,4 +1,4 @@
-"""Proofs for claims made of atoms (issue 13): the checks of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`.
+"""Proofs for claims made of atoms: the checks of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`.
 
 :data:`ATOM_SOURCE` is appended to the offline prover's prelude; :func:`atoms_body` writes the test. Each atom
 ends ``true``, ``false`` or ``undecided``; the option is false when one atom is false, undecided when one

@@ -98,7 +98,7 @@ class OfflineProver:
         source = compose(f"Proof for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}", *parts)
         return Proof(claim, source, "proof", f"test_option_{safe_letter(claim.letter)}.py")
 
-    # ---- atoms (issue 13)
+    # ---- atoms
 
     def _atoms(self, claim: Claim) -> list[dict[str, Any]] | None:
         """The atoms a claim's proof runs; None for the kinds proven by their own bodies.
