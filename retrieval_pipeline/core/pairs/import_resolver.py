@@ -6,9 +6,9 @@ importing ``google.adk.Agent`` gives a class whose ``__module__`` + ``__qualname
 ``google.adk.agents.llm_agent.LlmAgent``, its canonical path, which the corpus lists.
 
 :class:`ImportResolver` asks the dataset's library environment (``verifier.python``) about every gold the
-index lacks, all of them in ONE run: a small standard-library script (:data:`IMPORT_SCRIPT`) reads the
-golds from ``request.json`` and writes, per gold, its canonical path, its kind, whether importing that
-path gives the very same object, or the exception the import raised. The run is the verifier's
+index lacks, all of them in ONE run: a small standard-library script (:mod:`.sandbox_files.resolve_imports`)
+reads the golds from ``request.json`` and writes, per gold, its canonical path, its kind, whether importing
+that path gives the very same object, or the exception the import raised. The run is the verifier's
 sandbox (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_in_sandbox`: bubblewrap, an unprivileged
 user, no network, a wall-clock timeout, CPU and memory limits, bounded output) with ``python -I``
 (isolated mode: no ``PYTHON*`` variables, no user site, not the script's folder on ``sys.path``).
@@ -30,16 +30,16 @@ from typing import Any
 
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.pairs.gold import CorpusLookup, GoldResolution, resolve_gold
+from retrieval_pipeline.core.pairs.sandbox_files import resolve_imports, source
 from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
 from retrieval_pipeline.core.sandbox.redaction import safe_text
 from retrieval_pipeline.core.sandbox.results import Execution
-
-#: The script's file, its request and its answer (the only artifact collected) in the sandbox's working directory.
 from retrieval_pipeline.core.sandbox.settings import SandboxError, SandboxSettings
 
+#: The script's file, its request and its answer (the only artifact collected) in the sandbox's working directory.
 SCRIPT_FILE = "resolve_imports.py"
-REQUEST_FILE = "request.json"
-RESULT_FILE = "imports.result.json"
+REQUEST_FILE = resolve_imports.REQUEST
+RESULT_FILE = resolve_imports.RESULT
 #: The longest gold string sent (longer ones are refused unasked).
 MAX_GOLD_CHARS = 300
 #: Characters of an exception kept per gold, of stderr kept in an error, and bytes of the answer read back.
@@ -51,74 +51,6 @@ MAX_RESULT_BYTES = 4 * 2**20
 ASKED_NOTE_PREFIXES = ("resolved by import: ", "import failed in ")
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
-
-#: Runs inside the library's environment (standard library only): request.json in, imports.result.json out.
-IMPORT_SCRIPT = r'''
-import importlib, inspect, json, sys
-
-with open("request.json", encoding="utf-8") as handle:
-    REQUEST = json.load(handle)
-sys.path[:0] = REQUEST["paths"]
-LIMIT = REQUEST["max_error_chars"]
-
-
-def locate(name):
-    """Import the longest importable module prefix of ``name``, then walk the attributes left."""
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        module_name = ".".join(parts[:cut])
-        try:
-            found = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            missing = exc.name or ""
-            if missing and (module_name == missing or module_name.startswith(missing + ".")):
-                continue  # this prefix is not a module (an attribute, or nothing): try a shorter one
-            raise  # the module exists but imports something that does not
-        break
-    else:
-        raise ModuleNotFoundError("No module named %r" % parts[0], name=parts[0])
-    for attribute in parts[cut:]:
-        found = getattr(found, attribute)
-    return found
-
-
-def describe(found):
-    """(canonical path or None, kind) of an imported object."""
-    if inspect.ismodule(found):
-        return found.__name__, "module"
-    kind = "class" if inspect.isclass(found) else "function" if inspect.isroutine(found) else "object:" + type(found).__name__
-    module, qualname = getattr(found, "__module__", None), getattr(found, "__qualname__", None)
-    if isinstance(module, str) and isinstance(qualname, str):
-        return module + "." + qualname, kind
-    return None, kind
-
-
-def same_object(path, found):
-    """Whether importing ``path`` gives ``found`` itself (False when it cannot be imported)."""
-    if "<locals>" in path:
-        return False
-    try:
-        return locate(path) is found
-    except BaseException:
-        return False
-
-
-def answer(gold):
-    try:
-        found = locate(gold)
-    except BaseException as exc:  # a module may raise anything, SystemExit included: recorded, never fatal
-        return {"gold": gold, "canonical": None, "kind": None, "identical": False,
-                "error": (type(exc).__name__ + ": " + str(exc))[:LIMIT]}
-    canonical, kind = describe(found)
-    identical = canonical is not None and same_object(canonical, found)
-    error = None if canonical else "the object (" + kind + ") has no __module__/__qualname__: no canonical path"
-    return {"gold": gold, "canonical": canonical, "kind": kind, "identical": identical, "error": error}
-
-
-results = [answer(gold) for gold in REQUEST["golds"]]
-with open("imports.result.json", "w", encoding="utf-8") as handle:
-    json.dump({"python_version": sys.version.split()[0], "executable": sys.executable, "results": results}, handle)
-'''
 
 
 class LibraryEnvironmentError(InputError):
@@ -197,7 +129,7 @@ class ImportResolver:
         return resolutions
 
     def import_golds(self, golds: Sequence[str]) -> dict[str, ImportedObject]:
-        """Run :data:`IMPORT_SCRIPT` once in the library's environment; what each gold turned out to be.
+        """Run :mod:`.sandbox_files.resolve_imports` once in the library's environment; what each gold turned out to be.
 
         Raises:
             LibraryEnvironmentError: The interpreter is missing, the sandbox cannot start it, or the
@@ -213,7 +145,7 @@ class ImportResolver:
             max_output_chars=MAX_STDERR_CHARS,
             extra_ro_binds=tuple(self.search_paths),
         )
-        files = {SCRIPT_FILE: IMPORT_SCRIPT, REQUEST_FILE: json.dumps(request)}
+        files = {SCRIPT_FILE: source(SCRIPT_FILE), REQUEST_FILE: json.dumps(request)}
         argv = [str(self.python), "-I", SCRIPT_FILE]
         try:
             execution = run_in_sandbox(files, argv, settings, collect_suffix=".result.json", max_artifact_bytes=MAX_RESULT_BYTES)

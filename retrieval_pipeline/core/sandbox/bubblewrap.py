@@ -56,7 +56,6 @@ from pathlib import Path
 from retrieval_pipeline.core.sandbox.batch import BATCH_CONFIG_FILE, BATCH_RUNNER_FILE, batch_files, batch_results
 from retrieval_pipeline.core.sandbox.cgroups import MemoryCgroup, PidsCgroup, memory_cgroup, process_limit
 from retrieval_pipeline.core.sandbox.layout import bwrap_command, environment_paths, reachable, seccomp_program
-from retrieval_pipeline.core.sandbox.redaction import safe_text  # noqa: F401  (verifier/provers.py imports it from here)
 from retrieval_pipeline.core.sandbox.results import Execution, collect_artifacts, make_execution, read_truncated
 from retrieval_pipeline.core.sandbox.settings import PYTEST_ARGS, SandboxError, SandboxSettings
 
@@ -108,21 +107,6 @@ def run_pytest(test_source: str, filename: str, settings: SandboxSettings | None
     _check_filename(filename)
     argv = [str(settings.python), "-m", "pytest", *PYTEST_ARGS, filename]
     return run_in_sandbox({filename: test_source}, argv, settings, collect_suffix=".evidence.json")
-
-
-def run_python(
-    source: str,
-    filename: str,
-    settings: SandboxSettings | None = None,
-    *,
-    collect_suffix: str = ".json",
-    max_artifact_bytes: int = 16 * 2**20,
-) -> Execution:
-    """Run one Python script in a fresh sandbox (used for the once-per-suite environment probe)."""
-    settings = settings or SandboxSettings()
-    _check_filename(filename)
-    argv = [str(settings.python), filename]
-    return run_in_sandbox({filename: source}, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes)
 
 
 def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings | None = None) -> list[Execution | None]:

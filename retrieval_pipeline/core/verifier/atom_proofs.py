@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
+from retrieval_pipeline.core.verifier.proof_source import proof_test
 from retrieval_pipeline.core.verifier.sandbox_files.atoms import ENV_SCAN_CPU_S, ENV_SCAN_WALL_S
 
 #: The atom checks (``sandbox_files/atoms.py``), appended to the offline prover's prelude.
@@ -46,7 +47,7 @@ __all__ = ["ATOM_SOURCE", "ENV_SCAN_CPU_S", "ENV_SCAN_WALL_S", "atoms_body"]
 
 
 def atoms_body(letter: str, names: Mapping[str, Any], atoms: Sequence[Mapping[str, Any]]) -> str:
-    """The test of a claim made of atoms; ``letter`` is already a safe identifier part.
+    """The test of a claim made of atoms: ``_decide_atoms`` of :data:`ATOM_SOURCE` called with the claim's data.
 
     Args:
         letter: The option's letter, made safe for a function name.
@@ -56,10 +57,4 @@ def atoms_body(letter: str, names: Mapping[str, Any], atoms: Sequence[Mapping[st
     Returns:
         Source to put after the prelude and :data:`ATOM_SOURCE`; every value enters as a pure-ASCII literal.
     """
-    return f"""NAMES = {ascii(dict(names))}
-ATOMS = {ascii([dict(a) for a in atoms])}
-
-
-def test_option_{letter}():
-    _decide_atoms(ATOMS, NAMES)
-"""
+    return proof_test(letter, "_decide_atoms", {"atoms": [dict(a) for a in atoms], "names": dict(names)})

@@ -34,10 +34,14 @@ import pydantic
 from retrieval_pipeline.core.astutil import dotted_name
 from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.provers import _PRELUDE, EVIDENCE_FILE, Proof, _docstring, _literal, _safe
+from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
+from retrieval_pipeline.core.verifier.provers import Proof
+from retrieval_pipeline.core.verifier.sandbox_files import llm_check, source
 
 #: The file name the generated code is compiled under; the wrapper trusts only assert statements from it.
-GENERATED_FILE = "<generated check>"
+GENERATED_FILE: str = llm_check.GENERATED_FILE
+#: The wrapper that runs a generated check and decides the option by its assert statements.
+WRAPPER_SOURCE = source("llm_check.py")
 #: Modules a generated check may not import (network, processes, FFI, the host's users).
 FORBIDDEN_MODULES = frozenset(
     "socket ssl subprocess multiprocessing ctypes cffi urllib http requests httpx aiohttp urllib3 ftplib smtplib poplib imaplib "
@@ -51,7 +55,7 @@ FORBIDDEN_CALLS = frozenset(
 )
 #: Names of the wrapper (and of the evidence protocol) a generated check may not touch.
 WRAPPER_NAMES = frozenset(
-    "_record _true _false _undecided _from_generated_assert _run_generated EVIDENCE GENERATED GENERATED_FILE ASSERT_LINES "
+    "_record _true _false _undecided _from_generated_assert _run_generated _assert_lines _prove_generated EVIDENCE GENERATED_FILE PROOF "
     "environ environb".split()
 )
 
@@ -136,59 +140,11 @@ def screen_check(source: str) -> str | None:
     return None
 
 
-_WRAPPER = r'''
-import asyncio
-import traceback
-
-GENERATED_FILE = {generated_file}
-GENERATED = {generated}
-ASSERT_LINES = frozenset(
-    line
-    for node in ast.walk(ast.parse(GENERATED))
-    if isinstance(node, ast.Assert)
-    for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
-)
-
-
-def _from_generated_assert(exc):
-    """True when the innermost frame is an assert statement of the generated check (not the library, not ``raise``)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code.co_filename == GENERATED_FILE and tb.tb_lineno in ASSERT_LINES
-
-
-def _run_generated():
-    namespace = {{"__name__": "generated_check"}}
-    exec(compile(GENERATED, GENERATED_FILE, "exec"), namespace)
-    result = namespace["check"]()
-    if inspect.isawaitable(result):
-        asyncio.run(result)
-
-
-def test_option_{letter}():
-    failed = None
-    try:
-        _run_generated()
-    except AssertionError as exc:
-        if not _from_generated_assert(exc):
-            _undecided("an AssertionError that no assert statement of the generated check raised: "
-                       + "".join(traceback.format_exception_only(type(exc), exc)).strip()[:300])
-        failed = (str(exc) or "an assertion of the generated check failed")[:300]
-    except BaseException as exc:
-        _undecided("the generated check errored (" + type(exc).__name__ + ": " + str(exc)[:300] + "), which decides nothing")
-    if failed is not None:
-        _false("a generated assertion failed: " + failed)
-    _true("every assertion of the generated check held")
-'''
-
-
 def wrap_check(claim: Claim, code: str, prover: str) -> str:
-    """The pytest file for a generated check: the offline prover's prelude, the check as a literal, the wrapper."""
-    doc = _docstring(f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}")
-    prelude = _PRELUDE.format(doc=doc, evidence=EVIDENCE_FILE)
-    body = _WRAPPER.format(generated_file=_literal(GENERATED_FILE), generated=_literal(code), letter=_safe(claim.letter))
-    return prelude + "\n" + body
+    """The pytest file for a generated check: the offline prover's prelude, the wrapper (``sandbox_files/llm_check.py``)
+    and a test that runs the check, given as a literal."""
+    doc = f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}"
+    return compose(doc, WRAPPER_SOURCE, proof_test(safe_letter(claim.letter), "_prove_generated", {"generated": code}))
 
 
 class LLMProver:
@@ -244,4 +200,4 @@ class LLMProver:
         problem = screen_check(code)
         if problem:
             return Proof(claim, None, "unverifiable_offline", None, f"the generated check was refused: {problem}", prover=self.name)
-        return Proof(claim, wrap_check(claim, code, self.name), "proof", f"test_option_{_safe(claim.letter)}.py", prover=self.name)
+        return Proof(claim, wrap_check(claim, code, self.name), "proof", f"test_option_{safe_letter(claim.letter)}.py", prover=self.name)

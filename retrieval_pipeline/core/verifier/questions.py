@@ -42,8 +42,9 @@ from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex, LibrarySettingError, probe_environment
 from retrieval_pipeline.core.verifier.llm_prover import LLMProver
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, LibrarySettingError, OfflineProver, probe_environment
+from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.remediation import Environment, Proposal, flaggable, remediate, write_proposals
 from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict

@@ -16,7 +16,8 @@ with one of these outcomes (:data:`OUTCOMES`, first match wins):
 Every outcome ``decides`` the truth: the snippet is run, not just inspected. A snippet that raises makes every
 ``value`` and ``prints`` option false (the state it describes is never reached), with the exception as the
 reason. An option none of these patterns reads becomes ``unknown`` (undecided): an option of a snippet question
-is never decomposed without its snippet, since ``x`` there means the snippet's ``x``.
+is never decomposed without its snippet, since ``x`` there means the snippet's ``x``. The proof that runs the
+snippet and checks the outcome is ``_prove_snippet`` of :mod:`.sandbox_files.proof_kinds`.
 """
 
 from __future__ import annotations
@@ -151,68 +152,3 @@ def hypothesis(details: dict[str, Any]) -> str:
         "output": lambda d: f"what the snippet returns or prints holds {d['output_text']!r}",
     }[details["outcome"]](details)
     return text + (f"; and: {details['rest']!r}" if details.get("rest") else "")
-
-
-def proof_body(letter: str, details: dict[str, Any], literal: Callable[[Any], str]) -> str:
-    """The test function for a ``snippet`` claim (after the offline prover's prelude: ``_true``/``_false``, ...).
-
-    Args:
-        letter: The option's letter, safe for a function name.
-        details: The claim's details.
-        literal: Writes a Python literal into the source (the prover's own, so quoting is the same).
-    """
-    return f"""import contextlib
-import io
-
-SNIPPET = {literal(details["snippet"])}
-DETAILS = {literal({k: v for k, v in details.items() if k != "snippet"})}
-
-
-def _run_snippet():
-    ns = {{"__name__": "__snippet__"}}
-    out = io.StringIO()
-    raised = None
-    try:
-        code = compile(SNIPPET, "<snippet>", "exec")
-    except (SyntaxError, ValueError) as exc:
-        _undecided("the snippet does not compile: " + type(exc).__name__ + ": " + str(exc))
-    with contextlib.redirect_stdout(out):
-        try:
-            exec(code, ns)
-        except Exception as exc:
-            raised = exc
-    return ns, out.getvalue(), raised
-
-
-def test_option_{letter}():
-    ns, printed, raised = _run_snippet()
-    outcome = DETAILS["outcome"]
-    what = "raises " + type(raised).__name__ + ": " + str(raised) if raised is not None else "runs without an exception"
-    if outcome == "raises":
-        if raised is None:
-            _false("the snippet " + what)
-        if not _exception_matches(raised, DETAILS["exception"], {{}}):
-            _false("the snippet " + what + ", not " + DETAILS["exception"])
-        _true("the snippet " + what)
-        return
-    if outcome == "runs":
-        if raised is not None:
-            _false("the snippet " + what)
-        _true("the snippet " + what)
-        return
-    if raised is not None:
-        _false("the snippet " + what + " before that state is reached")
-    if outcome == "prints":
-        if printed.strip() != DETAILS["printed"].strip():
-            _false("the snippet prints " + repr(printed.strip()))
-        _true("the snippet prints " + repr(printed.strip()))
-        return
-    expected = ast.literal_eval(DETAILS["expected"])
-    try:
-        result = eval(compile(DETAILS["expr"], "<option>", "eval"), ns)
-    except Exception as exc:
-        _false(DETAILS["expr"] + " raises " + type(exc).__name__ + ": " + str(exc) + " after the snippet")
-    if not _same(result, expected):
-        _false(DETAILS["expr"] + " is " + repr(result) + " after the snippet")
-    _true(DETAILS["expr"] + " is " + repr(result) + " after the snippet")
-"""

@@ -110,7 +110,7 @@ def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
 def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None) -> tuple[dict[str, Any] | None, Execution]:
     """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution.
 
-    ``index`` (a :class:`~retrieval_pipeline.core.verifier.provers.LibraryIndex`) says where a class the question
+    ``index`` (a :class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) says where a class the question
     names is defined now, should the context's import of it fail (:func:`moved_names`).
     """
     context, section = split(snippet)

@@ -7,7 +7,7 @@ gives a miss and the question is proven again; nothing is ever looked up by name
 
 **The run's part of the key** (:func:`run_fingerprint`, computed once per run):
 
-* the probed library index (:class:`~retrieval_pipeline.core.verifier.provers.LibraryIndex`) as the offline
+* the probed library index (:class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) as the offline
   prover sees it: distribution, version, module, interpreter path, Python version, every indexed name, the
   probe's coverage (its timings left out);
 * the library's files (:func:`library_fingerprint`): the distribution's ``RECORD`` and the size and
@@ -45,7 +45,8 @@ from typing import Any
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Prover
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.provers import OfflineProver, Prover
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 
 #: The result cache's namespace of verdicts.

@@ -3,9 +3,9 @@
 The marked answer is used only by :func:`~retrieval_pipeline.core.verifier.verdict.decide`; the
 claims and the proofs are made from the question and the options alone.
 
-The library under test is probed first, once per run (:func:`~retrieval_pipeline.core.verifier.provers.probe_environment`):
+The library under test is probed first, once per run (:func:`~retrieval_pipeline.core.verifier.library_index.probe_environment`):
 a library setting that names nothing importable stops the run with a
-:class:`~retrieval_pipeline.core.verifier.provers.LibrarySettingError` before any verdict. A proof that
+:class:`~retrieval_pipeline.core.verifier.library_index.LibrarySettingError` before any verdict. A proof that
 ran out of wall-clock time (not CPU time) is run once more with :data:`TIMEOUT_RETRY_FACTOR` times the
 limit: a busy machine must not turn a decidable option into an undecided one.
 
@@ -52,7 +52,8 @@ from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, Proof, Prover, probe_environment
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
+from retrieval_pipeline.core.verifier.provers import OfflineProver, Proof, Prover
 from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache

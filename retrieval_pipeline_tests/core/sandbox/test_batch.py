@@ -22,7 +22,8 @@ from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import EVIDENCE_FILE, OfflineProver, Proof, parse_evidence
+from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE
+from retrieval_pipeline.core.verifier.provers import OfflineProver, Proof, parse_evidence
 from retrieval_pipeline.core.verifier.verdict import option_evidence
 from retrieval_pipeline.core.verifier.verify import verify_question
 

@@ -6,7 +6,8 @@ import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import applies, coverage, decide, purpose_target
-from retrieval_pipeline.core.verifier.provers import OfflineProver, probe_environment
+from retrieval_pipeline.core.verifier.library_index import probe_environment
+from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
 from retrieval_pipeline_tests.core.conftest import require_sandbox
 from retrieval_pipeline_tests.core.verifier import fake_adk

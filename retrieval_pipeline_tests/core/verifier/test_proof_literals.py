@@ -10,7 +10,9 @@ import ast
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, ProbeCoverage, _docstring, _literal, _safe
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex, ProbeCoverage
+from retrieval_pipeline.core.verifier.proof_source import docstring, literal, safe_letter
+from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 #: Option texts that broke, or could break, a proof's source.
@@ -138,15 +140,15 @@ def test_every_generated_proof_compiles_and_its_docstring_is_the_claim():
 
 @pytest.mark.parametrize("value", [*NASTY_OPTIONS, ["a'\"", {"k": ("v\\", None, True)}], ("unprobed", ('N"', "r\u2028"))])
 def test_literals_and_docstrings_round_trip(value):
-    assert ast.literal_eval(_literal(value)) == value and _literal(value).isascii()
+    assert ast.literal_eval(literal(value)) == value and literal(value).isascii()
     if isinstance(value, str):
-        assert ast.literal_eval(_docstring(value)) == value and _docstring(value).isascii()
+        assert ast.literal_eval(docstring(value)) == value and docstring(value).isascii()
 
 
 def test_option_letters_give_distinct_ascii_names():
-    names = [_safe(letter) for letter in [*NASTY_LETTERS, "é", "è", "A_", "A"]]
+    names = [safe_letter(letter) for letter in [*NASTY_LETTERS, "é", "è", "A_", "A"]]
     assert all(n.isascii() and n.replace("_", "a").isalnum() for n in names)
-    assert _safe("A") == "A" and _safe("é") != _safe("è")
+    assert safe_letter("A") == "A" and safe_letter("é") != safe_letter("è")
 
 
 def test_nasty_options_run_in_the_sandbox(sandbox):

@@ -12,7 +12,8 @@ import pytest
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, snippet_context
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver, probe_environment
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
+from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.snippet_claims import snippet_details, snippet_names
 from retrieval_pipeline.core.verifier.snippet_observation import (
     compose,

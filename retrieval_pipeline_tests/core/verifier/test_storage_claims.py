@@ -13,7 +13,7 @@ import pytest
 from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE
 from retrieval_pipeline.core.verifier.compound_claims import STORAGE_TECHNOLOGIES
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import _PRELUDE
+from retrieval_pipeline.core.verifier.proof_source import PRELUDE_SOURCE
 
 QUESTION = "When using `shelve.Shelf`, how is the data persisted?"
 
@@ -66,7 +66,7 @@ def test_every_technology_has_code_patterns():
 @pytest.fixture(scope="module")
 def helpers():
     namespace: dict[str, object] = {"__name__": "storage_atoms_under_test"}
-    exec(compile(_PRELUDE.format(doc='"""helpers"""', evidence="unused.json") + ATOM_SOURCE, "<atoms>", "exec"), namespace)
+    exec(compile(PRELUDE_SOURCE + "\n" + ATOM_SOURCE, "<atoms>", "exec"), namespace)
     return namespace
 
 

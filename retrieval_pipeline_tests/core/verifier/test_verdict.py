@@ -6,7 +6,8 @@ import json
 
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.provers import EVIDENCE_FILE, Proof
+from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE
+from retrieval_pipeline.core.verifier.provers import Proof
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, decide, option_evidence
 
 

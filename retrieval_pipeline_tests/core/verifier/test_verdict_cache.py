@@ -23,7 +23,8 @@ from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.provers import LibraryIndex, OfflineProver
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import check_questions, verdict_frame
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict

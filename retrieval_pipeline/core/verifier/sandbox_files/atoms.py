@@ -1,8 +1,8 @@
 """The atom checks run inside the sandbox (see :mod:`~retrieval_pipeline.core.verifier.atom_proofs`).
 
-This file is read as text and appended to the offline prover's prelude (``_PRELUDE`` in
-:mod:`~retrieval_pipeline.core.verifier.provers`), so it runs in the prelude's namespace: the helpers named under
-``TYPE_CHECKING`` below are the prelude's. It imports only the standard library, so the host can import it on
+This file is read as text and put after the prelude (``sandbox_files/proof_prelude.py``) in each atom proof
+(:mod:`~retrieval_pipeline.core.verifier.proof_source`), so it runs in the prelude's namespace: the helpers named
+under ``TYPE_CHECKING`` below are the prelude's. It imports only the standard library, so the host can import it on
 its own to test the helpers that do not need the prelude.
 
 It is one file, long as it is, because it is appended whole to the prelude and runs as one namespace in the
