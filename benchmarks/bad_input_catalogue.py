@@ -30,7 +30,8 @@ from retrieval_pipeline.core.datasets.suite.reader import load_suite  # noqa: E4
 from retrieval_pipeline.core.errors import InputError  # noqa: E402
 from retrieval_pipeline.core.registry import load_registry  # noqa: E402
 from retrieval_pipeline.core.yaml_file import read_yaml  # noqa: E402
-from retrieval_pipeline_tests.core import test_dataset_names, test_hostile_paths, test_yaml_limits  # noqa: E402
+from retrieval_pipeline_tests.core import test_hostile_paths, test_yaml_limits  # noqa: E402
+from retrieval_pipeline_tests.core.datasets import test_dataset_names  # noqa: E402
 from retrieval_pipeline_tests.core.test_bad_input_catalogue import PROBES, Outcome, Probe, check_probe, run_probe  # noqa: E402
 
 
