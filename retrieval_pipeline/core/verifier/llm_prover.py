@@ -7,6 +7,12 @@ the question, the option and the library's name and version; never the marked an
 The function is screened (:func:`screen_check`), wrapped (:func:`wrap_check`) in a pytest file with the offline
 prover's evidence protocol, and runs in the same sandbox as every other proof.
 
+**Two independent answers must agree.** In a second request, made apart from the first, the LLM writes a
+refutation: a ``check()`` whose assertions hold exactly when the option is false. The option is true only when the
+check holds and the refutation fails, false only when the check fails and the refutation holds; otherwise it stays
+undecided. A small model's wrong but plausible test (a wrong expected value, a misread API) then disagrees with the
+refutation, and cannot make a true option false (``refute=False`` restores one-check decisions).
+
 **Errors decide nothing.** The option is false only when an ``assert`` statement *of the generated check*
 fails: the wrapper reads the traceback, and an ``AssertionError`` raised anywhere else (inside the library, by
 ``raise``), any other exception, a timeout or a crash leaves the option undecided. A check with no ``assert``
@@ -55,7 +61,8 @@ FORBIDDEN_CALLS = frozenset(
 )
 #: Names of the wrapper (and of the evidence protocol) a generated check may not touch.
 WRAPPER_NAMES = frozenset(
-    "_record _true _false _undecided _from_generated_assert _run_generated _assert_lines _prove_generated EVIDENCE GENERATED_FILE PROOF "
+    "_record _true _false _undecided _from_generated_assert _run_generated _assert_lines _prove_generated _outcome EVIDENCE GENERATED_FILE "
+    "REFUTATION_FILE PROOF "
     "environ environb".split()
 )
 
@@ -73,6 +80,12 @@ an option that is false must make one of them fail. Use plain `assert` statement
 - Do not catch AssertionError, do not call sys.exit, do not write pytest tests or fixtures.
 - If something needed does not exist, let the exception propagate (that is not an answer).
 """
+
+#: What the second, independent request asks for: a check that holds exactly when the option is FALSE.
+_REFUTE = (
+    "This time write the REFUTATION: `check()`'s assert statements must ALL hold if and only if the option is FALSE; "
+    "an option that is true must make one of them fail. Decide it from the library itself, not from the wording."
+)
 
 
 class GeneratedCheck(pydantic.BaseModel):
@@ -140,11 +153,12 @@ def screen_check(source: str) -> str | None:
     return None
 
 
-def wrap_check(claim: Claim, code: str, prover: str) -> str:
-    """The pytest file for a generated check: the offline prover's prelude, the wrapper (``sandbox_files/llm_check.py``)
-    and a test that runs the check, given as a literal."""
+def wrap_check(claim: Claim, code: str, prover: str, refutation: str | None = None) -> str:
+    """The pytest file for a generated check (and its refutation): the offline prover's prelude, the wrapper
+    (``sandbox_files/llm_check.py``) and a test that runs them, given as literals."""
     doc = f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}"
-    return compose(doc, WRAPPER_SOURCE, proof_test(safe_letter(claim.letter), "_prove_generated", {"generated": code}))
+    data = {"generated": code} if refutation is None else {"generated": code, "refutation": refutation}
+    return compose(doc, WRAPPER_SOURCE, proof_test(safe_letter(claim.letter), "_prove_generated", data))
 
 
 class LLMProver:
@@ -155,32 +169,54 @@ class LLMProver:
         library: The library under test, as the prompt names it (``google-adk 2.13.0``).
         import_name: Its module (``google.adk``).
         max_calls: The most options this prover asks the LLM about; None: no cap.
+        refute: Ask a second time, independently, for a refutation (a check that holds exactly when the option is
+            false), and decide only when the check and the refutation agree. On by default: a small model's wrong
+            test then cannot make a true option false on its own. Off: one check decides (half the calls).
     """
 
     def __init__(
-        self, client: LLMClient, *, library: str | None = None, import_name: str | None = None, max_calls: int | None = None
+        self,
+        client: LLMClient,
+        *,
+        library: str | None = None,
+        import_name: str | None = None,
+        max_calls: int | None = None,
+        refute: bool = True,
     ) -> None:
         self.client = client
         self.library = library
         self.import_name = import_name
         self.max_calls = max_calls
+        self.refute = refute
         self.name = f"llm:{client.settings.model}"
         self._asked = 0
         self._lock = threading.Lock()
 
-    def messages(self, claim: Claim) -> list[dict[str, Any]]:
-        """The chat messages for one option: the question, the option and the library; never the marked answer."""
+    def messages(self, claim: Claim, write: str = "check") -> list[dict[str, Any]]:
+        """The chat messages for one option's check (``write="refutation"``: its refutation): the question, the option
+        and the library; never the marked answer."""
         task = {
             "library": self.library or "the Python standard library",
             "import_name": self.import_name,
             "question": claim.question,
             "option": claim.option_text,
             "what_the_option_claims": claim.hypothesis if claim.kind != "unknown" else None,
+            "write": write,
         }
+        system = _SYSTEM if write == "check" else _SYSTEM + "\n" + _REFUTE
         return [
-            {"role": "system", "content": _SYSTEM},
+            {"role": "system", "content": system},
             {"role": "user", "content": json.dumps(task, ensure_ascii=False, indent=1)},
         ]
+
+    def _generate(self, claim: Claim, write: str) -> tuple[str | None, str | None]:
+        """``(code, None)``, or ``(None, why there is none)``: the LLM's answer, screened."""
+        call = self.client.complete_json(self.messages(claim, write), GeneratedCheck)
+        if not call.ok or call.value is None:
+            return None, f"the LLM gave no usable {write}: {call.error}"
+        code = str(call.value["test_code"])
+        problem = screen_check(code)
+        return (None, f"the generated {write} was refused: {problem}") if problem else (code, None)
 
     def prove(self, claim: Claim) -> Proof:
         """A pytest file for the option, or no proof with the reason (the option then stays undecided)."""
@@ -193,11 +229,11 @@ class LLMProver:
             self._asked += 0 if spent else 1
         if spent:
             return Proof(claim, None, "unverifiable_offline", None, f"the LLM budget is spent ({self.max_calls} options)", prover=self.name)
-        call = self.client.complete_json(self.messages(claim), GeneratedCheck)
-        if not call.ok or call.value is None:
-            return Proof(claim, None, "unverifiable_offline", None, f"the LLM gave no usable check: {call.error}", prover=self.name)
-        code = str(call.value["test_code"])
-        problem = screen_check(code)
-        if problem:
-            return Proof(claim, None, "unverifiable_offline", None, f"the generated check was refused: {problem}", prover=self.name)
-        return Proof(claim, wrap_check(claim, code, self.name), "proof", f"test_option_{safe_letter(claim.letter)}.py", prover=self.name)
+        code, why = self._generate(claim, "check")
+        refutation = None
+        if code is not None and self.refute:
+            refutation, why = self._generate(claim, "refutation")
+        if code is None or (self.refute and refutation is None):
+            return Proof(claim, None, "unverifiable_offline", None, str(why), prover=self.name)
+        source = wrap_check(claim, code, self.name, refutation)
+        return Proof(claim, source, "proof", f"test_option_{safe_letter(claim.letter)}.py", prover=self.name)

@@ -62,6 +62,35 @@ def check():
     assert [e for e, _ in counts] == ["a", "b", "c"], counts
 """,
 }
+#: The independent refutations of the options above: their assertions hold exactly when the option is false.
+REFUTE = {
+    OPTIONS["A"]: """
+def check():
+    from collections import Counter
+    counts = [n for _, n in Counter("abbccc").most_common()]
+    assert counts != sorted(counts, reverse=True), counts
+""",
+    OPTIONS["B"]: """
+def check():
+    from collections import Counter
+    counts = Counter("abbccc").most_common()
+    assert [e for e, _ in counts] != sorted(e for e, _ in counts), counts
+""",
+    OPTIONS["C"]: """
+def check():
+    from collections import Counter
+    counts = Counter("abbccc").most_common()
+    assert [e for e, _ in counts] != ["a", "b", "c"], counts
+""",
+}
+#: A wrong but plausible check of the true option A: it miscounts, so its own assertion fails.
+WRONG_BUT_PLAUSIBLE = """
+def check():
+    from collections import Counter
+    counts = Counter("abbccc").most_common()
+    assert counts[0] == ("c", 3), counts
+    assert counts[1] == ("b", 3), counts
+"""
 #: Checks that error, or fail in a way that is no assert of theirs: each must leave its option undecided.
 BROKEN = {
     "a NameError": "def check():\n    assert undefined_name == 1\n",
@@ -83,13 +112,21 @@ def reply(code: str) -> str:
 
 
 def answers_by_option(table: dict[str, str]):
-    """The fake's answer function: the option named in the last user message -> its scripted reply (None: unknown)."""
+    """The fake's answer function: the option named in the last user message -> its scripted reply (None: unknown).
+
+    A key ``(option, "refutation")`` answers the refutation request; without one, the option's reply answers both.
+    """
 
     def answer(messages):
         task = json.loads(message_text([m for m in messages if m.get("role") == "user"][-1]))
-        return table.get(task["option"])
+        return table.get((task["option"], task["write"]), table.get(task["option"]))
 
     return answer
+
+
+def correct_table() -> dict:
+    """Correct checks and correct refutations of options A-C."""
+    return {text: reply(code) for text, code in CORRECT.items()} | {(text, "refutation"): reply(code) for text, code in REFUTE.items()}
 
 
 @contextmanager
@@ -144,7 +181,7 @@ def test_screen_lets_an_ordinary_check_run_and_the_wrapper_compiles():
 
 
 def test_correct_checks_decide_and_the_option_records_the_llm(sandbox, tmp_path):
-    table = {text: reply(code) for text, code in CORRECT.items()}
+    table = correct_table()
     with llm_client(table, tmp_path) as (client, server):
         verdict = verify(OPTIONS, "A", client, sandbox, library="the Python standard library")
         states = {e.letter: (e.state, e.decided_by) for e in verdict.evidence}
@@ -156,24 +193,25 @@ def test_correct_checks_decide_and_the_option_records_the_llm(sandbox, tmp_path)
         }, [e.note for e in verdict.evidence]
         assert verdict.verdict == "Valid"
         asked = server.chat_count
-        assert asked == 3  # the offline prover had no proof for A-C; E is derived, never asked
+        assert asked == 6  # a check and a refutation for A-C (the offline prover had no proof); E is derived, never asked
         # the marked answer and the other options never reach the LLM
         for request in server.requests:
             task = json.loads(message_text(request.messages[-1]))
-            assert set(task) == {"library", "import_name", "question", "option", "what_the_option_claims"}
+            assert set(task) == {"library", "import_name", "question", "option", "what_the_option_claims", "write"}
         again = verify(OPTIONS, "A", client, sandbox)  # the same requests: answered from the cache
-        assert server.chat_count == asked and client.stats.cache_hits == 3
+        assert server.chat_count == asked and client.stats.cache_hits == 6
         assert {e.letter: e.state for e in again.evidence} == {k: v[0] for k, v in states.items()}
 
 
 def test_offline_decisions_stand_and_the_llm_is_asked_only_about_the_rest(sandbox, tmp_path):
     options = {"A": "from collections import Counter", "B": OPTIONS["B"]}
-    table = {OPTIONS["B"]: reply(CORRECT[OPTIONS["B"]]), options["A"]: reply("def check():\n    assert False, 'never asked'\n")}
+    table = {OPTIONS["B"]: reply(CORRECT[OPTIONS["B"]]), (OPTIONS["B"], "refutation"): reply(REFUTE[OPTIONS["B"]])}
+    table[options["A"]] = reply("def check():\n    assert False, 'never asked'\n")
     with llm_client(table, tmp_path) as (client, server):
         verdict = verify(options, "A", client, sandbox, question="Which import gives you `Counter`?")
         decided = {e.letter: (e.state, e.decided_by) for e in verdict.evidence}
         assert decided == {"A": ("true", "offline"), "B": ("false", f"llm:{MODEL}")}
-        assert server.chat_count == 1 and verdict.verdict == "Valid"
+        assert server.chat_count == 2 and verdict.verdict == "Valid"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -192,19 +230,45 @@ def test_broken_checks_leave_the_option_undecided_never_false(sandbox, tmp_path)
         assert evidence.decided_by is None
     notes = {e.claim.option_text: e.note for e in verdict.evidence}
     assert "errored (NameError" in notes["It works (a NameError)."]
-    assert "no assert statement of the generated check" in notes["It works (a forged AssertionError)."]
-    assert "no assert statement of the generated check" in notes["It works (an assertion inside a library)."]
+    assert "no assert statement of the generated code" in notes["It works (a forged AssertionError)."]
+    assert "no assert statement of the generated code" in notes["It works (an assertion inside a library)."]
     assert "errored (KeyError" in notes["It works (an async check that errors)."]
     assert "was refused: check() has no assert" in notes["It works (no assert)."]
     assert "gave no usable check" in notes["It works (bad JSON)."]
     assert verdict.verdict == "Unverifiable"
 
 
+def test_a_wrong_but_plausible_check_cannot_make_a_true_option_false(sandbox, tmp_path):
+    table = correct_table() | {OPTIONS["A"]: reply(WRONG_BUT_PLAUSIBLE)}
+    with llm_client(table, tmp_path) as (client, _):
+        alone = verify(OPTIONS, "A", client, sandbox, refute=False)
+        guarded = verify(OPTIONS, "A", client, sandbox)
+    # one check deciding alone: the miscount makes the true marked answer false, a false Incorrect verdict
+    assert {e.letter: e.state for e in alone.evidence}["A"] == "false" and alone.verdict == "Incorrect"
+    # with the independent refutation the two disagree: A stays undecided, B and C are still decided
+    states = {e.letter: e.state for e in guarded.evidence}
+    assert states["A"] == "undecided" and states["B"] == states["C"] == "false", [e.note for e in guarded.evidence]
+    note = next(e.note for e in guarded.evidence if e.letter == "A")
+    assert "disagree" in note and "('b', 2)" in note
+    assert guarded.verdict != "Incorrect"
+
+
+def test_the_check_and_the_refutation_decide_only_together(sandbox, tmp_path):
+    agreeing_false = {OPTIONS["B"]: reply(CORRECT[OPTIONS["B"]]), (OPTIONS["B"], "refutation"): reply(REFUTE[OPTIONS["B"]])}
+    refutation_errors = {OPTIONS["C"]: reply(CORRECT[OPTIONS["C"]]), (OPTIONS["C"], "refutation"): reply(BROKEN["a NameError"])}
+    refutation_refused = {OPTIONS["A"]: reply(CORRECT[OPTIONS["A"]]), (OPTIONS["A"], "refutation"): reply(REFUSED["no assert"])}
+    with llm_client(agreeing_false | refutation_errors | refutation_refused, tmp_path) as (client, _):
+        verdict = verify(OPTIONS, "A", client, sandbox)
+    evidence = {e.letter: e for e in verdict.evidence}
+    assert evidence["B"].state == "false" and "independent refutation held" in evidence["B"].note
+    assert evidence["C"].state == "undecided" and "the refutation: the generated code errored (NameError" in evidence["C"].note
+    assert evidence["A"].state == "undecided" and "generated refutation was refused" in evidence["A"].note
+
+
 def test_the_budget_caps_the_options_asked(sandbox, tmp_path):
-    table = {text: reply(code) for text, code in CORRECT.items()}
-    with llm_client(table, tmp_path) as (client, server):
+    with llm_client(correct_table(), tmp_path) as (client, server):
         verdict = verify(OPTIONS, "A", client, sandbox, max_calls=1)
-    assert server.chat_count == 1
+    assert server.chat_count == 2  # one option: its check and its refutation
     assert [e.state for e in verdict.evidence].count("undecided") >= 2
     assert any("budget is spent" in e.note for e in verdict.evidence)
 
@@ -302,7 +366,7 @@ def mc(case_id: str, question: str, options: dict[str, str], answer: str) -> Cas
 
 def test_the_llm_prover_runs_only_when_configured_and_an_endpoint_is_given(sandbox, tmp_path):
     cases = [mc("mc:counter", QUESTION, OPTIONS, "A")]
-    table = {text: reply(code) for text, code in CORRECT.items()}
+    table = correct_table()
     out = {"report_path": tmp_path / "r" / "quality_report.json", "proposals_path": tmp_path / "r" / "fixes.yaml"}
     with llm_client(table, tmp_path) as (client, server):
         default = check_questions(cases, VerifierSettings(timeout_s=30), dataset="ds", llm=client, **out)
@@ -310,7 +374,7 @@ def test_the_llm_prover_runs_only_when_configured_and_an_endpoint_is_given(sandb
         assert json.loads(default.verdicts.loc[0, "decided_by"])["A"] is None
         llm = VerifierSettings(timeout_s=30).model_copy(update={"prover": "llm"})
         chosen = check_questions(cases, llm, dataset="ds", llm=client, **out)
-        assert server.chat_count == 3
+        assert server.chat_count == 6
         assert all("EXPLANATION-TOKEN" not in json.dumps(r.body) and '"correct_answer"' not in json.dumps(r.body) for r in server.requests)
     assert chosen.verdicts.loc[0, "verdict"] == "Valid"
     assert json.loads(chosen.verdicts.loc[0, "decided_by"]) == {
@@ -320,7 +384,7 @@ def test_the_llm_prover_runs_only_when_configured_and_an_endpoint_is_given(sandb
         "E": "derived",
     }
     report = json.loads(out["report_path"].read_text())
-    assert report["meta"]["prover"] == f"offline+llm:{MODEL}" and report["meta"]["llm"]["calls"] == 3
+    assert report["meta"]["prover"] == f"offline+llm:{MODEL}" and report["meta"]["llm"]["calls"] == 6
     assert report["cases"][0]["evidence"][0]["decided_by"] == f"llm:{MODEL}"
     no_endpoint = check_questions(cases, llm, dataset="ds", llm=None, **out)
     report = json.loads(out["report_path"].read_text())
