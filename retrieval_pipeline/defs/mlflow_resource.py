@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.report.mlflow_log import LoggedRun, log_evaluation
+from retrieval_pipeline.core.report.mlflow_log import LoggedRun, RetrieverResult, log_evaluation
 
 DEFAULT_EXPERIMENT = "retrieval_pipeline"
 
@@ -39,20 +39,20 @@ class MLflowResource(dg.ConfigurableResource):
         dataset: str,
         evaluated_at: datetime,
         params: Mapping[str, Any],
-        metrics: Mapping[str, Mapping[str, Any]],
+        retrievers: Mapping[str, RetrieverResult],
         artifacts: Sequence[Path] = (),
         *,
         run_name: str | None = None,
         tags: Mapping[str, Any] | None = None,
         dagster_run_id: str | None = None,
     ) -> LoggedRun | None:
-        """Log one evaluation as one MLflow run (see :func:`~retrieval_pipeline.core.report.mlflow_log.log_evaluation`).
+        """Log one evaluation as a parent run with a child run per retriever (see :func:`~retrieval_pipeline.core.report.mlflow_log.log_evaluation`).
 
         Returns None, touching nothing and importing nothing, when disabled.
 
         Raises:
             MLflowNotInstalledError: enabled but ``mlflow`` is missing (``pip install 'retrieval_pipeline[mlflow]'``).
-            MLflowLogError: the store cannot be opened or refused the run; the message names the tracking URI.
+            MLflowLogError: the store cannot be opened or refused a run; the message names the tracking URI.
         """
         if not self.enabled:
             return None
@@ -62,7 +62,7 @@ class MLflowResource(dg.ConfigurableResource):
             dataset,
             evaluated_at,
             params,
-            metrics,
+            retrievers,
             artifacts,
             run_name=run_name,
             tags=tags,

@@ -1,6 +1,8 @@
 """The evaluation report: one self-contained HTML file per dataset, and its summary in the Dagster UI."""
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -24,6 +26,7 @@ TREND_HISTORY_LIMIT = 500
 SUMMARY_MAX_BYTES = 300_000
 
 _METRICS_KEY = dg.AssetKey("retrieval_metrics")
+_EXPORTS_KEY = dg.AssetKey("evaluation_exports")
 
 
 def metrics_history(
@@ -51,7 +54,14 @@ def _run_id(context: dg.AssetExecutionContext) -> str | None:
         return None
 
 
-@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"html"})
+def export_artifacts(settings: PipelineSettings, dataset: str, retrievers: Iterable[str]) -> list[Path]:
+    """The dataset's ``evaluation_exports`` files that exist: ``evaluation_results.json``, ``qrels.txt``, ``<retriever>.run``."""
+    names = ["evaluation_results.json", "qrels.txt", *(f"{r}.run" for r in retrievers)]
+    return [path for path in (settings.export_path(dataset, name) for name in names) if path.is_file()]
+
+
+# after evaluation_exports, so that the exports logged to MLflow are this evaluation's
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"html"}, deps=[_EXPORTS_KEY])
 def evaluation_report(
     context: dg.AssetExecutionContext,
     settings: PipelineSettings,
@@ -70,14 +80,16 @@ def evaluation_report(
     (from this dataset's past ``retrieval_metrics`` materialisations), the failure buckets and the worst
     queries with their top hits. The metadata holds the path, the size, the headline means (4 digits)
     and a compact table with two charts. With ``MLFLOW_TRACKING_URI`` set (the ``mlflow`` resource), the
-    evaluation is also logged to MLflow: params, every mean with the evaluation week as step, the report.
+    evaluation is also logged to MLflow: a parent run with the dataset's settings, the report and the
+    exports (:func:`export_artifacts`), and a child run per retriever with its spec's settings, every mean
+    and its CI, at the evaluation week as step.
     """
     dataset = context.partition_key
     run_id = _run_id(context)
     history = metrics_history(context.instance, dataset, exclude_run=run_id)
     inputs = {"metric_significance": metric_significance, "query_results": query_results, "fusion_sweep": fusion_sweep}
     inputs |= {"failure_buckets": failure_buckets, "retrieval_dataset": retrieval_dataset, "corpus": corpus}
-    report = assemble_report(dataset, settings.dataset(dataset), history, **inputs)
+    report = assemble_report(dataset, settings.dataset(dataset), history, **inputs, specs=settings.registry().retrievers.specs)
     with using_result_cache(settings.cache_path()):  # charts drawn once per content (chart_key)
         text = build_report(report.data)
         summary = summary_markdown(report.data, max_bytes=SUMMARY_MAX_BYTES)
@@ -85,7 +97,11 @@ def evaluation_report(
     if report.empty:
         context.log.info(f"evaluation_report {dataset}: no data in {', '.join(report.empty)}; those sections say so")
     when = datetime.now(timezone.utc)
-    logged = mlflow.log(dataset, when, params=report.mlflow_params, metrics=report.mlflow_metrics, artifacts=[path], dagster_run_id=run_id)
-    tracked = {} if logged is None else {"mlflow_run_id": logged.run_id, "mlflow_step": logged.step, "mlflow_metrics": logged.n_metrics}
+    artifacts = [path, *export_artifacts(settings, dataset, report.mlflow_retrievers)]
+    logged = mlflow.log(dataset, when, report.mlflow_params, report.mlflow_retrievers, artifacts, dagster_run_id=run_id)
+    tracked = {}
+    if logged is not None:
+        tracked = {"mlflow_run_id": logged.run_id, "mlflow_step": logged.step, "mlflow_metrics": logged.n_metrics}
+        tracked["mlflow_child_runs"] = dict(logged.child_run_ids)
     metadata = {**tracked, "report": dg.MetadataValue.path(str(path)), **report_metadata(report, text, summary)}
     return dg.MaterializeResult(metadata=dagster_metadata(metadata))

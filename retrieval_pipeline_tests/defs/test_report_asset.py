@@ -13,7 +13,9 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.evaluation.scoring import metric_table
+from retrieval_pipeline.core.evaluation.significance import significance_table
 from retrieval_pipeline.core.report.data import trend_frame
+from retrieval_pipeline.core.report.mlflow_log import flatten_params, sanitise_name
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
@@ -118,7 +120,8 @@ def test_asset_with_empty_new_inputs_still_writes_a_report(tmp_path: Path):
 def test_asset_is_in_the_graph_partitioned_in_the_report_group_after_its_inputs():
     graph = defs().resolve_asset_graph()
     node = graph.get(dg.AssetKey("evaluation_report"))
-    assert {k.to_user_string() for k in node.parent_keys} == set(INPUTS)
+    # the inputs, and evaluation_exports (no input: it runs first, so the exports logged to MLflow are this evaluation's)
+    assert {k.to_user_string() for k in node.parent_keys} == {*INPUTS, "evaluation_exports"}
     assert node.group_name == "report"  # the group is the file: defs/report.py
     assert node.partitions_def == dataset_partitions
 
@@ -141,21 +144,66 @@ def test_whole_graph_on_the_tiny_dataset_writes_the_report(tiny_resources, tmp_p
     assert meta["trend_points"].value > 0  # the first run's metrics (and this run's) are in the history
 
 
-def test_asset_logs_the_evaluation_to_a_real_mlflow_store(tmp_path: Path):
-    """With a tracking URI, the report asset logs params, every mean (step = the evaluation week) and the report."""
+def _registry_named_inputs(settings: PipelineSettings) -> tuple[dict, list[str]]:
+    """The inputs with the retrievers renamed to three of the dataset's own (so each has its spec), and a real
+    ``metric_significance`` computed from them; and those names."""
+    config = settings.dataset(PARTITION)
+    names = dict(zip(["bm25", "dense", "hybrid_mm"], config.retrievers[:3]))
+    inputs = _inputs()
+    for key in ("query_results", "failure_buckets"):
+        inputs[key] = inputs[key].assign(retriever=inputs[key]["retriever"].map(names))
+    retrievers = list(names.values())
+    inputs["metric_significance"] = significance_table(inputs["query_results"], retrievers, retrievers[0], config.statistics)
+    return inputs, retrievers
+
+
+def test_asset_logs_the_evaluation_to_a_real_mlflow_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """With a tracking URI, the report asset logs a parent run (dataset settings, report, exports) with a child
+    run per retriever (its spec as params, every mean and its CI at the evaluation week)."""
     mlflow = pytest.importorskip("mlflow")
     uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
     settings = PipelineSettings(out_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
     resources = {"settings": settings, "mlflow": MLflowResource(tracking_uri=uri, experiment="test_eval")}
     context = dg.build_asset_context(partition_key=PARTITION, instance=dg.DagsterInstance.ephemeral(), resources=resources)
-    inputs = _inputs()
+    inputs, retrievers = _registry_named_inputs(settings)
+    # what evaluation_exports left: the results, the qrels and one retriever's TREC run (the others' are absent)
+    exports = {name: settings.export_path(PARTITION, name) for name in ("evaluation_results.json", "qrels.txt", f"{retrievers[0]}.run")}
+    for name, path in exports.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{name}\n")
     result = evaluation_report(context, **inputs)
 
-    run_id = result.metadata["mlflow_run_id"]
+    run_id, step = result.metadata["mlflow_run_id"], result.metadata["mlflow_step"]
     client = mlflow.MlflowClient(tracking_uri=uri)
-    run = client.get_run(run_id)
-    expected = metrics_frame(inputs["query_results"]).set_index("retriever").loc["bm25", "hit_rate@5"]
-    history = client.get_metric_history(run_id, "bm25/hit_rate_at_5")
-    assert [(h.step, h.value) for h in history] == [(result.metadata["mlflow_step"], pytest.approx(float(expected)))]
-    assert run.data.params["baseline"] == "bm25" and run.data.tags["dataset"] == PARTITION
-    assert [a.path for a in client.list_artifacts(run_id)] == ["report.html"]
+    parent = client.get_run(run_id)
+    config = settings.dataset(PARTITION)
+    assert parent.data.params["baseline"] == "bm25" and parent.data.tags["dataset"] == PARTITION
+    assert parent.data.params["statistics.confidence"] == str(config.statistics.confidence)
+    assert parent.data.params["retrievers"] == json.dumps(config.retrievers)
+    assert (parent.data.params["queries"], parent.data.params["corpus_documents"]) == ("6", str(len(inputs["corpus"])))
+    assert sorted(a.path for a in client.list_artifacts(run_id)) == sorted(["report.html", *exports])
+
+    # one child per retriever, as MLflow's run comparison finds them
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    frame = mlflow.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{run_id}'")
+    assert sorted(frame["tags.mlflow.runName"]) == sorted(retrievers)
+    assert dict(zip(frame["tags.mlflow.runName"], frame["run_id"])) == result.metadata["mlflow_child_runs"].value
+    table = metrics_frame(inputs["query_results"]).set_index("retriever")
+    significance = inputs["metric_significance"].set_index(["retriever", "metric"])
+    specs = settings.registry().retrievers
+    for name, child_id in result.metadata["mlflow_child_runs"].value.items():
+        child = client.get_run(child_id)
+        assert child.data.params == flatten_params(specs.get(name).model_dump(mode="json"))  # the spec, as the registry states it
+        assert child.data.params["kind"] == specs.get(name).kind
+        for metric in ("hit_rate@1", "hit_rate@5", "hit_rate@10", "mrr", "not_found_rate"):
+            key = sanitise_name(metric)
+            mean, low, high = (child.data.metrics[k] for k in (key, f"{key}_ci_low", f"{key}_ci_high"))
+            assert mean == pytest.approx(float(table.loc[name, metric]))
+            assert (low, high) == tuple(significance.loc[(name, metric), ["ci_low", "ci_high"]])
+            assert low <= mean + 1e-12 and mean <= high + 1e-12
+        history = client.get_metric_history(child_id, "hit_rate_at_5")
+        assert [(h.step, h.value) for h in history] == [(step, pytest.approx(float(table.loc[name, "hit_rate@5"])))]
+    # two retrievers side by side, metric by metric
+    side_by_side = frame.set_index("tags.mlflow.runName").loc[retrievers[:2], ["metrics.mrr_ci_low", "metrics.mrr", "metrics.mrr_ci_high"]]
+    assert side_by_side["metrics.mrr"].tolist() == pytest.approx(table.loc[retrievers[:2], "mrr"].tolist())
+    assert (side_by_side["metrics.mrr_ci_low"] <= side_by_side["metrics.mrr_ci_high"]).all()

@@ -1,4 +1,4 @@
-"""What the ``evaluation_report`` asset puts together: the report's data, its MLflow params, its metadata.
+"""What the ``evaluation_report`` asset puts together: the report's data, its MLflow runs, its metadata.
 
 The means are computed from ``query_results`` here, not read from ``retrieval_metrics``: a failing ERROR
 floor there (a blocking check) must not stop the report, which is what one opens to see why. The weekly
@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel
 
 from retrieval_pipeline.core.asset_metadata import Markdown
 from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.evaluation.scoring import metric_table
 from retrieval_pipeline.core.report.data import ReportData, trend_frame
 from retrieval_pipeline.core.report.html import headline_metadata
+from retrieval_pipeline.core.report.mlflow_log import RetrieverResult
 
 
 @dataclass
@@ -27,8 +29,8 @@ class AssembledReport:
 
     data: ReportData
     empty: list[str]  # input frames without data (their sections say so)
-    mlflow_params: dict[str, Any]
-    mlflow_metrics: dict[str, dict[str, float]]
+    mlflow_params: dict[str, Any]  # the parent run's
+    mlflow_retrievers: dict[str, RetrieverResult]  # a child run each
 
 
 def assemble_report(
@@ -42,8 +44,13 @@ def assemble_report(
     failure_buckets: pd.DataFrame,
     retrieval_dataset: pd.DataFrame,
     corpus: pd.DataFrame,
+    specs: Mapping[str, BaseModel],
 ) -> AssembledReport:
-    """The report of one dataset's evaluation; ``history``: ``(timestamp, metadata)`` of earlier evaluations, newest first."""
+    """The report of one dataset's evaluation.
+
+    ``history``: ``(timestamp, metadata)`` of earlier evaluations, newest first. ``specs``: the registry's
+    retriever specs by name, whose settings become the MLflow params of each retriever's child run.
+    """
     table = metric_table(query_results, config.retrievers)
     trend = trend_frame([(time.time(), {"metrics": table.by_retriever}), *history])
     data = ReportData(
@@ -64,15 +71,34 @@ def assemble_report(
         objective=config.tuning.objective,
     )
     params = {
-        "retrievers": list(config.retrievers),
+        **config.model_dump(mode="json"),
         "baseline": config.baseline_retriever,
         "queries": int(query_results["query_id"].nunique()),
-        "statistics": config.statistics.model_dump(),
-        "tuning_objective": config.tuning.objective,
+        "corpus_documents": len(corpus),
     }
-    metrics = table.frame.set_index("retriever").select_dtypes("number").to_dict("index")
     empty = [name for name, frame in data.frames().items() if frame.empty]
-    return AssembledReport(data, empty, params, metrics)
+    return AssembledReport(data, empty, params, mlflow_retrievers(table.frame, metric_significance, specs))
+
+
+def mlflow_retrievers(metrics: pd.DataFrame, significance: pd.DataFrame, specs: Mapping[str, BaseModel]) -> dict[str, RetrieverResult]:
+    """A child run per retriever of the metric table, in its order: its spec's settings, every mean, and the CIs.
+
+    ``metrics``: the metric table (a ``retriever`` column, one numeric column per metric). ``significance``:
+    the ``metric_significance`` frame, whose ``ci_low``/``ci_high`` give each (retriever, metric) its interval.
+    A retriever without a spec in ``specs`` (evaluated under an earlier registry) gets no params.
+    """
+    means = metrics.set_index("retriever").select_dtypes("number").to_dict("index")
+    intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    for row in significance[["retriever", "metric", "ci_low", "ci_high"]].itertuples(index=False):
+        intervals.setdefault(str(row.retriever), {})[str(row.metric)] = (row.ci_low, row.ci_high)
+    return {
+        str(name): RetrieverResult(
+            settings=specs[name].model_dump(mode="json") if name in specs else {},
+            means=values,
+            intervals=intervals.get(str(name), {}),
+        )
+        for name, values in means.items()
+    }
 
 
 def report_metadata(report: AssembledReport, text: str, summary: str) -> dict[str, Any]:

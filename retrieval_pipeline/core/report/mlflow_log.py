@@ -1,4 +1,4 @@
-"""Log one evaluation to MLflow: parameters, metrics per retriever, and the report files as artifacts.
+"""Log one evaluation to MLflow: a parent run for the dataset, a child run per retriever.
 
 MLflow is optional (the ``mlflow`` extra: ``pip install 'retrieval_pipeline[mlflow]'``): it is imported
 only when something is logged, so the pipeline runs without it. Nothing here touches MLflow's global
@@ -6,10 +6,17 @@ state (``mlflow.set_tracking_uri``, the active run, the default ``./mlruns``): e
 ``MlflowClient`` bound to the tracking URI it is given, and a new experiment's artifact root is chosen
 beside the store, so nothing is ever written relative to the current directory.
 
-One MLflow run per (dataset, materialisation). Its metrics are ``<retriever>/<metric>`` keys, logged at
-one **step: the evaluation week**, ``ISO year * 100 + ISO week`` of ``evaluated_at`` in UTC (2026-11-19
-is in ISO week 47 of 2026: step ``202647``). The step grows with time and reads as a date, so
-MLflow's charts of a metric against its step show the weekly evaluations in order, one point a week.
+One **parent run** per (dataset, materialisation), named ``<dataset> week <step>``: the dataset-level
+params, the tags (dataset, week, time, Dagster run) and the report files as artifacts. One **child run**
+per retriever (tag ``mlflow.parentRunId``), named by the retriever: its spec's settings as params, and
+per metric its mean under the metric's name plus ``<metric>_ci_low`` / ``<metric>_ci_high``, so MLflow's
+run comparison sets the retrievers side by side, metric by metric. Every metric is logged at one
+**step: the evaluation week**, ``ISO year * 100 + ISO week`` of ``evaluated_at`` in UTC (2026-11-19 is in
+ISO week 47 of 2026: step ``202647``). The step grows with time and reads as a date, so MLflow's charts
+of a metric against its step show the weekly evaluations in order, one point a week.
+
+Params hold settings as the registry states them: a secret is named there by its environment variable
+(``api_key_env``), never by its value, so no secret reaches a run.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import math
 import numbers
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -46,6 +53,12 @@ TAG_DAGSTER_RUN_ID = "dagster_run_id"
 TAG_EVALUATION_WEEK = "evaluation_week"
 TAG_EVALUATED_AT = "evaluated_at"
 TAG_TRUNCATED_PARAMS = "truncated_params"
+TAG_RETRIEVER = "retriever"
+#: MLflow's own tag that nests a run under another (what ``mlflow.start_run(nested=True)`` sets).
+TAG_PARENT_RUN_ID = "mlflow.parentRunId"
+
+CI_LOW_SUFFIX = "_ci_low"
+CI_HIGH_SUFFIX = "_ci_high"
 
 
 class MLflowLogError(RuntimeError):
@@ -57,23 +70,41 @@ class MLflowNotInstalledError(MLflowLogError, ImportError):
 
 
 @dataclass(frozen=True)
-class LoggedRun:
-    """What was logged: where to find the run, and what was left out or shortened on the way.
+class RetrieverResult:
+    """One retriever of an evaluation, logged as a child run named by the retriever.
 
     Attributes:
-        run_id: The MLflow run (one per dataset and materialisation).
-        experiment_id: Its experiment.
+        settings: Its spec's settings, possibly nested: the child run's params (empty: none known).
+        means: ``{metric: mean}``, logged under the metric's name; NaN and None are skipped.
+        intervals: ``{metric: (ci_low, ci_high)}``, logged as ``<metric>_ci_low`` and ``<metric>_ci_high``.
+    """
+
+    settings: Mapping[str, Any]
+    means: Mapping[str, Any]
+    intervals: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoggedRun:
+    """What was logged: where to find the runs, and what was left out or shortened on the way.
+
+    Attributes:
+        run_id: The parent run (one per dataset and materialisation).
+        experiment_id: Its experiment (its children's too).
         step: The evaluation week every metric was logged at (:func:`evaluation_week`, e.g. ``202647``).
-        n_metrics: Metrics logged (``<retriever>/<metric>`` keys).
-        n_skipped_nan: Metric values left out because they were NaN or None.
-        truncated_params: Param keys whose values were cut to MLflow's 6000 characters (also a run tag).
-        artifacts: Names of the files and folders logged at the artifact root.
-        artifact_uri: Where the run's artifacts live.
+        child_run_ids: ``{retriever: run id}`` of the child runs, in the order logged.
+        n_metrics: Metrics logged, over all children (means and interval bounds).
+        n_skipped_nan: Values left out because they were NaN or None.
+        truncated_params: Param keys whose values were cut to MLflow's 6000 characters (also a tag of their
+            run); a child's keys as ``<retriever>/<key>``.
+        artifacts: Names of the files and folders logged at the parent's artifact root.
+        artifact_uri: Where the parent's artifacts live.
     """
 
     run_id: str
     experiment_id: str
     step: int
+    child_run_ids: Mapping[str, str]
     n_metrics: int
     n_skipped_nan: int
     truncated_params: tuple[str, ...]
@@ -92,42 +123,43 @@ def evaluation_week(evaluated_at: datetime) -> int:
 
 
 def sanitise_name(name: str) -> str:
-    """One component of an MLflow key: ``hit_rate@5`` -> ``hit_rate_at_5``; any other unsafe character -> ``_``.
+    """An MLflow key, or one component of it: ``hit_rate@5`` -> ``hit_rate_at_5``; any other unsafe character -> ``_``.
 
-    Keeps ASCII letters, digits, ``_``, ``.`` and ``-`` (valid in MLflow on every OS); a slash becomes ``_``
-    so that the only slash in a metric key is the one between retriever and metric. A component made
-    only of dots (``.`` or ``..``, which MLflow refuses as a path) becomes underscores.
+    Keeps ASCII letters, digits, ``_``, ``.`` and ``-`` (valid in MLflow on every OS); a slash becomes ``_``,
+    so that a key is one component and never a path. A name made only of dots (``.`` or ``..``, which
+    MLflow refuses as a path) becomes underscores.
     """
     text = "".join(_NAME_REPLACEMENTS.get(ch, ch) for ch in str(name))
     text = _DISALLOWED.sub("_", text)
     return "_" * len(text) if text and set(text) == {"."} else text
 
 
-def metric_key(retriever: str, metric: str) -> str:
-    """``<retriever>/<metric>`` with both parts sanitised: ``("bm25", "hit_rate@5")`` -> ``bm25/hit_rate_at_5``."""
-    return f"{sanitise_name(retriever)}/{sanitise_name(metric)}"
+def metric_values(dataset: str, retriever: str, result: RetrieverResult) -> tuple[dict[str, float], int]:
+    """A child run's metrics, ``{key: value}``, and how many NaN/None values were skipped.
 
-
-def metric_values(dataset: str, metrics: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, float], int]:
-    """``{key: value}`` of every number in ``{retriever: {metric: value}}``, and how many NaN/None were skipped.
+    Each mean is logged under its metric's sanitised name (``hit_rate@5`` -> ``hit_rate_at_5``), each
+    interval as ``<metric>_ci_low`` and ``<metric>_ci_high`` (``hit_rate_at_5_ci_low``).
 
     Raises:
-        InputError: a value that is not a number, an empty or over-long key, or two names that sanitise to
-            the same key (e.g. ``a b`` and ``a_b``): the message names the dataset and the names.
+        InputError: a value that is not a number, an empty or over-long key, or two names that become the
+            same key (``a b`` and ``a_b``; a mean named ``mrr_ci_low`` beside the interval of ``mrr``): the
+            message names the dataset, the retriever and the names.
     """
+    named = [(str(metric), str(metric), value) for metric, value in result.means.items()]
+    for metric, (low, high) in result.intervals.items():
+        named += [(f"{metric} ci_low", f"{metric}{CI_LOW_SUFFIX}", low), (f"{metric} ci_high", f"{metric}{CI_HIGH_SUFFIX}", high)]
     values: dict[str, float] = {}
     origin: dict[str, str] = {}
     skipped = 0
-    for retriever, by_metric in metrics.items():
-        for metric, value in by_metric.items():
-            where = f"{retriever}/{metric}"
-            if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
-                skipped += 1
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise InputError(f"dataset {dataset}: metric {where} is {value!r}, not a number", case_id=where)
-            key = _checked_key(dataset, metric_key(retriever, metric), where, origin)
-            values[key] = float(value)
+    for label, name, value in named:
+        where = f"{retriever}/{label}"
+        if value is None or (isinstance(value, numbers.Real) and math.isnan(value)):
+            skipped += 1
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InputError(f"dataset {dataset}: metric {where} is {value!r}, not a number", case_id=where)
+        key = _checked_key(dataset, sanitise_name(name), where, origin)
+        values[key] = float(value)
     return values, skipped
 
 
@@ -162,7 +194,7 @@ def log_evaluation(
     dataset: str,
     evaluated_at: datetime,
     params: Mapping[str, Any],
-    metrics: Mapping[str, Mapping[str, Any]],
+    retrievers: Mapping[str, RetrieverResult],
     artifacts: Sequence[Path],
     run_name: str | None = None,
     tags: Mapping[str, Any] | None = None,
@@ -170,36 +202,40 @@ def log_evaluation(
     dagster_run_id: str | None = None,
     artifact_location: str | None = None,
 ) -> LoggedRun:
-    """Log one evaluation of ``dataset`` as one finished MLflow run in ``experiment``.
+    """Log one evaluation of ``dataset`` as a finished parent run in ``experiment`` with a child run per retriever.
 
     Args:
         tracking_uri: The MLflow store, e.g. ``sqlite:////abs/path/mlflow.db`` or ``http://host:5000``; required
             (an empty URI would fall back to MLflow's default in the current directory, so it is refused).
         experiment: Experiment name; created when missing, with its artifacts beside a SQLite store.
-        dataset: The dataset (partition) evaluated; tagged ``dataset`` on the run.
+        dataset: The dataset (partition) evaluated; tagged ``dataset`` on every run.
         evaluated_at: When the evaluation ran; gives the step (:func:`evaluation_week`) and metric timestamps.
-        params: The settings of the evaluation, possibly nested; logged flat and stringified, values
-            longer than MLflow's 6000 characters truncated with a note (and listed in ``truncated_params``).
-        metrics: ``{retriever: {metric: value}}``; logged as ``<retriever>/<metric>`` keys, NaN/None skipped.
-        artifacts: Report files (or folders) to attach at the run's artifact root; names must differ.
-        run_name: Defaults to ``<dataset> week <step>``.
-        tags: Extra run tags (stringified, values over 8000 characters truncated).
-        dagster_run_id: Tagged ``dagster_run_id`` when given, to go from the MLflow run back to Dagster.
+        params: The dataset-level settings of the evaluation, possibly nested: the parent's params.
+            Every run's params are logged flat and stringified, values longer than MLflow's 6000
+            characters truncated with a note (and listed in the run's ``truncated_params`` tag).
+        retrievers: ``{retriever: RetrieverResult}``: one child run each, in this order, named by the
+            retriever and tagged ``retriever``; its settings are its params, its means and intervals its
+            metrics (:func:`metric_values`).
+        artifacts: Report files (or folders) to attach at the parent's artifact root; names must differ.
+        run_name: The parent's name; defaults to ``<dataset> week <step>``.
+        tags: Extra tags of every run (stringified, values over 8000 characters truncated).
+        dagster_run_id: Tagged ``dagster_run_id`` on every run when given, to go from MLflow back to Dagster.
         artifact_location: Artifact root for a new experiment; by default ``<store folder>/mlartifacts`` for
             SQLite and the store itself for ``file:``; required for other databases (else MLflow uses ``./mlruns``).
 
     Returns:
-        The run id, experiment id, step, number of metrics logged and of NaN skipped, truncated params,
-        artifact names and the run's artifact URI.
+        The parent's run id, the experiment id, the step, the children's run ids, the number of metrics
+        logged and of NaN skipped, truncated params, artifact names and the parent's artifact URI.
 
     Raises:
-        InputError: bad metrics or a missing artifact (checked before any run is created).
+        InputError: bad metrics, an over-long param key, an empty retriever name or a missing artifact
+            (checked before any run is created).
         MLflowNotInstalledError: ``mlflow`` is not importable.
         MLflowLogError: the store cannot be opened or refused a write; names the tracking URI. A run
-            created before the failure is marked FAILED.
+            created before the failure is marked FAILED (the parent, and the child being logged).
     """
     step = evaluation_week(evaluated_at)
-    values, skipped = metric_values(dataset, metrics)
+    children = {name: _child(dataset, name, result) for name, result in retrievers.items()}
     files = _artifact_files(dataset, artifacts)
     param_values, truncated = _limited_params(params)
     run_tags = _run_tags(dataset, evaluated_at, step, tags, dagster_run_id, truncated)
@@ -208,8 +244,14 @@ def log_evaluation(
     with _naming(tracking_uri, f"dataset {dataset}: could not create a run in experiment {experiment!r}"):
         run = client.create_run(experiment_id, tags=run_tags, run_name=run_name or f"{dataset} week {step}")
     run_id = run.info.run_id
+    millis = _millis(evaluated_at)
+    child_run_ids: dict[str, str] = {}
     try:
-        _log_params_and_metrics(client, run_id, param_values, values, step, _millis(evaluated_at))
+        _log_params_and_metrics(client, run_id, param_values, {}, step, millis)
+        for name, child in children.items():
+            own = {TAG_RETRIEVER: name, TAG_PARENT_RUN_ID: run_id}
+            child_tags = _run_tags(dataset, evaluated_at, step, tags, dagster_run_id, child.truncated, own)
+            child_run_ids[name] = _log_child(client, experiment_id, name, child, child_tags, step, millis)
         for path in files:
             _log_artifact(client, run_id, path)
     except Exception as exc:
@@ -221,9 +263,10 @@ def log_evaluation(
         run_id=run_id,
         experiment_id=experiment_id,
         step=step,
-        n_metrics=len(values),
-        n_skipped_nan=skipped,
-        truncated_params=tuple(truncated),
+        child_run_ids=child_run_ids,
+        n_metrics=sum(len(c.values) for c in children.values()),
+        n_skipped_nan=sum(c.skipped for c in children.values()),
+        truncated_params=(*truncated, *(f"{name}/{key}" for name, c in children.items() for key in c.truncated)),
         artifacts=tuple(p.name for p in files),
         artifact_uri=run.info.artifact_uri,
     )
@@ -261,8 +304,8 @@ def _millis(moment: datetime) -> int:
 
 def _checked_key(dataset: str, key: str, where: str, origin: dict[str, str]) -> str:
     """``key`` if it is usable and new; ``origin`` maps keys already taken to the names they came from."""
-    if not key.strip("/_") or key.startswith("/") or key.endswith("/"):
-        raise InputError(f"dataset {dataset}: metric {where!r} has an empty retriever or metric name", case_id=where)
+    if not key.strip("_"):
+        raise InputError(f"dataset {dataset}: metric {where!r} has an empty name", case_id=where)
     if len(key) > MAX_KEY_LENGTH:
         raise InputError(f"dataset {dataset}: metric key {key!r} is longer than MLflow's {MAX_KEY_LENGTH} characters", case_id=where)
     if key in origin:
@@ -281,29 +324,54 @@ def _param_text(value: Any) -> str:
     return str(value)
 
 
-def _limited_params(params: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+def _limited_params(params: Mapping[str, Any], owner: str = "") -> tuple[dict[str, str], list[str]]:
     """Flat params with values cut to MLflow's limit, and the keys that were cut; over-long keys are refused."""
     limited: dict[str, str] = {}
     truncated: list[str] = []
     for key, text in flatten_params(params).items():
         if len(key) > MAX_KEY_LENGTH:
-            raise InputError(f"param key {key!r} is longer than MLflow's {MAX_KEY_LENGTH} characters", case_id=key)
+            raise InputError(f"{owner}param key {key!r} is longer than MLflow's {MAX_KEY_LENGTH} characters", case_id=key)
         limited[key], cut = limit_length(text, MAX_PARAM_VALUE_LENGTH)
         if cut:
             truncated.append(key)
     return limited, truncated
 
 
+@dataclass(frozen=True)
+class _Child:
+    """A retriever's child run, checked and ready to log."""
+
+    params: dict[str, str]
+    truncated: list[str]
+    values: dict[str, float]
+    skipped: int
+
+
+def _child(dataset: str, retriever: str, result: RetrieverResult) -> _Child:
+    """The retriever's params and metrics as MLflow takes them; an empty name or a bad value is an error."""
+    if not str(retriever).strip():
+        raise InputError(f"dataset {dataset}: a retriever has an empty name", case_id=str(retriever))
+    params, truncated = _limited_params(result.settings, f"dataset {dataset}, retriever {retriever}: ")
+    values, skipped = metric_values(dataset, retriever, result)
+    return _Child(params, truncated, values, skipped)
+
+
 def _run_tags(
-    dataset: str, evaluated_at: datetime, step: int, tags: Mapping[str, Any] | None, dagster_run_id: str | None, truncated: list[str]
+    dataset: str,
+    evaluated_at: datetime,
+    step: int,
+    tags: Mapping[str, Any] | None,
+    dagster_run_id: str | None,
+    truncated: list[str],
+    more: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The user's tags, then the ones this module owns (dataset, week, time, Dagster run, truncated params)."""
+    """The user's tags, then the ones this module owns (dataset, week, time, Dagster run, truncated params, ``more``)."""
     own: dict[str, Any] = {TAG_DATASET: dataset, TAG_EVALUATION_WEEK: step, TAG_EVALUATED_AT: _as_utc(evaluated_at).isoformat()}
     if dagster_run_id:
         own[TAG_DAGSTER_RUN_ID] = dagster_run_id
     if truncated:
         own[TAG_TRUNCATED_PARAMS] = ",".join(truncated)
-    merged = {**{sanitise_name(k): v for k, v in (tags or {}).items()}, **own}
+    merged = {**{sanitise_name(k): v for k, v in (tags or {}).items()}, **own, **(more or {})}
     return {k: limit_length(_param_text(v), MAX_TAG_VALUE_LENGTH)[0] for k, v in merged.items()}
 
 
@@ -365,6 +433,19 @@ def _log_params_and_metrics(
     metric_list = [Metric(k, v, millis, step) for k, v in values.items()]
     for start in range(0, len(metric_list), MAX_METRICS_PER_BATCH):
         client.log_batch(run_id, metrics=metric_list[start : start + MAX_METRICS_PER_BATCH], synchronous=True)
+
+
+def _log_child(client: Any, experiment_id: str, retriever: str, child: _Child, tags: Mapping[str, str], step: int, millis: int) -> str:
+    """One retriever's child run, finished; its id. A failure marks it FAILED and names the retriever and run."""
+    run_id = client.create_run(experiment_id, tags=dict(tags), run_name=retriever).info.run_id
+    try:
+        _log_params_and_metrics(client, run_id, child.params, child.values, step, millis)
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            client.set_terminated(run_id, "FAILED")
+        raise RuntimeError(f"retriever {retriever}, run {run_id}: {exc}") from exc
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
 
 
 def _log_artifact(client: Any, run_id: str, path: Path) -> None:
