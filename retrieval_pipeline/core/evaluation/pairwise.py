@@ -26,6 +26,9 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.evaluation import stats
+from retrieval_pipeline.core.evaluation.significance import check_query_results, significance_metrics, wide_values
+from retrieval_pipeline.core.metric_info import View
+from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label, view_columns
 
 #: The paired tests :func:`compare_all` runs.
 Test = Literal["randomisation", "t-test"]
@@ -244,3 +247,70 @@ def verdict(
         wins = sum(bool(p["significant"]) for p in rest)
         clauses = clauses[:limit] + [f"{len(rest)} more pair{'s' if len(rest) > 1 else ''} ({wins} significant)"]
     return "; ".join(clauses)
+
+
+def matrix_cell(pair: Mapping[str, Any], digits: int = 3) -> str:
+    """A cell of a pairwise matrix: ``+0.220 [+0.120, +0.310], p < 0.001`` (Holm p), or ``..., no test``."""
+    if pair["delta"] is None or math.isnan(pair["delta"]):
+        return "n/a"
+    text = f"{pair['delta']:+.{digits}f} [{pair['ci_low']:+.{digits}f}, {pair['ci_high']:+.{digits}f}]"
+    return f"{text}, no test" if pair.get("note") else f"{text}, p {p_text(pair['p_holm'])}"
+
+
+# --------------------------------------------------------------------------------------------------
+# The pipeline: a query_results frame -> the pairs of the dataset's headline metrics
+# --------------------------------------------------------------------------------------------------
+
+#: The metric registry's view whose metrics the pipeline compares pairwise (those that are means over queries).
+PAIRWISE_VIEW: View = "summary"
+
+
+def pairwise_metrics(columns: Iterable[str]) -> list[str]:
+    """The :data:`PAIRWISE_VIEW` metrics that are means over queries with per-query values in ``columns``, in view order."""
+    testable = set(significance_metrics(columns))
+    return [name for name in view_columns(PAIRWISE_VIEW) if name in testable]
+
+
+def retriever_pairs(
+    query_results: pd.DataFrame, retrievers: Sequence[str], statistics: stats.StatisticsSettings, *, dataset: str | None = None
+) -> pd.DataFrame:
+    """Every retriever against every other on the dataset's headline metrics (:func:`pairwise_metrics`).
+
+    The per-query values are read as the significance table reads them (``not_found_rate`` from ``found``), the
+    statistics are the dataset's (:meth:`PairwiseSettings.of`: randomisation test, ``min_queries_for_test``).
+
+    Args:
+        query_results: The per-query frame: one row per (retriever, query).
+        retrievers: The dataset's retrievers, in its order (each must have rows).
+        statistics: The dataset's ``statistics`` settings.
+        dataset: The dataset's name, for error messages.
+
+    Returns:
+        :data:`PAIR_COLUMNS`, one row per metric and pair (the later retriever against the earlier).
+
+    Raises:
+        ValueError: A missing column, a retriever without rows, a (retriever, query) twice; the message names the dataset.
+    """
+    label = f"dataset {dataset!r}" if dataset else None
+    check_query_results(query_results, retrievers, label)
+    values = {name: wide_values(query_results, name, retrievers, label) for name in pairwise_metrics(query_results.columns)}
+    return compare_all(values, PairwiseSettings.of(statistics)).pairs
+
+
+def metric_verdicts(pairs: pd.DataFrame, metrics: Iterable[str] | None = None, limit: int | None = None, digits: int = 3) -> dict[str, str]:
+    """``{metric: verdict line}`` of a :func:`retriever_pairs` frame, each metric under its registry label and direction.
+
+    Args:
+        pairs: Rows of :data:`PAIR_COLUMNS`.
+        metrics: The metrics to give, in this order (default: the frame's, in its order); absent ones are skipped.
+        limit: Clauses per line before the rest is counted (see :func:`verdict`).
+        digits: Decimals of the deltas.
+    """
+    present = list(dict.fromkeys(pairs["metric"])) if len(pairs) else []
+    chosen = present if metrics is None else [m for m in metrics if m in present]
+    return {
+        name: verdict(
+            pairs[pairs["metric"] == name].to_dict("records"), digits, metric_label(name), higher_is_better(name) is not False, limit
+        )
+        for name in chosen
+    }
