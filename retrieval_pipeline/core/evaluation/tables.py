@@ -9,19 +9,23 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, spread_text
 from retrieval_pipeline.core.evaluation.pairwise import flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label
 
 
-def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str]) -> str:
+def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str], latency: pd.DataFrame | None = None) -> str:
     """Retrievers side by side (rows), one column per metric, best value per column in bold.
 
     The better direction of each column comes from the metric registry (lower latency, not-found rate,
     rank and best-match position are better); a column with no direction (a count) has no bold value.
+    Given the latency spread, the latency columns bold only the retriever faster beyond it
+    (:func:`~retrieval_pipeline.core.evaluation.latency.fastest`), and a last column shows each spread.
 
     Args:
         metrics: ``{retriever: {metric name: value}}``, e.g. :func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` per retriever.
         columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.metric_registry.headline_columns`).
+        latency: :func:`~retrieval_pipeline.core.evaluation.latency.latency_spread` of the same retrievers.
 
     Returns:
         A markdown table with a ``retriever`` column first.
@@ -32,12 +36,21 @@ def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequen
     directions = {col: higher_is_better(col) for col in columns}  # raises on an unknown column, even an empty one
     frame = pd.DataFrame({r: {c: m.get(c) for c in columns} for r, m in metrics.items()}).T
     out = frame.copy().astype(object)
+    crowned = fastest(latency) if latency is not None else None
     for col, higher in directions.items():
         values = frame[col].astype(float)
         if values.notna().any():
-            out[col] = _cells(values, higher)
+            out[col] = _crowned_cells(values, crowned) if latency is not None and is_latency(col) else _cells(values, higher)
+    if latency is not None and len(latency):
+        spreads = {r["retriever"]: spread_text(r) for r in latency.to_dict("records")}
+        out["latency spread"] = [spreads.get(str(r), "–") for r in out.index]
     out.index.name = "retriever"
     return out.reset_index().to_markdown(index=False)
+
+
+def _crowned_cells(values: pd.Series, crowned: str | None) -> list[str]:
+    """The values with 3 decimals, the ``crowned`` retriever's in bold (a latency column: none within the spread)."""
+    return [f"**{v:.3f}**" if name == crowned else f"{v:.3f}" for name, v in values.items()]
 
 
 def _cells(values: pd.Series, higher: bool | None) -> list[str]:
