@@ -18,9 +18,11 @@ Every value equals pytrec_eval's on the queries both score: runs are ranked by s
 as trec_eval reads it), ties by doc id descending; relevance is ``grade >= 1``. Means are over every qrels
 query, a query missing from the run scoring 0 (pytrec_eval leaves it out of its mean instead).
 
-The statistics are those of :mod:`retrieval_pipeline.core.evaluation.stats`: paired percentile bootstrap CIs (one
-draw of queries per resample for every run and difference), Fisher's randomisation test by random sign
-flips (or the paired t-test), Holm-corrected over the pairs of runs of each metric.
+The statistics are those of :mod:`retrieval_pipeline.core.evaluation.stats`, computed by
+:func:`retrieval_pipeline.core.evaluation.pairwise.compare_all` (as the pipeline's ``retriever_pairs``):
+paired percentile bootstrap CIs (one draw of queries per resample for every run and difference), Fisher's
+randomisation test by random sign flips (or the paired t-test), Holm-corrected over the pairs of runs of
+each metric.
 """
 
 from __future__ import annotations
