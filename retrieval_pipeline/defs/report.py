@@ -77,8 +77,9 @@ def evaluation_report(
     dataset = context.partition_key
     run_id = _run_id(context)
     history = metrics_history(context.instance, dataset, exclude_run=run_id)
-    inputs = {"metric_significance": metric_significance, "retriever_pairs": retriever_pairs, "query_results": query_results}
-    inputs |= {"fusion_sweep": fusion_sweep, "failure_buckets": failure_buckets, "retrieval_dataset": retrieval_dataset, "corpus": corpus}
+    inputs = {"metric_significance": metric_significance, "query_results": query_results, "fusion_sweep": fusion_sweep}
+    inputs |= {"retriever_pairs": retriever_pairs}
+    inputs |= {"failure_buckets": failure_buckets, "retrieval_dataset": retrieval_dataset, "corpus": corpus}
     report = assemble_report(dataset, settings.dataset(dataset), history, **inputs)
     with using_result_cache(settings.cache_path()):  # charts drawn once per content (chart_key)
         text = build_report(report.data)
