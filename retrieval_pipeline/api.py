@@ -18,9 +18,11 @@ Every value equals pytrec_eval's on the queries both score: runs are ranked by s
 as trec_eval reads it), ties by doc id descending; relevance is ``grade >= 1``. Means are over every qrels
 query, a query missing from the run scoring 0 (pytrec_eval leaves it out of its mean instead).
 
-The statistics are those of :mod:`retrieval_pipeline.core.evaluation.stats`: paired percentile bootstrap CIs (one
-draw of queries per resample for every run and difference), Fisher's randomisation test by random sign
-flips (or the paired t-test), Holm-corrected over the pairs of runs of each metric.
+The statistics are those of :mod:`retrieval_pipeline.core.evaluation.stats`, computed by
+:func:`retrieval_pipeline.core.evaluation.pairwise.compare_all` (as the pipeline's ``retriever_pairs``):
+paired percentile bootstrap CIs (one draw of queries per resample for every run and difference), Fisher's
+randomisation test by random sign flips (or the paired t-test), Holm-corrected over the pairs of runs of
+each metric.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -179,21 +180,13 @@ class PairComparison:
 
         The p-value is the Holm-corrected one; a pair is a win when it is significant (``p_holm <= alpha``).
         """
-        on = f" on {self.metric}" if with_metric else ""
-        if not self.significant:
-            return f"{self.run} and {self.other} are indistinguishable{on} (p {_p_text(self.p_holm)})"
-        winner = self if self.delta > 0 else self.flipped()
-        return (
-            f"{winner.run} beats {winner.other}{on} by {winner.delta:+.{digits}f} "
-            f"[{winner.ci_low:+.{digits}f}, {winner.ci_high:+.{digits}f}], p {_p_text(self.p_holm)}"
-        )
+        from retrieval_pipeline.core.evaluation.pairwise import pair_sentence
 
+        return pair_sentence(self._row(), digits, with_metric)
 
-def _p_text(p: float) -> str:
-    """``< 0.001``, ``= 0.041``, ``= 1``, ``= n/a``."""
-    if p is None or math.isnan(p):
-        return "= n/a"
-    return "< 0.001" if p < 0.001 else f"= {p:.2g}"
+    def _row(self) -> dict[str, Any]:
+        """This pair as a row of :data:`~retrieval_pipeline.core.evaluation.pairwise.PAIR_COLUMNS`."""
+        return {"a": self.run, "b": self.other} | {k: v for k, v in vars(self).items() if k not in ("run", "other")}
 
 
 @dataclass(frozen=True)
@@ -234,19 +227,16 @@ class Comparison:
         """ranx-``compare``-style square table: cell (row, column) is row's ``value`` against column (NaN on the diagonal)."""
         import pandas as pd
 
-        table = pd.DataFrame(np.nan, index=self.runs, columns=self.runs)
-        for a in self.runs:
-            for b in self.runs:
-                if a != b:
-                    table.loc[a, b] = getattr(self.pair(metric, a, b), value)
-        return table
+        from retrieval_pipeline.core.evaluation.pairwise import matrix
+
+        return matrix(pd.DataFrame([p._row() for p in self.pairs]), parse_metric(metric).name, self.runs, value)
 
     def verdict(self, metric: str) -> str:
         """One line on ``metric``: every pair, significant ones first, clauses joined by ``;``."""
+        from retrieval_pipeline.core.evaluation.pairwise import verdict
+
         name = parse_metric(metric).name
-        pairs = [p for p in self.pairs if p.metric == name]
-        ordered = sorted(pairs, key=lambda p: (not p.significant, -abs(p.delta)))
-        return "; ".join(p.sentence(with_metric=i == 0) for i, p in enumerate(ordered))
+        return verdict([p._row() for p in self.pairs if p.metric == name])
 
     @property
     def verdicts(self) -> dict[str, str]:
@@ -358,10 +348,11 @@ def compare(
     Raises:
         ValueError: Fewer than two runs, an unknown metric or test, malformed input.
     """
-    from retrieval_pipeline.core.evaluation import stats
+    import pandas as pd
 
-    if test not in ("randomisation", "t-test"):
-        raise ValueError(f"test must be 'randomisation' or 't-test', got {test!r}")
+    from retrieval_pipeline.core.evaluation.pairwise import PairwiseSettings, compare_all
+
+    pairwise = PairwiseSettings(test, n_permutations, n_bootstrap, confidence, alpha, seed)  # raises on an unknown test
     named = dict(runs) if isinstance(runs, Mapping) else _runs_from_paths(runs)
     if len(named) < 2:
         raise ValueError(f"compare needs at least two runs, got {list(named)}")
@@ -370,28 +361,15 @@ def compare(
     query_ids = list(judged)
     values = {name: _per_query(judged, load_run(run, f"run {name!r}"), parsed) for name, run in named.items()}
     names = list(named)
+    wide = {m: pd.DataFrame({r: values[r][m] for r in names}, index=query_ids) for m in (p.name for p in parsed)}
+    result = compare_all(wide, pairwise)
     means: dict[str, dict[str, float]] = {}
     cis: dict[str, dict[str, tuple[float, float]]] = {}
-    pairs: list[PairComparison] = []
-    for m in (p.name for p in parsed):
-        matrix = np.column_stack([values[r][m] for r in names])
-        pair_index = [(j, i) for i, j in combinations(range(len(names)), 2)]  # later run against earlier
-        deltas = np.column_stack([matrix[:, a] - matrix[:, b] for a, b in pair_index])
-        low, high = stats.paired_bootstrap_ci(np.hstack([matrix, deltas]), n_bootstrap, confidence, stats.derive_seed(seed, m, "bootstrap"))
-        means[m] = {r: float(matrix[:, i].mean()) for i, r in enumerate(names)}
-        cis[m] = {r: (float(low[i]), float(high[i])) for i, r in enumerate(names)}
-        raw = []
-        for a, b in pair_index:
-            if test == "randomisation":
-                pair_seed = stats.derive_seed(seed, m, names[a], names[b], "randomisation")
-                raw.append(stats.randomisation_test(matrix[:, a], matrix[:, b], n_permutations, pair_seed))
-            else:
-                raw.append(stats.paired_t_test(matrix[:, a], matrix[:, b]))
-        adjusted = stats.holm(raw)
-        for column, ((a, b), p, p_holm) in enumerate(zip(pair_index, raw, adjusted)):
-            lo, hi = low[len(names) + column], high[len(names) + column]
-            delta = float(deltas[:, column].mean())
-            pairs.append(PairComparison(m, names[a], names[b], delta, float(lo), float(hi), float(p), float(p_holm), bool(p_holm <= alpha)))
+    for row in result.means.to_dict("records"):
+        means.setdefault(row["metric"], {})[row["run"]] = row["mean"]
+        cis.setdefault(row["metric"], {})[row["run"]] = (row["ci_low"], row["ci_high"])
+    fields = ("metric", "a", "b", "delta", "ci_low", "ci_high", "p", "p_holm", "significant")
+    pairs = [PairComparison(*(row[f] for f in fields)) for row in result.pairs.to_dict("records")]
     settings = {
         "test": test,
         "n_permutations": n_permutations,

@@ -3,7 +3,8 @@
 The table's columns are the metric registry's ``console`` view
 (:func:`~retrieval_pipeline.core.metric_registry.view_columns`), under each metric's short label: retrievers x
 hit@1, hit@5, MRR and nDCG@10 (best per column marked ``*``), hit@5 with its 95% confidence interval and
-▲/▼ marks when the run tested the retrievers against the baseline.
+▲/▼ marks when the run tested the retrievers against the baseline; under it, when the run compared every retriever
+with every other (``retriever_pairs``), one verdict line per column's metric.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
+from retrieval_pipeline.core.evaluation.pairwise import metric_verdicts
 from retrieval_pipeline.core.metric_registry import metric_label, view_columns
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
@@ -25,6 +27,8 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = tuple((metric_label(name), name) fo
 MARKS = {"better": "▲", "worse": "▼"}
 #: The one metric whose confidence interval the console table shows (one of the table's columns).
 CI_METRIC = "hit_rate@5"
+#: Clauses of a console verdict line before the other pairs are counted in one.
+VERDICT_CLAUSES = 3
 #: The error class of a step whose blocking check failed (the check itself is reported, not the step).
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 #: The error class of a step stopped by SIGINT (or SIGTERM): Dagster ends the run, the runner stops after it.
@@ -70,6 +74,7 @@ class DatasetRun:
     exports_dir: Path
     error: str = ""
     significance: pd.DataFrame | None = None  # metric_significance: CIs and tests against the baseline
+    pairs: pd.DataFrame | None = None  # retriever_pairs: every retriever against every other
 
     @property
     def failed_steps(self) -> list[StepResult]:
@@ -111,6 +116,15 @@ def metrics_table(metrics: pd.DataFrame, significance: pd.DataFrame | None = Non
     return tabulate(rows, headers=headers, tablefmt="simple", colalign=("left", *("right" for _ in headers[1:])), disable_numparse=True)
 
 
+def verdict_lines(pairs: pd.DataFrame | None) -> list[str]:
+    """The verdict line of each table column's metric (``retriever_pairs``), under a heading; none without pairs."""
+    verdicts = metric_verdicts(pairs, [column for _, column in TABLE_COLUMNS], VERDICT_CLAUSES) if pairs is not None and len(pairs) else {}
+    if not verdicts:
+        return []
+    heading = "  every retriever against every other (delta [95% CI], randomisation test, Holm-corrected per metric):"
+    return [heading, *(f"    {line}" for line in verdicts.values())]
+
+
 def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
     """Per dataset: outcome, the metrics table, failed checks and steps, where the outputs are; then the log file."""
     lines = ["Summary", "======="]
@@ -128,6 +142,7 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
                 else ""
             )
             lines.append(f"  (* best per column{queries};{tested} every metric: the report below and retrieval_metrics in the Dagster UI)")
+            lines += verdict_lines(run.pairs)
         else:
             lines.append("  no retrieval_metrics from this run (not selected, or its step did not run)")
         retrievers = set(run.metrics["retriever"]) if run.metrics is not None else set()

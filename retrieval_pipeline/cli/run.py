@@ -16,7 +16,8 @@ The terminal shows one line per finished step (stage, assets, seconds). The full
 (every event the instance stores, DEBUG included, read as it is stored), Dagster's own logging and
 Python warnings go to the log file; the console logger of the run is set to CRITICAL. Then, per
 dataset (:mod:`retrieval_pipeline.cli.console`): retrievers x hit@1, hit@5, MRR and nDCG@10 (best per
-column marked ``*``), the failed checks with their numbers, and where the exports and the quality report are.
+column marked ``*``), a verdict line per metric on every pair of retrievers, the failed checks with
+their numbers, and where the exports and the quality report are.
 
 Exit code, as ``dagster asset materialize``'s: 0 when every run succeeded, 1 when a run failed (a failing
 blocking check, e.g. an ERROR metric floor, fails its run), after the whole summary; 2 for bad arguments
@@ -64,6 +65,7 @@ except (InputError, RetrieverError) as _refused:
 
 METRICS_KEY = dg.AssetKey("retrieval_metrics")
 SIGNIFICANCE_KEY = dg.AssetKey("metric_significance")
+PAIRS_KEY = dg.AssetKey("retriever_pairs")
 #: Run config of every run: Dagster's console logger (stderr) prints only CRITICAL; the log file gets every event.
 QUIET_CONSOLE: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 #: Exit codes.
@@ -306,10 +308,20 @@ def _run_one(
     ]
     metrics = _asset_frame(result, METRICS_KEY) if METRICS_KEY in keys else None
     significance = _asset_frame(result, SIGNIFICANCE_KEY) if SIGNIFICANCE_KEY in keys else None
+    pairs = _asset_frame(result, PAIRS_KEY) if PAIRS_KEY in keys else None
     out.write(f"== {dataset}: {'succeeded' if result.success else 'FAILED'} in {seconds:.1f} s (run {result.run_id[:8]})\n\n")
     out.flush()
     return DatasetRun(
-        dataset, result.run_id, result.success, seconds, list(stream.steps), failed, metrics, exports, significance=significance
+        dataset,
+        result.run_id,
+        result.success,
+        seconds,
+        list(stream.steps),
+        failed,
+        metrics,
+        exports,
+        significance=significance,
+        pairs=pairs,
     )
 
 

@@ -1,14 +1,16 @@
-"""Evaluation: per-query results, the metric table (its checks are declared in ``checks.py``), significance, exports."""
+"""Evaluation: per-query results, the metric table (its checks are declared in ``checks.py``), significance, every
+retriever against every other, exports."""
 
 import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
+from retrieval_pipeline.core.evaluation.pairwise import retriever_pairs as all_pairs
 from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
 from retrieval_pipeline.core.evaluation.significance import significance_table
-from retrieval_pipeline.core.evaluation.tables import significance_metadata
+from retrieval_pipeline.core.evaluation.tables import pairs_metadata, significance_metadata
 from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.result_cache import using_result_cache
@@ -153,6 +155,22 @@ def metric_significance(
     config = settings.dataset(context.partition_key)
     table = significance_table(query_results, config.retrievers, config.baseline_retriever, config.statistics)
     return dg.MaterializeResult(value=table, metadata=dagster_metadata(significance_metadata(table, config.statistics)))
+
+
+@dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"pandas"})
+def retriever_pairs(
+    context: dg.AssetExecutionContext, settings: PipelineSettings, query_results: pd.DataFrame
+) -> dg.MaterializeResult[pd.DataFrame]:
+    """Every retriever against every other on the headline metrics: paired delta, its 95% CI, Holm-corrected p.
+
+    One row per metric and pair (the later retriever in the dataset's list against the earlier): the mean
+    per-query difference, its paired percentile bootstrap CI, Fisher's randomisation test, Holm-corrected over the
+    pairs of each metric. The metadata has a verdict line per metric and a matrix per metric. Too few queries:
+    CIs only, no p-value (the note says so). Settings: ``statistics`` in ``datasets.yaml``.
+    """
+    config = settings.dataset(context.partition_key)
+    pairs = all_pairs(query_results, config.retrievers, config.statistics, dataset=context.partition_key)
+    return dg.MaterializeResult(value=pairs, metadata=dagster_metadata(pairs_metadata(pairs, config.retrievers, config.statistics)))
 
 
 @dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"json"})

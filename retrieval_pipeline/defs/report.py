@@ -67,6 +67,7 @@ def evaluation_report(
     settings: PipelineSettings,
     mlflow: MLflowResource,
     metric_significance: pd.DataFrame,
+    retriever_pairs: pd.DataFrame,
     query_results: pd.DataFrame,
     fusion_sweep: pd.DataFrame,
     failure_buckets: pd.DataFrame,
@@ -75,7 +76,8 @@ def evaluation_report(
 ) -> dg.MaterializeResult:
     """A self-contained HTML report of the dataset's evaluation, at ``data/out/exports/<dataset>/report.html``.
 
-    Comparison table with confidence intervals and significance marks against the baseline, bars with
+    Comparison table with confidence intervals and significance marks against the baseline, every retriever
+    against every other (a verdict line and a matrix per headline metric), bars with
     CI whiskers, the rank histogram, the fusion sweep curve, the weekly trend of the headline metrics
     (from this dataset's past ``retrieval_metrics`` materialisations), the failure buckets and the worst
     queries with their top hits. The metadata holds the path, the size, the headline means (4 digits)
@@ -88,6 +90,7 @@ def evaluation_report(
     run_id = _run_id(context)
     history = metrics_history(context.instance, dataset, exclude_run=run_id)
     inputs = {"metric_significance": metric_significance, "query_results": query_results, "fusion_sweep": fusion_sweep}
+    inputs |= {"retriever_pairs": retriever_pairs}
     inputs |= {"failure_buckets": failure_buckets, "retrieval_dataset": retrieval_dataset, "corpus": corpus}
     report = assemble_report(dataset, settings.dataset(dataset), history, **inputs, specs=settings.registry().retrievers.specs)
     with using_result_cache(settings.cache_path()):  # charts drawn once per content (chart_key)

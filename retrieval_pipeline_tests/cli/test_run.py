@@ -96,6 +96,9 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
         assert [c.rstrip("*") for c in cells] == [f"{metrics.loc[name, m]:.3f}" for m in ("hit_rate@1", "hit_rate@5", "mrr", "ndcg@10")]
     best = metrics["hit_rate@5"].max()
     assert {n for n, cells in rows.items() if cells[1].endswith("*")} == set(metrics.index[metrics["hit_rate@5"] == best])
+    # under it the verdict line of each column's metric: the tiny dataset has too few queries for a test, and says so
+    verdicts = [line.strip() for line in stdout.splitlines() if line.startswith("    ") and ": no test (not enough queries" in line]
+    assert [v.split(":")[0] for v in verdicts] == ["hit@1", "hit@5", "MRR", "nDCG@10"]
 
     # the failed ERROR floor with its numbers, where the outputs are, the log file, the verdict
     check_line = next(line for line in stdout.splitlines() if "min_hit_rate_at_5" in line and "below" in line)
@@ -203,6 +206,33 @@ def test_metrics_table_shows_hit5_ci_and_marks_significant_differences_from_the_
         ["a", "(baseline)", "0.100", "0.400", "[0.300,", "0.500]", "0.200", "0.300*"],
         ["b", "0.300*", "0.700*▲", "[0.600,", "0.800]", "0.250*", "0.200", "▼"],
     ]
+
+
+def test_summary_prints_a_verdict_line_per_table_metric_under_the_table_and_nothing_without_pairs(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {"retriever": ["a", "b"], "hit_rate@1": [0.1, 0.3], "hit_rate@5": [0.4, 0.7], "mrr": [0.2, 0.25], "ndcg@10": [0.3, 0.2]}
+    )
+    columns = ["metric", "a", "b", "n_queries", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p", "p_holm", "significant", "note"]
+    pairs = pd.DataFrame(
+        [
+            ["hit_rate@5", "b", "a", 40, 0.7, 0.4, 0.3, 0.12, 0.45, 0.0002, 0.0002, True, ""],
+            ["mrr", "b", "a", 40, 0.25, 0.2, 0.05, -0.02, 0.1, 0.41, 0.41, False, ""],
+            ["not_found_rate", "b", "a", 40, 0.1, 0.2, -0.1, -0.2, 0.0, 0.2, 0.2, False, ""],  # not a table column
+        ],
+        columns=columns,
+    )
+    without = DatasetRun("toy", "abcdef12", True, 1.0, [], [], frame, tmp_path)
+    plain = format_summary([without], tmp_path / "run.log").splitlines()
+    lines = format_summary(
+        [DatasetRun("toy", "abcdef12", True, 1.0, [], [], frame, tmp_path, pairs=pairs)], tmp_path / "run.log"
+    ).splitlines()
+    legend = next(i for i, line in enumerate(lines) if line.startswith("  (* best per column"))
+    assert lines[legend + 1 : legend + 4] == [
+        "  every retriever against every other (delta [95% CI], randomisation test, Holm-corrected per metric):",
+        "    b beats a on hit@5 by +0.300 [+0.120, +0.450], p < 0.001",
+        "    b and a are indistinguishable on MRR (p = 0.41)",
+    ]
+    assert lines[: legend + 1] + lines[legend + 4 :] == plain  # the rest of the summary is unchanged
 
 
 def test_summary_names_only_the_error_checks_that_failed_the_run(tmp_path: Path) -> None:

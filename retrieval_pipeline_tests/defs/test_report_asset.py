@@ -26,13 +26,14 @@ from retrieval_pipeline_tests.core.report.test_html import (
     corpus_frame,
     dataset_frame,
     metrics_frame,
+    pairs_frame,
     query_results_frame,
     significance_frame,
     sweep_frame,
 )
 
 PARTITION = "stdlib"
-INPUTS = ("metric_significance", "query_results", "fusion_sweep", "failure_buckets", "retrieval_dataset", "corpus")
+INPUTS = ("metric_significance", "retriever_pairs", "query_results", "fusion_sweep", "failure_buckets", "retrieval_dataset", "corpus")
 
 
 def _materialise_metrics(instance: dg.DagsterInstance, partition: str, metadata: dict) -> None:
@@ -43,6 +44,7 @@ def _inputs() -> dict:
     query_results = query_results_frame()
     return {
         "metric_significance": significance_frame(),
+        "retriever_pairs": pairs_frame(),
         "query_results": query_results,
         "fusion_sweep": sweep_frame(),
         "failure_buckets": buckets_frame(),

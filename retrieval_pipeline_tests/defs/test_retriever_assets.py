@@ -72,6 +72,7 @@ def test_adding_a_retriever_builds_and_runs_only_that_retriever(tmp_path: Path) 
         "query_results",
         "retrieval_metrics",
         "metric_significance",
+        "retriever_pairs",
         "fusion_sweep",
         "failure_buckets",
         "evaluation_report",

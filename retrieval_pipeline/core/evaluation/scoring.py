@@ -21,6 +21,7 @@ import pandas as pd
 from retrieval_pipeline.core.asset_metadata import Markdown, md_preview
 from retrieval_pipeline.core.evaluation.gates import GateResult, drift_check_name, drift_gate, threshold_gate
 from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
+from retrieval_pipeline.core.evaluation.latency import latency_spread
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate
 from retrieval_pipeline.core.evaluation.tables import comparison_table
@@ -161,6 +162,7 @@ class EvaluatedDataset:
     gates: list[GateResult]
     baseline: BaselineChoice
     drift_metric: str
+    latency: pd.DataFrame  # latency_spread of the retrievers: the metadata crowns no latency within it
 
     def metadata(self, digits: int = 4) -> dict[str, Any]:
         """One JSON table of every mean (rounded) and Markdown tables; no per-retriever number for the UI to plot.
@@ -176,7 +178,7 @@ class EvaluatedDataset:
         return {
             "metrics": rounded,
             "drift_baseline": self.baseline.reason,
-            "comparison": Markdown(comparison_table(self.table.by_retriever, columns)),
+            "comparison": Markdown(comparison_table(self.table.by_retriever, columns, self.latency)),
             "metric_definitions": Markdown(metric_definitions_md(columns)),
         }
 
@@ -188,4 +190,4 @@ def evaluate_dataset(config: DatasetConfig, query_results: pd.DataFrame, earlier
     choice = choose_baseline(earlier, config.drift.blessed_run_id)
     gates = dataset_gates(floors, table, config.checked, config.gated)
     gates.append(drift_check(config.drift, table, query_results, config.checked, choice))
-    return EvaluatedDataset(table, gates, choice, config.drift.metric)
+    return EvaluatedDataset(table, gates, choice, config.drift.metric, latency_spread(query_results, list(table.by_retriever)))

@@ -1,4 +1,5 @@
-"""Markdown for the Dagster UI: previews, the retriever comparison table, and the table of CIs and significance."""
+"""Markdown for the Dagster UI: previews, the retriever comparison table, the table of CIs and significance, and the
+matrices of every retriever against every other."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.metric_registry import higher_is_better
+from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, spread_text
+from retrieval_pipeline.core.evaluation.pairwise import flip, matrix_cell, metric_verdicts
+from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label
 
 
-def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str]) -> str:
+def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str], latency: pd.DataFrame | None = None) -> str:
     """Retrievers side by side (rows), one column per metric, best value per column in bold.
 
     The better direction of each column comes from the metric registry (lower latency, not-found rate,
     rank and best-match position are better); a column with no direction (a count) has no bold value.
+    Given the latency spread, the latency columns bold only the retriever faster beyond it
+    (:func:`~retrieval_pipeline.core.evaluation.latency.fastest`), and a last column shows each spread.
 
     Args:
         metrics: ``{retriever: {metric name: value}}``, e.g. :func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` per retriever.
         columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.metric_registry.headline_columns`).
+        latency: :func:`~retrieval_pipeline.core.evaluation.latency.latency_spread` of the same retrievers.
 
     Returns:
         A markdown table with a ``retriever`` column first.
@@ -30,12 +36,21 @@ def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequen
     directions = {col: higher_is_better(col) for col in columns}  # raises on an unknown column, even an empty one
     frame = pd.DataFrame({r: {c: m.get(c) for c in columns} for r, m in metrics.items()}).T
     out = frame.copy().astype(object)
+    crowned = fastest(latency) if latency is not None else None
     for col, higher in directions.items():
         values = frame[col].astype(float)
         if values.notna().any():
-            out[col] = _cells(values, higher)
+            out[col] = _crowned_cells(values, crowned) if latency is not None and is_latency(col) else _cells(values, higher)
+    if latency is not None and len(latency):
+        spreads = {r["retriever"]: spread_text(r) for r in latency.to_dict("records")}
+        out["latency spread"] = [spreads.get(str(r), "–") for r in out.index]
     out.index.name = "retriever"
     return out.reset_index().to_markdown(index=False)
+
+
+def _crowned_cells(values: pd.Series, crowned: str | None) -> list[str]:
+    """The values with 3 decimals, the ``crowned`` retriever's in bold (a latency column: none within the spread)."""
+    return [f"**{v:.3f}**" if name == crowned else f"{v:.3f}" for name, v in values.items()]
 
 
 def _cells(values: pd.Series, higher: bool | None) -> list[str]:
@@ -83,4 +98,42 @@ def significance_metadata(table: pd.DataFrame, settings: Any) -> dict[str, Any]:
         "queries": int(table["n_queries"].max()) if not table.empty else 0,
         "comparisons_tested": len(tested),
         "significant": int(tested["significant"].fillna(False).astype(bool).sum()) if not tested.empty else 0,
+    }
+
+
+def pairs_md(pairs: pd.DataFrame, retrievers: Sequence[str], settings: Any) -> str:
+    """The verdict line of each metric, then one matrix per metric: row against column, ``delta [CI], p`` (Holm).
+
+    Significant cells are bold; the legend names the test, the correction and the settings.
+    """
+    if pairs.empty:
+        return "_fewer than two retrievers: nothing to compare_"
+    verdicts = metric_verdicts(pairs)
+    parts = ["\n".join(f"- {line}" for line in verdicts.values())]
+    for name in verdicts:
+        cells = {}
+        for pair in pairs[pairs["metric"] == name].to_dict("records"):
+            for seen in (pair, flip(pair)):
+                text = matrix_cell(seen)
+                cells[seen["a"], seen["b"]] = f"**{text}**" if seen["significant"] else text
+        rows = [[r, *("–" if r == c else cells.get((r, c), "") for c in retrievers)] for r in retrievers]
+        table = pd.DataFrame(rows, columns=[f"{metric_label(name)}: row − column", *retrievers])
+        parts.append(table.to_markdown(index=False))
+    parts.append(
+        f"Cells: mean per-query difference, row minus column, [{settings.confidence:.0%} paired percentile bootstrap CI, "
+        f"{settings.n_bootstrap} resamples], Holm-corrected p of Fisher's randomisation test ({settings.n_permutations} "
+        f"sign flips) over the pairs of each metric; bold: significant at alpha {settings.alpha:g}; "
+        f"fewer than {settings.min_queries_for_test} queries: no test."
+    )
+    return "\n\n".join(parts)
+
+
+def pairs_metadata(pairs: pd.DataFrame, retrievers: Sequence[str], settings: Any) -> dict[str, Any]:
+    """Metadata of the ``retriever_pairs`` asset: the verdicts and matrices, and the counts behind them."""
+    tested = pairs[pairs["p"].notna()]
+    return {
+        "comparison": Markdown(pairs_md(pairs, retrievers, settings)),
+        "pairs": len(pairs),
+        "pairs_tested": len(tested),
+        "significant": int(tested["significant"].astype(bool).sum()),
     }

@@ -22,6 +22,7 @@ from retrieval_pipeline.core.metric_registry import UnknownMetricError, resolve_
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "retrieval_metrics": ("retriever",),
     "metric_significance": ("retriever", "metric", "mean", "ci_low", "ci_high", "significant", "direction"),
+    "retriever_pairs": ("metric", "a", "b", "delta", "ci_low", "ci_high", "p_holm", "significant", "note"),
     "query_results": ("retriever", "query_id", "first_relevant_rank", "top_hits"),
     "fusion_sweep": ("hybrid", "method", "parameter", "value", "half", "chosen"),
     "failure_buckets": ("retriever", "query_id", "bucket", "evidence"),
@@ -54,6 +55,8 @@ class ReportData:
         metrics: ``retrieval_metrics``: one row per retriever, ``retriever`` then metric means.
         significance: ``metric_significance``: one row per (retriever, metric) with ``mean, ci_low, ci_high,
             significant, direction, note, ...``.
+        pairs: ``retriever_pairs``: one row per (metric, pair of retrievers) with ``delta, ci_low, ci_high, p_holm,
+            significant, note`` (:data:`~retrieval_pipeline.core.evaluation.pairwise.PAIR_COLUMNS`).
         query_results: ``query_results``: one row per (retriever, query) with ``first_relevant_rank``, ``top_hits``.
         fusion_sweep: ``fusion_sweep``: the sweep curve (``hybrid, method, parameter, value, half, <metrics>, chosen``).
         failure_buckets: ``failure_buckets``: one row per (retriever, missed query) with ``bucket`` and ``evidence``.
@@ -75,6 +78,7 @@ class ReportData:
     retrievers: Sequence[str] = ()
     metrics: pd.DataFrame = field(default_factory=_empty_frame)
     significance: pd.DataFrame = field(default_factory=_empty_frame)
+    pairs: pd.DataFrame = field(default_factory=_empty_frame)
     query_results: pd.DataFrame = field(default_factory=_empty_frame)
     fusion_sweep: pd.DataFrame = field(default_factory=_empty_frame)
     failure_buckets: pd.DataFrame = field(default_factory=_empty_frame)
@@ -100,6 +104,7 @@ class ReportData:
                 )
         _check_unique(self.dataset, "retrieval_metrics", self.metrics, ["retriever"])
         _check_unique(self.dataset, "metric_significance", self.significance, ["retriever", "metric"])
+        _check_unique(self.dataset, "retriever_pairs", self.pairs, ["metric", "a", "b"])
         _check_unique(self.dataset, "query_results", self.query_results, ["retriever", "query_id"])
         if self.k < 1:
             raise ReportInputError(f"dataset {self.dataset!r}: the cut-off k of the worst queries must be >= 1, got {self.k}")
@@ -109,6 +114,7 @@ class ReportData:
         return {
             "retrieval_metrics": self.metrics,
             "metric_significance": self.significance,
+            "retriever_pairs": self.pairs,
             "query_results": self.query_results,
             "fusion_sweep": self.fusion_sweep,
             "failure_buckets": self.failure_buckets,

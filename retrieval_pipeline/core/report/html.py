@@ -2,7 +2,8 @@
 
 The report gathers what the evaluation assets produced for one dataset (:class:`~retrieval_pipeline.core.report.data.ReportData`)
 and shows, in this order: a header (dataset, queries, baseline, when); the comparison table (each headline metric per
-retriever as ``mean [low, high]``, marked when significantly better or worse than the baseline); bars with
+retriever as ``mean [low, high]``, marked when significantly better or worse than the baseline); every retriever against
+every other (a verdict line per headline metric, then a matrix per metric of paired deltas with CIs and Holm p); bars with
 confidence-interval whiskers; a histogram of the rank of the first relevant document; the fusion sweep
 curve; the weekly trend of the headline metrics; the failure buckets; the worst queries with their top hits.
 
@@ -30,11 +31,14 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, latency_spread, spread_text
+from retrieval_pipeline.core.evaluation.pairwise import flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.metric_registry import (
     UnknownMetricError,
     describe_metric,
     headline_columns,
     higher_is_better,
+    metric_label,
     resolve_metric,
     view_columns,
 )
@@ -183,7 +187,7 @@ def _significance_rows(data: ReportData) -> dict[tuple[str, str], Mapping[str, A
 def _cell(metric: str, value: object, row: Mapping[str, Any] | None, best: bool) -> Context:
     """One comparison cell: the mean (bold when best), its significance mark (▲ better, ▼ worse) and its interval."""
     mean = row.get("mean") if row is not None and _number(row.get("mean")) is not None else value
-    cell: Context = {"text": _fmt_metric(metric, mean), "best": best, "direction": None, "ci": None}
+    cell: Context = {"text": _fmt_metric(metric, mean), "best": best, "direction": None, "ci": None, "spread": None}
     if row is None:
         return cell
     direction = row.get("direction")
@@ -233,16 +237,52 @@ def comparison_section(data: ReportData) -> Context:
     retrievers = data.retriever_order()
     table = data.metrics.assign(retriever=data.metrics["retriever"].astype(str)).set_index("retriever").reindex(retrievers)
     sig = _significance_rows(data)
+    spread = latency_spread(data.query_results, retrievers)
+    spreads = {r["retriever"]: spread_text(r) for r in spread.to_dict("records")}
     rows = []
     for metric in headline_columns(table.columns):
-        best = _best(table[metric], metric)
-        cells = [
-            _cell(metric, table.at[r, metric], sig.get((r, metric)), best is not None and _number(table.at[r, metric]) == best)
-            for r in retrievers
-        ]
-        rows.append({"metric": metric, "description": _describe(metric), "cells": cells})
+        if is_latency(metric):  # crowned only beyond the spread of the per-query latencies; the spread under the first row
+            crowned = fastest(spread)
+            best_of = [r == crowned for r in retrievers]
+        else:
+            best = _best(table[metric], metric)
+            best_of = [best is not None and _number(table.at[r, metric]) == best for r in retrievers]
+        cells = [_cell(metric, table.at[r, metric], sig.get((r, metric)), b) for r, b in zip(retrievers, best_of)]
+        if is_latency(metric) and spreads and not any(row["spread"] for row in rows):
+            for r, cell in zip(retrievers, cells):
+                cell["spread"] = spreads.get(r)
+        rows.append({"metric": metric, "description": _describe(metric), "cells": cells, "spread": is_latency(metric) and bool(spreads)})
     legend = None if data.significance.empty else {"alpha": f"{data.alpha:g}", "confidence": f"{data.confidence:.0%}"}
     return {"retrievers": retrievers, "baseline": data.baseline, "rows": rows, "legend": legend, "notes": _notes(data)}
+
+
+def _pair_cell(pair: Mapping[str, Any] | None, higher: bool) -> Context:
+    """A matrix cell (row against column): ``delta [CI]``, the Holm p, and ``better``/``worse`` when significant."""
+    if pair is None:
+        return {"text": _MISSING, "p": "", "direction": None}
+    won = pair["delta"] > 0 if higher else pair["delta"] < 0
+    direction = ("better" if won else "worse") if _true(pair["significant"]) else None
+    text, comma, p = matrix_cell(pair).rpartition(", ")  # "delta [low, high]", "p = .." or "no test"
+    return {"text": text if comma else p, "p": p if comma else "", "direction": direction}
+
+
+def pairs_section(data: ReportData) -> Context:
+    """Every retriever against every other: the verdict line of each headline metric, then its matrix (row minus column)."""
+    if not len(data.pairs):
+        return _empty("No pairwise comparison for this dataset (fewer than two retrievers, or not computed).")
+    retrievers = [r for r in data.retriever_order() if r in set(data.pairs["a"]) | set(data.pairs["b"])]
+    verdicts = metric_verdicts(data.pairs)
+    matrices = []
+    for metric in verdicts:
+        seen = {}
+        for pair in data.pairs[data.pairs["metric"] == metric].to_dict("records"):
+            seen |= {(pair["a"], pair["b"]): pair, (pair["b"], pair["a"]): flip(pair)}
+        higher = higher_is_better(metric) is not False
+        rows = [(r, [None if r == c else _pair_cell(seen.get((r, c)), higher) for c in retrievers]) for r in retrievers]
+        matrices.append({"metric": metric_label(metric), "description": _describe(metric), "rows": rows})
+    notes = sorted({str(n) for n in data.pairs["note"] if isinstance(n, str) and n})
+    legend = {"alpha": f"{data.alpha:g}", "confidence": f"{data.confidence:.0%}"}
+    return {"verdicts": list(verdicts.values()), "retrievers": retrievers, "matrices": matrices, "notes": notes, "legend": legend}
 
 
 def bars_section(data: ReportData) -> Context:
@@ -389,6 +429,7 @@ class Section:
 #: The report's sections, in order.
 SECTIONS: tuple[Section, ...] = (
     Section("comparison", "Comparison with the baseline", comparison_section, "comparison.html"),
+    Section("pairs", "Every retriever against every other", pairs_section, "pairs.html"),
     Section("bars", "Headline metrics with confidence intervals", bars_section, "chart.html"),
     Section("ranks", "Rank of the first relevant document", ranks_section, "chart.html"),
     Section("sweep", "Fusion sweep", sweep_section, "chart.html"),

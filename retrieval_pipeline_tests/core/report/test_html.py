@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.evaluation.pairwise import PAIR_COLUMNS
 from retrieval_pipeline.core.report import charts as report_charts
 from retrieval_pipeline.core.report import html as html_report
 from retrieval_pipeline.core.report.charts import (
@@ -145,6 +146,19 @@ def significance_frame() -> pd.DataFrame:
     return frame
 
 
+def pairs_frame() -> pd.DataFrame:
+    """Hand-made ``retriever_pairs`` rows: dense significantly above bm25 and hybrid_mm on hit_rate@5, and below bm25
+    on not_found_rate (lower is better); hybrid_mm and bm25 indistinguishable."""
+    rows = [
+        ("hit_rate@5", "dense", "bm25", 0.4, 0.1, 0.7, 0.002, 0.006, True),
+        ("hit_rate@5", "hybrid_mm", "bm25", 0.05, -0.1, 0.2, 0.5, 1.0, False),
+        ("hit_rate@5", "hybrid_mm", "dense", -0.35, -0.6, -0.1, 0.01, 0.02, True),
+        ("not_found_rate", "dense", "bm25", -0.2, -0.4, -0.05, 0.03, 0.03, True),
+    ]
+    frame = pd.DataFrame(rows, columns=["metric", "a", "b", "delta", "ci_low", "ci_high", "p", "p_holm", "significant"])
+    return frame.assign(n_queries=6, mean_a=np.nan, mean_b=np.nan, note="")[list(PAIR_COLUMNS)]
+
+
 def sweep_frame() -> pd.DataFrame:
     """A min-max hybrid swept over alpha and an RRF hybrid over k, both halves; chosen 0.3 and 10, defaults 0.5 and 60."""
     rows = []
@@ -221,6 +235,7 @@ def synthetic_data(**overrides) -> ReportData:
         "retrievers": RETRIEVERS,
         "metrics": metrics_frame(query_results),
         "significance": significance_frame(),
+        "pairs": pairs_frame(),
         "query_results": query_results,
         "fusion_sweep": sweep_frame(),
         "failure_buckets": buckets_frame(),
@@ -278,7 +293,7 @@ def document() -> str:
 def test_sections_in_order_with_four_decodable_charts(document):
     positions = [document.index(f'<section id="{s.key}">') for s in SECTIONS]
     assert positions == sorted(positions)
-    assert [s.key for s in SECTIONS] == ["comparison", "bars", "ranks", "sweep", "trend", "buckets", "worst"]
+    assert [s.key for s in SECTIONS] == ["comparison", "pairs", "bars", "ranks", "sweep", "trend", "buckets", "worst"]
     assert document.index("<header>") < positions[0]
     images = [attrs for tag, attrs in parse(document).tags if tag == "img"]
     assert sorted(a["data-chart"] for a in images) == ["bars", "ranks", "sweep", "trend"]
@@ -336,6 +351,51 @@ def test_comparison_marks_the_best_value_per_metric_in_the_registry_direction():
     assert re.findall(r"<strong>([^<]+)</strong>", rows["hit_rate@5"]) == ["0.833"]
     assert re.findall(r"<strong>([^<]+)</strong>", rows["not_found_rate"]) == ["0.000", "0.000"]
     assert "No significance results" in comparison
+
+
+def test_pairs_section_gives_the_verdicts_then_a_matrix_per_metric_symmetric_in_sign(document):
+    pairs = section(document, "pairs")
+    verdicts = re.findall(r"<li>(.*?)</li>", pairs.split('<ul class="verdicts">')[1].split("</ul>")[0])
+    assert verdicts == [
+        "dense beats bm25 on hit@5 by +0.400 [+0.100, +0.700], p = 0.006; dense beats hybrid_mm by +0.350 [+0.100, +0.600], "
+        "p = 0.02; hybrid_mm and bm25 are indistinguishable (p = 1)",
+        "dense beats bm25 on not_found_rate by -0.200 [-0.400, -0.050], p = 0.03",  # lower is better
+    ]
+    assert [h for h in re.findall(r"<h3[^>]*>([^<]+)</h3>", pairs)] == ["hit@5", "not_found_rate"]
+    hit5 = pairs.split("<h3")[1]
+    cells = dict(re.findall(r'<th scope="row">(.+?)</th>(.*?)</tr>', hit5))
+    row = {name.replace("<wbr>", ""): re.findall(r"<td[^>]*>(.*?)</td>", html) for name, html in cells.items()}
+    assert row["dense"][0] == '+0.400 [+0.100, +0.700]<span class="ci">p = 0.006</span>'
+    assert row["bm25"][1] == '-0.400 [-0.700, -0.100]<span class="ci">p = 0.006</span>'  # the other side: negated, same p
+    assert [row[r][i] for i, r in enumerate(["bm25", "dense", "hybrid_mm"])] == ["–", "–", "–"]
+    assert hit5.count('<td class="better">') == 2 and hit5.count('<td class="worse">') == 2
+    nfr = pairs.split("<h3")[2]
+    assert nfr.count('<td class="better">') == 1 and re.search(r'<th scope="row">dense</th><td class="better">-0.200', nfr)
+    assert "Holm-corrected" in pairs and "Holm p ≤ 0.05" in pairs
+
+
+def test_pairs_without_a_test_say_so_and_no_pairs_is_one_line():
+    untested = pairs_frame().assign(p=np.nan, p_holm=np.nan, significant=False, note="not enough queries for a test (n=4 < 6)")
+    pairs = section(build_report(synthetic_data(pairs=untested)), "pairs")
+    assert "<li>hit@5: no test (not enough queries for a test (n=4 &lt; 6))</li>" in pairs
+    assert "no test</span>" in pairs and 'class="better"' not in pairs
+    assert "not enough queries for a test (n=4 &lt; 6): deltas and intervals only, no p-value." in pairs
+    assert section(build_report(synthetic_data(pairs=pd.DataFrame())), "pairs").count('<p class="empty">') == 1
+
+
+def test_latency_is_bold_only_beyond_the_spread_and_shows_it():
+    def comparison(latencies: dict[str, list[float]]) -> dict[str, str]:
+        qr = query_results_frame()
+        qr["latency_ms"] = [latencies[r][i % len(latencies[r])] for i, r in enumerate(qr["retriever"])]
+        data = synthetic_data(query_results=qr, metrics=metrics_frame(qr))
+        return dict(re.findall(r'<th scope="row"[^>]*>([^<]+)</th>(.*?)</tr>', section(build_report(data), "comparison")))
+
+    apart = comparison({"bm25": [1.0, 1.2, 1.1], "dense": [9.0, 10.0, 11.0], "hybrid_mm": [10.0, 12.0, 14.0]})
+    assert re.findall(r"<strong>([^<]+)</strong>", apart["latency_mean_ms"]) == ["1.100"]
+    assert "median 1.10 ms (p10–p90 1.00–1.20, 6 timed)" in apart["latency_mean_ms"]
+    overlapping = comparison({"bm25": [1.0, 9.5, 1.1], "dense": [9.0, 10.0, 11.0], "hybrid_mm": [10.0, 12.0, 14.0]})
+    assert "<strong>" not in overlapping["latency_mean_ms"]  # bm25's mean is lowest, but its p90 reaches dense's p10
+    assert "median" in overlapping["latency_mean_ms"]
 
 
 def test_rank_histogram_matches_numpy_and_a_hand_count():
