@@ -15,15 +15,25 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from retrieval_pipeline.core.retrieval.base import Retriever
 from retrieval_pipeline.core.types import Document
 
 #: Retriever names: letters, digits, ``_ . -``; they become folder names and TREC run tags.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _a_retriever_name(value: str) -> str:
+    if not NAME_PATTERN.match(value):
+        raise ValueError(f"{value!r} must be a retriever name ({NAME_PATTERN.pattern})")
+    return value
+
+
+#: A setting that names another retriever of the registry (a rerank's or code_lexical's ``base``).
+RetrieverName = Annotated[str, AfterValidator(_a_retriever_name)]
 
 
 @dataclass

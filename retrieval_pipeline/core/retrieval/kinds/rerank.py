@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
@@ -49,14 +49,14 @@ from retrieval_pipeline.core.retrieval.encoders import dense_encoder, describe_m
 from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer, cross_encoder
-from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN, PARAMS_FILE, RetrieverContext, RetrieverSpec, register_kind
+from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverContext, RetrieverName, RetrieverSpec, register_kind
 from retrieval_pipeline.core.types import Hit
 
 
 @register_kind
 class RerankSpec(RetrieverSpec):
     kind: Literal["rerank"] = "rerank"
-    base: str
+    base: RetrieverName
     model: ModelSource
     scorer: Literal["cross_encoder", "bi_encoder"] = "cross_encoder"
     top_n: int = Field(50, ge=1)
@@ -82,13 +82,6 @@ class RerankSpec(RetrieverSpec):
         if self.backend != "torch" and self.scorer != "bi_encoder":
             raise ValueError(f"backend {self.backend!r} needs scorer: bi_encoder (a cross-encoder runs on torch)")
         return self
-
-    @field_validator("base")
-    @classmethod
-    def _base_is_a_name(cls, value: str) -> str:
-        if not NAME_PATTERN.match(value):
-            raise ValueError(f"base {value!r} must be a retriever name ({NAME_PATTERN.pattern})")
-        return value
 
     def components(self) -> list[str]:
         return [self.base]
