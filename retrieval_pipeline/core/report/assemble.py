@@ -19,8 +19,8 @@ from retrieval_pipeline.core.asset_metadata import Markdown
 from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.evaluation.scoring import metric_table
 from retrieval_pipeline.core.report.data import ReportData, trend_frame
-from retrieval_pipeline.core.report.html import headline_metadata
 from retrieval_pipeline.core.report.mlflow_log import RetrieverResult
+from retrieval_pipeline.core.report.ui_summary import headline_metadata
 
 
 @dataclass

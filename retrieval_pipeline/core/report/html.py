@@ -40,13 +40,10 @@ from retrieval_pipeline.core.metric_registry import (
     higher_is_better,
     metric_label,
     resolve_metric,
-    view_columns,
 )
-from retrieval_pipeline.core.report.charts import BAR_METRICS, _sweep_objective, chart_png, chart_pngs
+from retrieval_pipeline.core.report.charts import BAR_METRICS, _sweep_objective, chart_png
 from retrieval_pipeline.core.report.data import ReportData, _list, _missing, _number, _true
 
-#: Metrics of the compact summary table (Dagster metadata): the registry's ``summary`` view.
-SUMMARY_METRICS: tuple[str, ...] = tuple(view_columns("summary"))
 #: Failure buckets in display order, with their labels (an unknown bucket is shown after these, by its name).
 BUCKET_LABELS: dict[str, str] = {
     "vocabulary_mismatch": "vocabulary mismatch",
@@ -55,7 +52,6 @@ BUCKET_LABELS: dict[str, str] = {
     "unexplained": "unexplained",
 }
 
-_SUMMARY_DPI = 60
 _MISSING = "–"
 #: What a section gives its template: its context, or ``{"empty": message}`` when it has no data.
 Context = dict[str, Any]
@@ -97,7 +93,7 @@ def _environment() -> Environment:
     return environment
 
 
-def _fmt(value: object, digits: int = 3) -> str:
+def fmt(value: object, digits: int = 3) -> str:
     """A number for a table with ``digits`` decimals; a missing value as a dash."""
     number = _number(value)
     return _MISSING if number is None else f"{number:.{digits}f}"
@@ -109,13 +105,13 @@ def _fmt_int(value: object) -> str:
     return _MISSING if number is None else str(round(number))
 
 
-def _fmt_metric(metric: str, value: object) -> str:
+def fmt_metric(metric: str, value: object) -> str:
     """A metric value: counts as integers (``n_queries``), the rest with 3 decimals."""
     try:
         is_count = resolve_metric(metric)[0].aggregation == "count"
     except UnknownMetricError:
         is_count = False
-    return _fmt_int(value) if is_count else _fmt(value)
+    return _fmt_int(value) if is_count else fmt(value)
 
 
 _SNIPPET_CHARS = 90
@@ -177,7 +173,7 @@ def _chart(data: ReportData, name: str, alt: str, caption: str, empty: str) -> C
 # --------------------------------------------------------------------------------------------------
 
 
-def _significance_rows(data: ReportData) -> dict[tuple[str, str], Mapping[str, Any]]:
+def significance_rows(data: ReportData) -> dict[tuple[str, str], Mapping[str, Any]]:
     sig = data.significance
     if not len(sig):
         return {}
@@ -187,17 +183,17 @@ def _significance_rows(data: ReportData) -> dict[tuple[str, str], Mapping[str, A
 def _cell(metric: str, value: object, row: Mapping[str, Any] | None, best: bool) -> Context:
     """One comparison cell: the mean (bold when best), its significance mark (▲ better, ▼ worse) and its interval."""
     mean = row.get("mean") if row is not None and _number(row.get("mean")) is not None else value
-    cell: Context = {"text": _fmt_metric(metric, mean), "best": best, "direction": None, "ci": None, "spread": None}
+    cell: Context = {"text": fmt_metric(metric, mean), "best": best, "direction": None, "ci": None, "spread": None}
     if row is None:
         return cell
     direction = row.get("direction")
     symbol = {"better": "▲", "worse": "▼"}.get(str(direction))
     if _true(row.get("significant")) and symbol is not None:
         p = row.get("p_randomisation_holm")
-        held = f" (Holm-adjusted p = {_fmt(p, 4)})" if _number(p) is not None else ""
+        held = f" (Holm-adjusted p = {fmt(p, 4)})" if _number(p) is not None else ""
         cell |= {"direction": direction, "symbol": symbol, "mark_title": f"significantly {direction} than the baseline{held}"}
     if _number(row.get("ci_low")) is not None and _number(row.get("ci_high")) is not None:
-        cell["ci"] = (_fmt(row["ci_low"]), _fmt(row["ci_high"]))
+        cell["ci"] = (fmt(row["ci_low"]), fmt(row["ci_high"]))
     return cell
 
 
@@ -236,7 +232,7 @@ def comparison_section(data: ReportData) -> Context:
         return _empty("No metric table for this dataset.")
     retrievers = data.retriever_order()
     table = data.metrics.assign(retriever=data.metrics["retriever"].astype(str)).set_index("retriever").reindex(retrievers)
-    sig = _significance_rows(data)
+    sig = significance_rows(data)
     spread = latency_spread(data.query_results, retrievers)
     spreads = {r["retriever"]: spread_text(r) for r in spread.to_dict("records")}
     rows = []
@@ -471,63 +467,3 @@ def build_report(data: ReportData) -> str:
     sections = [{"key": s.key, "title": s.title, "template": s.template, "context": s.render(data)} for s in SECTIONS]
     page = _environment().get_template("report.html")
     return page.render(dataset=data.dataset, description=data.description, facts=facts, sections=sections) + "\n"
-
-
-# --------------------------------------------------------------------------------------------------
-# For the Dagster UI
-# --------------------------------------------------------------------------------------------------
-
-
-def summary_table_markdown(data: ReportData, metrics: Sequence[str] = SUMMARY_METRICS) -> str:
-    """A compact markdown table: retrievers (rows) by a few headline metrics, ``mean [low, high]`` and ▲/▼ marks."""
-    columns = [m for m in metrics if m in data.metrics.columns]
-    if not len(data.metrics) or not columns:
-        return "_no metric table_"
-    sig = _significance_rows(data)
-    table = data.metrics.assign(retriever=data.metrics["retriever"].astype(str)).set_index("retriever")
-    lines = ["| retriever | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    for r in data.retriever_order():
-        if r not in table.index:
-            continue
-        cells = []
-        for m in columns:
-            row = sig.get((r, m))
-            text = _fmt_metric(m, row["mean"] if row is not None and _number(row.get("mean")) is not None else table.at[r, m])
-            if row is not None and _number(row.get("ci_low")) is not None and _number(row.get("ci_high")) is not None:
-                text += f" [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
-            mark = (
-                {"better": " ▲", "worse": " ▼"}.get(str(row.get("direction"))) if row is not None and _true(row.get("significant")) else ""
-            )
-            cells.append(text + (mark or ""))
-        name = r.replace("|", "\\|") + (" (baseline)" if r == data.baseline else "")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def summary_markdown(data: ReportData, charts: Sequence[str] = ("bars", "ranks"), max_bytes: int = 300_000, dpi: int = _SUMMARY_DPI) -> str:
-    """The compact comparison table and up to ``charts`` as inline base64 PNG images, kept under ``max_bytes``.
-
-    Charts that would push the text past ``max_bytes`` are left out (the table always stays), with a line saying so.
-    """
-    table = summary_table_markdown(data)
-    legend = f"\n\n▲/▼: significantly better/worse than the baseline (Holm-corrected randomisation test, α = {data.alpha:g})."
-    out = f"**{data.dataset}**\n\n{table}{legend if len(data.significance) else ''}"
-    for name, png in chart_pngs(data, charts, dpi).items():
-        image = f"\n\n![{name}](data:image/png;base64,{png})"
-        if len((out + image).encode()) > max_bytes:
-            out += f"\n\n_chart {name} left out: over the {max_bytes // 1000} KB metadata budget_"
-            continue
-        out += image
-    return out
-
-
-def headline_metadata(data: ReportData, digits: int = 4) -> dict[str, dict[str, float]]:
-    """``{retriever: {headline metric: value rounded to digits}}`` of the finite values, for JSON metadata."""
-    if not len(data.metrics):
-        return {}
-    columns = headline_columns(data.metrics.columns)
-    out: dict[str, dict[str, float]] = {}
-    for row in data.metrics.to_dict("records"):
-        values = {m: round(v, digits) for m in columns if (v := _number(row[m])) is not None}
-        out[str(row["retriever"])] = values
-    return out

@@ -37,10 +37,9 @@ from retrieval_pipeline.core.report.html import (
     SECTIONS,
     bucket_counts,
     build_report,
-    headline_metadata,
-    summary_markdown,
     worst_queries,
 )
+from retrieval_pipeline.core.report.ui_summary import headline_metadata, summary_markdown
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
