@@ -112,7 +112,7 @@ def metrics_table(metrics: pd.DataFrame, significance: pd.DataFrame | None = Non
             row.append("-" if pd.isna(value) else f"{value:.3f}" + ("*" if value == best else " ") + (mark or " "))
             if column == CI_METRIC and tests:
                 row.append(f"[{test['ci_low']:.3f}, {test['ci_high']:.3f}]" if test else "-")
-        headers += [header, "95% CI"] if column == CI_METRIC and tests else [header]
+        headers += [header, f"{header} 95% CI"] if column == CI_METRIC and tests else [header]
     return tabulate(rows, headers=headers, tablefmt="simple", colalign=("left", *("right" for _ in headers[1:])), disable_numparse=True)
 
 
@@ -121,7 +121,11 @@ def verdict_lines(pairs: pd.DataFrame | None) -> list[str]:
     verdicts = metric_verdicts(pairs, [column for _, column in TABLE_COLUMNS], VERDICT_CLAUSES) if pairs is not None and len(pairs) else {}
     if not verdicts:
         return []
-    heading = "  every retriever against every other (delta [95% CI], randomisation test, Holm-corrected per metric):"
+    n_pairs = int(pairs.groupby("metric").size().max())
+    heading = (
+        f"  every retriever against every other (delta [95% CI], randomisation test, Holm-corrected over the {n_pairs} pair{'s' * (n_pairs != 1)}"
+        " of a metric: a stricter family than the table's ▲/▼ against the baseline):"
+    )
     return [heading, *(f"    {line}" for line in verdicts.values())]
 
 
