@@ -50,16 +50,16 @@ CHECK_SPECS = _build_check_specs()
 def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
     """A gate of the evaluation as Dagster's check result, recorded against the dataset's partition.
 
-    The retrievers' values are one Markdown table, rounded to 4 digits, and the floor is text: the UI plots
-    numeric metadata across evaluations of every partition, which for these values would draw a constant
-    line and a trend across datasets that does not exist.
+    The retrievers' values are one Markdown table, rounded to 4 digits, and the floor, the settings and the
+    counts are text: the UI plots numeric metadata across evaluations of every partition, which for these
+    would draw a constant line and a trend across datasets that does not exist.
     """
     meta: dict[str, object] = {"dataset": dataset}
     if gate.threshold is not None:
         meta["threshold"] = f"{gate.threshold:g}"
     if gate.values:
         meta["values"] = Markdown(_values_table(gate))
-    meta.update(gate.extra)
+    meta.update({k: _as_text(v) for k, v in gate.extra.items()})
     return dg.AssetCheckResult(
         check_name=gate.name,
         passed=gate.passed,
@@ -67,6 +67,13 @@ def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
         severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
         metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
     )
+
+
+def _as_text(value: object) -> object:
+    """A number as text (4 significant digits), so the UI does not plot a setting or a count across datasets."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return "n/a" if isinstance(value, float) and math.isnan(value) else f"{value:.4g}"
 
 
 def _values_table(gate: GateResult) -> str:

@@ -29,9 +29,15 @@ def test_one_result_per_spec_notes_for_floors_the_dataset_does_not_set_and_unkno
 
 
 def test_check_metadata_holds_no_number_to_plot_and_rounds_the_values():
-    gate = GateResult("min_hit_rate_at_5", False, "ERROR", "below", {"bm25": 0.123456789, "dense": 0.9, "odd": float("nan")}, 0.5)
+    values = {"bm25": 0.123456789, "dense": 0.9, "odd": float("nan")}
+    gate = GateResult("min_hit_rate_at_5", False, "ERROR", "below", values, 0.5, {"alpha": 0.05, "n_alerts": 2, "rule": "significance"})
     result = check_results([gate], "stdlib", _Log())[0]
     assert not [k for k, v in result.metadata.items() if isinstance(v.value, (int, float))]
+    assert (result.metadata["alpha"].value, result.metadata["n_alerts"].value, result.metadata["rule"].value) == (
+        "0.05",
+        "2",
+        "significance",
+    )
     table = result.metadata["values"].value
     assert (
         "| bm25 | 0.1235 | below the floor |" in table and "| dense | 0.9000 |  |" in table and "| odd | n/a | below the floor |" in table
