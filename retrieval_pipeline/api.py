@@ -38,6 +38,8 @@ import numpy as np
 
 from retrieval_pipeline.api_inputs import load_qrels, load_run
 from retrieval_pipeline.core.evaluation.metric_names import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.pairwise import PairwiseSettings, compare_all, matrix, pair_sentence, verdict
+from retrieval_pipeline.core.evaluation.ranked_metrics import per_query_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +56,6 @@ Test = Literal["randomisation", "t-test"]
 
 
 def _per_query(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[MetricName]) -> dict[str, np.ndarray]:
-    from retrieval_pipeline.core.evaluation.ranked_metrics import per_query_values
 
     return per_query_values(run, qrels, metrics)
 
@@ -180,7 +181,6 @@ class PairComparison:
 
         The p-value is the Holm-corrected one; a pair is a win when it is significant (``p_holm <= alpha``).
         """
-        from retrieval_pipeline.core.evaluation.pairwise import pair_sentence
 
         return pair_sentence(self._row(), digits, with_metric)
 
@@ -227,13 +227,10 @@ class Comparison:
         """ranx-``compare``-style square table: cell (row, column) is row's ``value`` against column (NaN on the diagonal)."""
         import pandas as pd
 
-        from retrieval_pipeline.core.evaluation.pairwise import matrix
-
         return matrix(pd.DataFrame([p._row() for p in self.pairs]), parse_metric(metric).name, self.runs, value)
 
     def verdict(self, metric: str) -> str:
         """One line on ``metric``: every pair, significant ones first, clauses joined by ``;``."""
-        from retrieval_pipeline.core.evaluation.pairwise import verdict
 
         name = parse_metric(metric).name
         return verdict([p._row() for p in self.pairs if p.metric == name])
@@ -349,8 +346,6 @@ def compare(
         ValueError: Fewer than two runs, an unknown metric or test, malformed input.
     """
     import pandas as pd
-
-    from retrieval_pipeline.core.evaluation.pairwise import PairwiseSettings, compare_all
 
     pairwise = PairwiseSettings(test, n_permutations, n_bootstrap, confidence, alpha, seed)  # raises on an unknown test
     named = dict(runs) if isinstance(runs, Mapping) else _runs_from_paths(runs)

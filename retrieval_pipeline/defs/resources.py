@@ -15,6 +15,7 @@ from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_pack
 from retrieval_pipeline.core.paths import child_path
 from retrieval_pipeline.core.registry import PROJECT_ROOT, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
+from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
@@ -58,8 +59,6 @@ class EncoderResource(dg.ConfigurableResource):
     """
 
     def encoder_for(self, spec: Any) -> Any:
-        from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
-
         return encoder_for_spec(spec)
 
 

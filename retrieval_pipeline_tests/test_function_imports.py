@@ -1,0 +1,45 @@
+"""No project module is imported inside a function, except the documented lazy imports listed here.
+
+Dagster imports the definitions often, so what loads torch or a network client is imported on first use; every
+such import is named below with its reason. Anything else belongs at the top of its module, where the import
+rules (``.importlinter``) see it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "retrieval_pipeline"
+#: ``(file relative to the package, imported module)``: why it is imported inside a function.
+LAZY = {
+    ("__init__.py", "retrieval_pipeline"): "`import retrieval_pipeline` stays light: the API loads on first attribute use",
+    ("__init__.py", "retrieval_pipeline.core.evaluation.metric_names"): "the same, for parse_metric",
+    ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.encoders"): "keyword search never loads torch",
+    ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.llm.transport"): "httpx only with the openai client",
+}
+
+
+def function_imports(root: Path) -> set[tuple[str, str]]:
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                modules = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                modules += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                found |= {(path.relative_to(root).as_posix(), m) for m in modules if m.split(".")[0] == root.name}
+    return found
+
+
+def test_project_imports_inside_functions_are_only_the_documented_lazy_ones():
+    assert function_imports(PACKAGE) - set(LAZY) == set()
+
+
+def test_the_scan_sees_an_import_inside_a_function(tmp_path: Path):
+    package = tmp_path / "retrieval_pipeline"
+    package.mkdir()
+    (package / "m.py").write_text("import os\n\n\ndef f():\n    from retrieval_pipeline.core import types\n    return types, os\n")
+    assert function_imports(package) == {("m.py", "retrieval_pipeline.core")}
