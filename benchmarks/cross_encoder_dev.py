@@ -38,6 +38,7 @@ CONFIGS: dict[str, dict] = {
     "neg3_lr5e-5": {"negatives": 3, "batch_size": 32, "learning_rate": 5e-5},
     "neg1_lr2e-5": {"negatives": 1, "batch_size": 32, "learning_rate": 2e-5},
     "neg1_lr1e-4": {"negatives": 1, "batch_size": 32, "learning_rate": 1e-4},
+    "neg1_lr2e-4": {"negatives": 1, "batch_size": 32, "learning_rate": 2e-4},
     "neg1_ep2": {"negatives": 1, "batch_size": 32, "learning_rate": 5e-5, "epochs": 2},
 }
 
