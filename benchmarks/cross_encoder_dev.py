@@ -1,6 +1,6 @@
 """The cross-encoder trained on mined pairs: chosen on held-back mined pairs, then measured on the dev questions.
 
-    OMP_NUM_THREADS=1 python benchmarks/cross_encoder_dev.py select --dataset adk_v1_24_1 --configs neg1_lr5e-5,neg3_lr5e-5
+    OMP_NUM_THREADS=1 python benchmarks/cross_encoder_dev.py select --dataset adk_v1_24_1 --configs neg1_lr5e-5,neg1_lr2e-4
     OMP_NUM_THREADS=1 python benchmarks/cross_encoder_dev.py dev --dataset adk_v1_24_1 \\
         --retrievers dense_minilm,rerank_rrf_minilm,rerank_rrf_minilm_ce --cache-dir data/cache
 
