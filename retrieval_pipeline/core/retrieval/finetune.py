@@ -37,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,7 +55,28 @@ CACHE_SUBDIR = "finetuned"
 MANIFEST = "finetune.json"
 
 
-class FinetuneSettings(BaseModel):
+class TrainingSettings(BaseModel):
+    """What the settings of every fine-tune hold (a subclass adds its own; every field is part of the cache key).
+
+    Attributes:
+        base: The model fine-tuned (a :class:`ModelSource`).
+        mining: Which pairs are mined (:class:`MiningSettings`).
+        seed: Seeds the shuffling and torch.
+        device: Where training runs: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when available).
+        RECIPE: What the subclass's trainer does with the settings (part of the cache key, so two kinds of
+            fine-tune never share a cached model).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    RECIPE: ClassVar[int | str] = RECIPE_VERSION
+
+    base: ModelSource
+    mining: MiningSettings = MiningSettings()
+    seed: int = 13
+    device: Device = "cpu"
+
+
+class FinetuneSettings(TrainingSettings):
     """How a base bi-encoder is adapted to a corpus (every field is part of the cache key).
 
     Attributes:
@@ -71,18 +92,12 @@ class FinetuneSettings(BaseModel):
         device: Where training runs: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when available).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base: ModelSource
-    mining: MiningSettings = MiningSettings()
     epochs: int = Field(1, ge=1)
     batch_size: int = Field(32, ge=2)
     learning_rate: float = Field(3e-5, gt=0)
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     scale: float = Field(20.0, gt=0)
     max_seq_length: int = Field(256, ge=8)
-    seed: int = 13
-    device: Device = "cpu"
 
 
 class FinetunedSource(BaseModel):
@@ -95,7 +110,7 @@ class FinetunedSource(BaseModel):
 
 #: ``trainer(base_folder, pairs, texts, settings, device, out_dir) -> stats``: writes a model folder into
 #: ``out_dir``; ``texts`` maps doc ids to the text a positive (or negative) is trained on.
-Trainer = Callable[[Path, Sequence[MinedPair], dict[str, str], FinetuneSettings, str, Path], dict[str, Any]]
+Trainer = Callable[[Path, Sequence[MinedPair], dict[str, str], Any, str, Path], dict[str, Any]]
 
 
 def base_source(model: ModelSource | FinetunedSource) -> ModelSource:
@@ -103,12 +118,12 @@ def base_source(model: ModelSource | FinetunedSource) -> ModelSource:
     return model.finetuned.base if isinstance(model, FinetunedSource) else model
 
 
-def cache_key(base_folder: Path, corpus_sha256: str, settings: FinetuneSettings, device: str, exclude: Sequence[str] = ()) -> str:
+def cache_key(base_folder: Path, corpus_sha256: str, settings: TrainingSettings, device: str, exclude: Sequence[str] = ()) -> str:
     """24 hex of SHA-256 over the base weights and configuration, the corpus, the settings, the device, the
-    recipe and (when given) the excluded texts."""
+    recipe (``settings.RECIPE``) and (when given) the excluded texts."""
     fingerprint = model_fingerprint(base_folder)
     payload = {
-        "recipe": RECIPE_VERSION,
+        "recipe": settings.RECIPE,
         "base_weights": fingerprint.weights_sha256,
         "base_config": fingerprint.config_sha256,
         "corpus": corpus_sha256,
@@ -124,13 +139,16 @@ def cache_key(base_folder: Path, corpus_sha256: str, settings: FinetuneSettings,
 def ensure_finetuned(
     base_folder: Path,
     documents: Sequence[Document],
-    settings: FinetuneSettings,
+    settings: TrainingSettings,
     cache_dir: Path,
     trainer: Trainer | None = None,
     log: Callable[[str], None] | None = None,
     exclude: Sequence[str] = (),
 ) -> Path:
     """The fine-tuned model folder for this base, corpus and settings: from the cache, else trained now.
+
+    ``trainer`` trains it (default :func:`train_mnrl`, the bi-encoder's; the cross-encoder's is
+    :func:`~retrieval_pipeline.core.retrieval.cross_finetune.train_cross_encoder`).
 
     The model is trained into a temporary folder beside its final place and renamed into place when
     complete, so a killed training leaves nothing that looks finished; when two processes train the
@@ -164,7 +182,7 @@ def ensure_finetuned(
         stats = (trainer or train_mnrl)(Path(base_folder), pairs, texts, settings, device, work)
         manifest = {
             "key": key,
-            "recipe": RECIPE_VERSION,
+            "recipe": settings.RECIPE,
             "base_folder": str(base_folder),
             "base_weights_sha256": model_fingerprint(Path(base_folder)).weights_sha256,
             "corpus_sha256": corpus_sha,
@@ -266,10 +284,7 @@ def finetuned_encoder(
     settings = model.finetuned
     folder = getattr(base_encoder, "folder", None)
     if folder is None:
-        key = hashlib.sha256(
-            json.dumps([corpus_fingerprint(documents), settings.model_dump(mode="json", exclude={"base"})], sort_keys=True).encode()
-        ).hexdigest()[:8]
-        return _Renamed(base_encoder, f"{base_encoder.model_id}+ft-{key}")
+        return Renamed(base_encoder, f"{base_encoder.model_id}+ft-{fake_key(documents, settings)}")
     target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer, log)
     kwargs: dict[str, Any] = {
         "batch_size": base_encoder.batch_size,
@@ -284,8 +299,8 @@ def finetuned_encoder(
     return encoder
 
 
-class _Renamed:
-    """An encoder under another ``model_id`` (a fake's stand-in for a fine-tuned copy)."""
+class Renamed:
+    """An encoder or scorer under another ``model_id`` (a fake's stand-in for a fine-tuned copy)."""
 
     def __init__(self, inner: Any, model_id: str) -> None:
         self.inner = inner
@@ -297,6 +312,15 @@ class _Renamed:
 
     def encode(self, texts: Sequence[str]) -> Any:
         return self.inner.encode(texts)
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> Any:
+        return self.inner.score(pairs)
+
+
+def fake_key(documents: Sequence[Document], settings: TrainingSettings) -> str:
+    """8 hex naming a fine-tune of a model with no folder (a test's fake): the corpus and the settings."""
+    payload = [corpus_fingerprint(documents), settings.model_dump(mode="json", exclude={"base"})]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def steps_per_epoch(n_pairs: int, batch_size: int) -> int:

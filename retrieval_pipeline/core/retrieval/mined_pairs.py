@@ -23,7 +23,8 @@ questions against the mined pairs).
 settings: a known-item split of the mined pairs, so that no held-out anchor or positive is trained on.
 :func:`held_out_corpus` removes every held-out anchor from its gold's text, as the ``known_item`` datasets
 do, so that a held-out query is never a verbatim substring of its answer. :func:`bm25_negatives` adds one
-hard negative per pair: the best BM25 hit for the anchor that is not its positive.
+hard negative per pair: the best BM25 hit for the anchor that is not its positive;
+:func:`anchor_negatives` several, none of them a positive of the same anchor (for a cross-encoder).
 """
 
 from __future__ import annotations
@@ -246,15 +247,32 @@ def held_out_corpus(documents: Sequence[Document], held_out: Sequence[MinedPair]
 
 def bm25_negatives(pairs: Sequence[MinedPair], documents: Sequence[Document], depth: int = 5) -> list[MinedPair]:
     """Each pair with ``negative``: the best BM25 hit of its anchor that is not its positive (or ``None``)."""
+    out = []
+    for pair, ranked in zip(pairs, _bm25_ranks(pairs, documents, depth)):
+        negative = next((doc_id for doc_id in ranked if doc_id != pair.doc_id), None)
+        out.append(replace(pair, negative=negative))
+    return out
+
+
+def anchor_negatives(pairs: Sequence[MinedPair], documents: Sequence[Document], count: int) -> list[list[str]]:
+    """Per pair, the best ``count`` BM25 hits of its anchor that are a positive of no pair with that anchor.
+
+    A member's sentence is mined for the method and for its class (two pairs, one anchor): neither is
+    ever the other's negative. Fewer than ``count`` when the top ``count + 5`` hits hold fewer.
+    """
+    positives: dict[str, set[str]] = {}
+    for pair in pairs:
+        positives.setdefault(_key(pair.anchor), set()).add(pair.doc_id)
+    ranks = _bm25_ranks(pairs, documents, count + 5)
+    return [[d for d in ranked if d not in positives[_key(p.anchor)]][:count] for p, ranked in zip(pairs, ranks)]
+
+
+def _bm25_ranks(pairs: Sequence[MinedPair], documents: Sequence[Document], depth: int) -> list[list[str]]:
+    """The top ``depth`` BM25 documents of every pair's anchor over ``documents``."""
     if not pairs:
         return []
     index = BM25Retriever.build([d.doc_id for d in documents], [d.text for d in documents])
-    hits = index.search([p.anchor for p in pairs], depth)
-    out = []
-    for pair, ranked in zip(pairs, hits):
-        negative = next((doc_id for doc_id, _ in ranked if doc_id != pair.doc_id), None)
-        out.append(replace(pair, negative=negative))
-    return out
+    return [[doc_id for doc_id, _ in ranked] for ranked in index.search([p.anchor for p in pairs], depth)]
 
 
 def corpus_fingerprint(documents: Sequence[Document]) -> str:

