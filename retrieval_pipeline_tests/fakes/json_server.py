@@ -112,7 +112,7 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         try:
             return json.loads(self.rfile.read(length) or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError, ConnectionResetError):
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
             return None  # a client that gave up before its body was read still counts as a request
 
     def send_reply(self, reply: Reply) -> None:
@@ -268,7 +268,7 @@ class LoopbackServer(Generic[_R]):
 
     def _serve(self, handler: LoopbackHandler, method: str) -> None:
         """Handle one request: plan, record, then disconnect or (after the reply's wait) answer."""
-        with self._slot():
+        with self._slot():  # in flight until its reply is ready: a client that has the reply is no longer counted
             body = self._parse_body(handler.read_json()) if method == "POST" else None
             fault, reply = self._plan(method, handler.path, body)
             self._record(method, handler.path, body, handler.headers, fault, 0 if reply is None else reply.status)
@@ -276,7 +276,7 @@ class LoopbackServer(Generic[_R]):
                 handler.close_connection = True
                 return
             self._pause(reply.sleep_s)
-            handler.send_reply(reply)
+        handler.send_reply(reply)
 
     @contextmanager
     def _slot(self) -> Iterator[None]:

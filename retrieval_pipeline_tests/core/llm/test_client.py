@@ -415,19 +415,21 @@ def test_reliability_under_30_percent_faults_and_rerun_uses_the_cache(tmp_path):
     assert all((c.value is None) != (c.error is None) for c in run1)
     assert all(run1[n].value["label"] == ("relevant" if n % 2 == 0 else "irrelevant") for n in decided1)
     assert s1.decided == len(decided1) and s1.failures == len(undecided1) and s1.decided + s1.failures == N_ITEMS
-    assert s1.calls == len(run1_requests) == sum(c.attempts for c in run1)
+    # every request the server saw is a call; a call it never saw (a connection the client gave up on before the
+    # server read it) failed at the transport, so it is among the retries or the failures
+    assert s1.calls == sum(c.attempts for c in run1) and len(run1_requests) <= s1.calls <= len(run1_requests) + s1.retries + s1.failures
     kinds1 = Counter(r.fault for r in run1_requests if r.fault)
     injected = sum(kinds1.values())
     assert 0.15 <= injected / len(run1_requests) <= 0.45
     assert set(kinds1) == set(FAULT_KINDS)
-    assert s1.retries + s1.reasks == len(run1_requests) - N_ITEMS
+    assert s1.retries + s1.reasks == s1.calls - N_ITEMS  # every call past the first of an item is a retry or a re-ask
     assert POISONED <= undecided1 and cached1 == len(decided1)
 
     # Second run: zero HTTP calls for items decided in the first run; only the undecided are asked again.
     asked2 = {item_of(r.messages) for r in run2_requests}
     assert asked2 == undecided1
     assert all(run2[n].cached and run2[n].attempts == 0 and run2[n].value == run1[n].value for n in decided1)
-    assert s2.cache_hits == len(decided1) and s2.calls == len(run2_requests)
+    assert s2.cache_hits == len(decided1) and len(run2_requests) <= s2.calls <= len(run2_requests) + s2.retries + s2.failures
     assert s2.decided + s2.failures == N_ITEMS and cache.count() == s2.decided
     assert all((c.value is None) != (c.error is None) for c in run2)
 

@@ -179,6 +179,12 @@ def _seen(execution: Execution | None) -> dict:
     return ast.literal_eval(line[len("SEEN ") :])
 
 
+def _bind_folders_in_tmp(settings) -> set[str]:
+    """The folders of /tmp that lead to the interpreter's environment (a checkout under /tmp): they stay, empty."""
+    python = Path(settings.python)
+    return {path.relative_to("/tmp").parts[0] for path in (python.absolute(), python.resolve()) if path.is_relative_to("/tmp")}
+
+
 def test_what_a_proof_leaves_behind_does_not_reach_the_next_one(sandbox):
     planter, looker = run_pytest_batch([(PLANTER, "test_option_A.py"), (LOOKER, "test_option_B.py")], sandbox)
     assert planter is not None and planter.outcome == "failed" and parse_evidence(planter.artifacts)["reason"] == "planted"
@@ -186,7 +192,7 @@ def test_what_a_proof_leaves_behind_does_not_reach_the_next_one(sandbox):
     assert looker.artifacts == {}  # nothing planted counts as its record
     seen = _seen(looker)
     assert seen["cwd"] == ["test_option_B.py"] and seen["parent"] == ["work"] and seen["shm"] == []
-    assert seen["tmp"] == [Path(seen["workdir"]).parent.name]
+    assert set(seen["tmp"]) == {Path(seen["workdir"]).parent.name} | _bind_folders_in_tmp(sandbox)
     assert seen["pids"] == 3  # bwrap's init, the runner and the looker: the planter's process was killed
     assert "hijacked" not in looker.stdout and "1 failed" in looker.stdout
 
