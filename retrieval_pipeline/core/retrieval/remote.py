@@ -253,24 +253,24 @@ class _Deadline:
             sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked read, unlike close()
 
 
-class _WatchedHTTPConnection(http.client.HTTPConnection):
+class _Watched:
+    """An HTTP(S) connection whose socket the request's deadline watches once it is connected."""
+
     def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
 
     def connect(self) -> None:
-        super().connect()
-        self._deadline.watch(self.sock)
+        super().connect()  # type: ignore[misc]
+        self._deadline.watch(self.sock)  # type: ignore[attr-defined]
 
 
-class _WatchedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
+class _WatchedHTTPConnection(_Watched, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.watch(self.sock)
+
+class _WatchedHTTPSConnection(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
