@@ -67,6 +67,10 @@ RECIPE = "torchscript-opset17-eager+quantize_dynamic-qint8-per-channel/v1"
 OPSET = 17
 #: Overrides the default cache folder.
 CACHE_ENV = "RETRIEVAL_PIPELINE_ONNX_CACHE"
+#: onnxruntime's intra-op threads when an encoder names none (unset: onnxruntime's default, one per physical
+#: core). Processes that share the cores, such as parallel test workers, set it to their share: two processes
+#: with two spinning threads each on two cores spent about 1.5x the CPU time of one thread each on the same texts.
+THREADS_ENV = "RETRIEVAL_PIPELINE_THREADS"
 #: sentence-transformers modules the export reproduces; anything else (a Dense layer, a router) is refused.
 SUPPORTED_MODULES = frozenset({"Transformer", "Pooling", "Normalize"})
 #: Pooling modes the export reproduces.
@@ -84,6 +88,20 @@ def default_cache_dir() -> Path:
     """``$RETRIEVAL_PIPELINE_ONNX_CACHE`` when set, else ``<project>/data/cache/onnx``."""
     configured = os.environ.get(CACHE_ENV, "").strip()
     return Path(configured).expanduser() if configured else _PROJECT_ROOT / "data" / "cache" / "onnx"
+
+
+def default_threads() -> int | None:
+    """``$RETRIEVAL_PIPELINE_THREADS`` as a positive int when set, else ``None`` (onnxruntime decides).
+
+    Raises:
+        ValueError: It is set to anything but a positive whole number.
+    """
+    configured = os.environ.get(THREADS_ENV, "").strip()
+    if not configured:
+        return None
+    if not configured.isdigit() or int(configured) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a positive whole number of threads, got {configured!r}")
+    return int(configured)
 
 
 def cache_folder(cache_dir: str | Path, weights_sha256: str, config_sha256: str) -> Path:
@@ -372,7 +390,8 @@ class OnnxSentenceModel:
     Args:
         exported: The cache folder.
         max_seq_length: Truncate inputs to this many tokens (default: the model's own setting).
-        threads: onnxruntime intra-op threads (default: onnxruntime's, one per physical core).
+        threads: onnxruntime intra-op threads (default: :func:`default_threads`, else onnxruntime's, one per
+            physical core).
 
     Attributes:
         max_seq_length: The truncation length in use.
@@ -395,6 +414,7 @@ class OnnxSentenceModel:
         self.tokenizer.enable_truncation(self.max_seq_length)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        threads = threads if threads is not None else default_threads()
         if threads is not None:
             options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(exported.onnx_path), options, providers=["CPUExecutionProvider"])

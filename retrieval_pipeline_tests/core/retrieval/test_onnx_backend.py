@@ -34,10 +34,12 @@ from retrieval_pipeline.core.retrieval.onnx_backend import (
     MANIFEST_FILE,
     ONNX_FILE,
     RECIPE,
+    THREADS_ENV,
     TOKENIZER_FILE,
     cache_folder,
     check_onnx_compatible,
     default_cache_dir,
+    default_threads,
     ensure_exported,
 )
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS, fake_model_folder, parse_as
@@ -212,6 +214,26 @@ def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert default_cache_dir().parts[-3:] == ("data", "cache", "onnx")
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "elsewhere"))
     assert default_cache_dir() == tmp_path / "elsewhere"
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_the_threads_setting_is_a_positive_whole_number(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+    monkeypatch.setenv(THREADS_ENV, bad)
+    with pytest.raises(ValueError, match=f"{THREADS_ENV} must be a positive whole number of threads, got '{bad}'"):
+        default_threads()
+
+
+def test_the_threads_setting_reaches_onnxruntime_unless_an_encoder_names_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_dir: Path
+) -> None:
+    def threads(encoder: OnnxInt8Encoder) -> int:
+        return encoder.model.session.get_session_options().intra_op_num_threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert default_threads() is None and threads(onnx_encoder(model_dir, tmp_path, FakeExporter())) == 0  # 0: onnxruntime decides
+    monkeypatch.setenv(THREADS_ENV, " 1 ")
+    assert default_threads() == 1 and threads(onnx_encoder(model_dir, tmp_path, FakeExporter())) == 1
+    assert threads(onnx_encoder(model_dir, tmp_path, FakeExporter(), threads=3)) == 3
 
 
 # -- the runtime -----------------------------------------------------------------------------------
