@@ -299,6 +299,8 @@ def run_verification(
     started = time.monotonic()
     settings = sandbox_settings or SandboxSettings()
     index = index or probe_environment(settings, library, import_name=import_name)
+    if index.import_name and not settings.preload:  # a batch's proofs share the library's imports (SandboxSettings.preload)
+        settings = dataclasses.replace(settings, preload=(index.import_name, *sorted(set(index.module_aliases.values()))))
     prover = prover or OfflineProver(index)
     if fallback is None and fallback_for is not None:
         fallback = fallback_for(index)
