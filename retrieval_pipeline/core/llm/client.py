@@ -41,6 +41,7 @@ from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.llm.answers import Schema, correction, parse_json_answer, still_valid
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.transport import DeadlineTransport, classify_error, describe_error, retrying
+from retrieval_pipeline.core.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -296,13 +297,24 @@ class LLMClient(Closing):
         return call
 
     def map_json(self, requests: Sequence[JsonRequest]) -> list[LLMCall]:
-        """Run many requests with at most ``max_concurrency`` in flight; results follow input order."""
+        """Run many requests with at most ``max_concurrency`` in flight; results follow input order.
+
+        Each finished item (in order) is reported to a :class:`~retrieval_pipeline.core.progress.Progress`.
+        """
         items = list(requests)
         if not items:
             return []
         workers = min(self.settings.max_concurrency, len(items))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm-client") as pool:
-            return list(pool.map(self._complete_safely, items))
+        calls: list[LLMCall] = []
+        name = f"llm:{self.settings.model}"
+        with (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm-client") as pool,
+            Progress(name, verb="answered", noun="requests", unit="requests", total=len(items)) as progress,
+        ):
+            for call in pool.map(self._complete_safely, items):
+                calls.append(call)
+                progress.advance()
+        return calls
 
     def close(self) -> None:
         """Close the HTTP client if this object built it."""

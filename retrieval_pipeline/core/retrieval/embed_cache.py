@@ -53,6 +53,7 @@ from retrieval_pipeline.core.atomic import (
     replace_corrupt_sqlite,
 )
 from retrieval_pipeline.core.closing import Closing
+from retrieval_pipeline.core.progress import ProgressCallback
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.
@@ -67,8 +68,6 @@ DEFAULT_BATCH_SIZE = 32
 _WHAT = "embedding cache"
 
 _T = TypeVar("_T")
-#: ``progress(embedded_so_far, missing_total)``, called after each committed chunk.
-ProgressCallback = Callable[[int, int], None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
