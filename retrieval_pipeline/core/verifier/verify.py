@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from retrieval_pipeline.core.progress import Progress
 from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
@@ -283,7 +284,8 @@ def run_verification(
         workers: Proofs of one question run at once when they run one sandbox each.
         parallel: Questions verified at once, each in its own sandbox; default: the number of cores.
         index: A probed index to reuse (nothing is probed then).
-        progress: Called with each verdict, in the order of the cases.
+        progress: Called with each verdict, in the order of the cases (each is also counted on a
+            :class:`~retrieval_pipeline.core.progress.Progress` of the questions: log lines and a terminal bar).
         fallback: A second prover for the options the first did not settle (an LLM prover); None: none.
         fallback_for: Makes the second prover from the probed index (it names the library), when ``fallback`` is None.
         cache: Verdicts of unchanged questions to reuse, and where new ones are stored; None: every question is
@@ -324,9 +326,11 @@ def run_verification(
         return verdict
 
     verdicts: list[Verdict] = []
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool:
+    counted = Progress("verifier", verb="verified", noun="questions", unit="questions", total=len(questions))
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool, counted:
         for verdict in pool.map(verify, questions):
             verdicts.append(verdict)
+            counted.advance()
             if progress is not None:
                 progress(verdict)
     name = getattr(prover, "name", type(prover).__name__)
