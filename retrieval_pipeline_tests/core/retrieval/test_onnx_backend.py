@@ -32,6 +32,7 @@ from retrieval_pipeline.core.retrieval.onnx_backend import (
     BACKENDS,
     CACHE_ENV,
     MANIFEST_FILE,
+    MIN_EXPORT_COSINE,
     ONNX_FILE,
     RECIPE,
     THREADS_ENV,
@@ -41,6 +42,7 @@ from retrieval_pipeline.core.retrieval.onnx_backend import (
     default_cache_dir,
     default_threads,
     ensure_exported,
+    quantised_agreement,
 )
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS, fake_model_folder, parse_as
 
@@ -237,6 +239,35 @@ def test_the_threads_setting_reaches_onnxruntime_unless_an_encoder_names_its_own
 
 
 # -- the runtime -----------------------------------------------------------------------------------
+
+
+def _linear_graph(path: Path, weights: list[list[float]]) -> Path:
+    """A graph ``sentence_embedding = float(input_ids) @ weights`` (2 x 2)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Cast", ["input_ids"], ["x"], to=TensorProto.FLOAT),
+            helper.make_node("MatMul", ["x", "w"], ["sentence_embedding"]),
+        ],
+        "linear",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", 2])],
+        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", 2])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [v for row in weights for v in row])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_quantised_agreement_is_the_smallest_cosine_between_the_two_graphs(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install the project)")
+    feed = {"input_ids": np.array([[1, 0], [0, 1], [3, 4]], dtype=np.int64)}
+    reference = _linear_graph(tmp_path / "float.onnx", [[1, 0], [0, 1]])
+    assert quantised_agreement(reference, _linear_graph(tmp_path / "scaled.onnx", [[2, 0], [0, 2]]), feed) == pytest.approx(1.0)
+    swapped = _linear_graph(tmp_path / "swapped.onnx", [[0, 1], [1, 0]])  # [1, 0] -> [0, 1]: cosine 0 on the first two rows
+    agreement = quantised_agreement(reference, swapped, feed)
+    assert agreement == pytest.approx(0.0, abs=1e-6) and agreement < MIN_EXPORT_COSINE
 
 
 def test_runtime_pads_sorts_truncates_and_restores_the_order(tmp_path: Path, model_dir: Path) -> None:

