@@ -23,10 +23,15 @@ one observation (:func:`decide_option`):
 * ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
   will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
 * ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
-* ``output`` (a plain text option of a question about what the code returns, prints or which message or
-  substring comes out): true when the text is part of what the called function returned (a string) or printed,
-  word for word or every key term, and false when it is not; when the snippet raised, true when the text is in
-  the exception's message, else undecided (the question may mean the message).
+* ``output`` (a plain text option of a question about what the code returns, prints, which message or
+  substring comes out or which error it gives): true when the text is part of what the called function returned
+  (a string) or printed, word for word or every key term, and false when it is not; when the snippet raised, true
+  when the text is in the exception's message or one of its per-field errors, false when it holds under half of
+  their key terms and another option quotes one word for word, else undecided (the question may mean the
+  message). A question about the error the code gives makes the text false when nothing was raised, printed or
+  returned;
+* ``field_error`` ("The `type` field is missing"): against the per-field errors
+  (:mod:`~retrieval_pipeline.core.verifier.snippet_errors`).
 
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
@@ -53,6 +58,7 @@ from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox_files import source
+from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 
 #: Put between a snippet file's module context and the section in the one string a question carries as its
@@ -177,6 +183,7 @@ def type_matches(name: str, raised: Mapping[str, Any]) -> bool:
 
 def _normal(text: str) -> str:
     text = re.sub(r"\[[^\]]*(?:\]|$)", " ", str(text))  # pydantic's [type=..., input_value=...] details, cut or whole
+    text = re.sub(r"for further information visit\s+\S+", " ", text, flags=re.I)  # pydantic's link, versioned
     text = re.sub(r"[`'\"\u2018\u2019\u201c\u201d]", "", text.lower())
     text = re.sub(r"(?:\.\.\.|\u2026)", " ", text)
     return re.sub(r"\s+", " ", text).strip(" .:;,!")
@@ -187,11 +194,13 @@ def _terms(text: str) -> list[str]:
 
 
 def _messages(raised: Mapping[str, Any]) -> list[str]:
-    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut)."""
+    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut), alone
+    and with its field before or after it (``author Field required``, ``Field required: author``)."""
     texts = [str(raised.get("message", ""))]
     for error in raised.get("errors") or []:
         msg = re.sub(r"^(?:value error|assertion failed),\s*", "", str(error.get("msg", "")), flags=re.I)
-        texts += [msg, " ".join([*error.get("loc", []), msg])]
+        parts = [str(part) for part in error.get("loc", [])]
+        texts += [msg, " ".join([*parts, msg]), f"{msg}: {'.'.join(parts)}"] if parts else [msg]
     return texts
 
 
@@ -226,6 +235,8 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
     raised, happened = observation.get("raised"), what_happened(observation)
     outcome = details["outcome"]
     rest = details.get("rest")
+    if outcome == "field_error":
+        return decide_field_error(details, raised, happened)  # type: ignore[return-value]
     if outcome == "runs":
         if raised:
             return "false", f"the snippet {happened}"
@@ -258,8 +269,12 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         return "true", f"the snippet {happened}"
     if raised and outcome == "output":  # the message may be the text the question asks about
         found, coverage = message_match(str(details["output_text"]), raised)
+        if found == "match" and details.get("substring"):
+            return "consistent", f"terms only: every key term is in the message, not as one substring: the snippet {happened}"
         if found in ("quoted", "match"):
             return "true", f"the snippet {happened}"
+        if found == "differs" and details.get("asks_error"):
+            return "undecided", f"text differs: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
         return "undecided", f"undecided: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
     if raised:
         return "false", f"the snippet {happened} before that state is reached"
@@ -269,9 +284,13 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         if returned.get("type") == "str" and returned.get("literal"):
             texts.append(str(ast.literal_eval(returned["repr"])))
         if not any(t.strip() for t in texts):
+            if details.get("asks_error"):
+                return "false", f"the snippet {happened}, and prints or returns no text: no error is given"
             return "undecided", f"the snippet {happened}, with no text to compare"
         found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
         shown = " | ".join(t.strip() for t in texts if t.strip())
+        if found == "match" and details.get("substring"):
+            return "consistent", f"terms only: every key term is in the output, not as one substring: {shown!r}"
         if found in ("quoted", "match"):
             return "true", f"the snippet's output holds it: {shown!r}"
         return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
@@ -288,24 +307,46 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
     return ("true" if same else "false"), f"{details['expr']} is {value['repr']} after the snippet"
 
 
+def _quotes(details: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
+    """Whether an option's message or text is, word for word, in what was raised (else what was printed or returned)."""
+    text = details.get("message") or details.get("output_text")
+    if not text:
+        return False
+    raised = observation.get("raised")
+    if not raised:
+        returned = observation.get("returned") or {}
+        printed = [str(observation.get("stdout") or "")]
+        if returned.get("type") == "str" and returned.get("literal"):
+            printed.append(str(ast.literal_eval(returned["repr"])))
+        raised = {"message": " ".join(printed)}
+    return message_match(str(text), raised)[0] == "quoted"
+
+
 def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:
     """Each claim decided (:func:`decide_option`). A quoted message that differs from what was raised (or only
     partly matches it) is false when another option quotes the raised message word for word: the question quotes
-    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own."""
+    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own.
+    A text option (``output``) holding under half the key terms of every raised message and per-field error is
+    false on the same condition, and otherwise undecided (no type was checked). In a question about a substring, a
+    text whose key terms are all there but not as one substring is consistent, and false when another option is one."""
     decided = [decide_option(c.details, observation) for c in claims]
-    raised = observation.get("raised") or {}
-    quoting = [
-        i for i, c in enumerate(claims)
-        if decided[i][0] == "true" and c.details.get("message") and message_match(str(c.details["message"]), raised)[0] == "quoted"
-    ]  # fmt: skip
+    quoting = [i for i, c in enumerate(claims) if decided[i][0] == "true" and _quotes(c.details, observation)]
     out: list[Decision] = []
     for i, (state, note) in enumerate(decided):
+        others = [claims[j].letter for j in quoting if j != i]
         if state == "undecided" and note.startswith(("message differs", "message partly")):
-            others = [claims[j].letter for j in quoting if j != i]
             if others:
                 out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
             else:
                 out.append(("consistent", f"the exception's type matches; {note}"))
+        elif state == "consistent" and note.startswith("terms only") and others:
+            out.append(("false", f"{note}; option(s) {', '.join(others)} quote it word for word"))
+        elif state == "undecided" and note.startswith("text differs"):
+            out.append(
+                ("false", f"{note}; option(s) {', '.join(others)} quote the message raised")
+                if others
+                else ("undecided", f"undecided: {note}")
+            )
         else:
             out.append((state, note))
     return out

@@ -131,9 +131,36 @@ def test_an_output_option_is_checked_against_what_the_function_returned():
     question = "What error message substring is expected when running the code?"
     options = {"A": "Caught Error", "B": "invalid name", "C": "Agent name must be a valid identifier."}
     states = decide(options, observed(returned="Node name 'my agent' must be a valid identifier"), question)
-    assert states == {"A": "false", "B": "false", "C": "true"}
+    # the question asks for a substring: C's key terms are all there, but not as one substring
+    assert states == {"A": "false", "B": "false", "C": "consistent"}
+    found = observed(returned="Found invalid agent name. Agent name must be a valid identifier.")
+    # C is there word for word, so B ("invalid" and "name", apart) is not the substring
+    assert decide(options, found, question) == {"A": "false", "B": "false", "C": "true"}
+    assert decide(options, found, "What does the function return?") == {"A": "false", "B": "true", "C": "true"}
     raised = {"type": "ValueError", "mro": ["ValueError", "Exception"], "message": "Agent name must be a valid identifier.", "errors": []}
     assert decide(options, observed(raised), question) == {"A": "undecided", "B": "undecided", "C": "true"}  # the message, never false
+
+
+def test_a_question_about_the_errors_given_reads_text_options_against_each_per_field_error():
+    question = "Which validation errors are reported when this `Order` is built?"
+    options = {"A": "Field required: quantity.", "B": "Input should be a valid integer: price.", "C": "String too long: name.",
+               "D": "All of the above."}  # fmt: skip
+    claims = decompose("c", question, options, snippet="x = 1\n")
+    assert [c.details.get("outcome") for c in claims[:3]] == ["output"] * 3 and claims[3].kind == "all_of_the_above"
+    errors = [{"loc": ["quantity"], "type": "missing", "msg": "Field required"},
+              {"loc": ["price"], "type": "int_parsing", "msg": "Input should be a valid integer, unable to parse string as an integer"}]  # fmt: skip
+    raised = {"type": "ValidationError", "mro": ["ValidationError", "ValueError", "Exception"], "errors": errors, "error_count": 2,
+              "message": "2 validation errors for Order\nquantity\n  Field required [type=missing]\nprice\n  Input should be a valid "
+                         "integer, unable to parse string as an integer [type=int_parsing]\n    For further information visit "
+                         "https://errors.pydantic.dev/9.9/v/int_parsing"}  # fmt: skip
+    # C holds none of the raised texts' key terms, and A quotes one: C names an error that did not occur
+    assert decide({k: v for k, v in options.items() if k != "D"}, observed(raised), question) == {"A": "true", "B": "true", "C": "false"}
+    # nobody quotes a raised text: a text that differs is no disproof on its own
+    assert decide({"C": options["C"]}, observed(raised), question) == {"C": "undecided"}
+    # nothing raised, printed or returned: no error is given
+    assert decide({"A": options["A"]}, observed(), question) == {"A": "false"}
+    # a question about printed text is not one about errors: nothing printed decides nothing
+    assert decide({"A": "Order saved"}, observed(), "What does this code print?") == {"A": "undecided"}
 
 
 def test_an_observation_that_cannot_be_trusted_decides_nothing():
