@@ -35,6 +35,7 @@ from retrieval_pipeline.core.verifier.claims import (
     analyse_question,
 )
 from retrieval_pipeline.core.verifier.compound_claims import clean_name_option
+from retrieval_pipeline.core.verifier.snippet_observation import split
 
 
 def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippet: str | None = None) -> list[Claim]:
@@ -69,6 +70,10 @@ def _snippet_claim(case_id: str, letter: str, text: str, snippet: str, frame: _F
         return _make(case_id, letter, text, "snippet", snippet_errors.hypothesis(blamed), None, **blamed, snippet=snippet, decides="truth")
     if details is None:
         claim = _claim(case_id, letter, text, frame)
+        section = split(snippet)[1]  # what the question shows, not the rest of its file
+        typed = value_claims.param_type_claim(case_id, letter, text, text.strip(), frame, section) if claim.kind == "unknown" else None
+        if typed is not None:
+            return typed
         output = snippet_claims.output_details(text, frame.question, snippet) if claim.kind == "unknown" else None
         if output is not None:
             return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(output), None, **output)
@@ -93,6 +98,7 @@ def builders() -> tuple[Builder, ...]:
 
     return (
         value_claims.valid_value_claim,
+        value_claims.param_type_claim,
         _import_claim,
         _signature_claim,
         more.stated_behaviour_claim,

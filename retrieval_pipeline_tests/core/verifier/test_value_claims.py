@@ -11,7 +11,7 @@ from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.proof_source import PRELUDE_SOURCE
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.sandbox_files import value_atoms
-from retrieval_pipeline.core.verifier.value_claims import enumerated_options
+from retrieval_pipeline.core.verifier.value_claims import enumerated_options, sample_kind, snippet_callee
 
 LISTED = "Which of the following is a VALID queue name?\nA. `jobs-1` B. `1jobs` C. `jobs_1` D. `'system'`"
 
@@ -108,3 +108,70 @@ def test_the_value_atom_file_registers_its_check_and_travels_with_every_atom_pro
     assert value_atoms._ATOM_CHECKS["valid_value"] is value_atoms._atom_valid_value
     claim = decompose("c", LISTED, {"A": "A", "B": "B"})[0]
     assert VALUE_ATOM_SOURCE in str(OfflineProver().prove(claim).test_source)
+
+
+# ---- "what type does the `x` argument expect?"
+
+
+class Form(pydantic.BaseModel):
+    title: str
+    schema_class: type[pydantic.BaseModel] | None = None
+    tags: list[str] = []
+
+
+@pytest.mark.parametrize(
+    ("option", "kind"),
+    [
+        ("A Pydantic model class.", "pydantic_class"),
+        ("An instance of a Pydantic model.", "pydantic_instance"),
+        ("A JSON schema dictionary.", "json_schema"),
+        ("A plain dict.", "dict"),
+        ("A list of field names.", "list"),
+        ("A string or a list.", None),  # an alternative: no claim
+        ("A class.", None),  # which class is not said
+        ("Anything at all.", None),
+    ],
+)
+def test_the_kind_of_value_an_option_names(option, kind):
+    assert sample_kind(option) == kind
+
+
+def test_the_callee_of_a_parameter_is_read_from_the_snippet():
+    spread = "def f():\n    kwargs = {'schema_class': Thing}\n    return Form(title='t', **kwargs)\n"
+    assert snippet_callee(spread, "schema_class") == "Form"
+    assert snippet_callee("Form(title='t', schema_class=Thing)\n", "schema_class") == "Form"
+    assert snippet_callee("Form(schema_class=A)\nSheet(schema_class=B)\n", "schema_class") is None  # two callees
+    assert snippet_callee("build(schema_class=A)\n", "schema_class") is None  # not a class
+
+
+def test_a_type_question_becomes_sample_claims_on_the_class_the_snippet_calls():
+    question = "What kind of value does the `schema_class` argument expect?"
+    options = {
+        "A": "A Pydantic model class.",
+        "B": "A Pydantic model instance.",
+        "C": "A JSON schema dictionary.",
+        "D": "None of the above",
+    }
+    snippet = "def code_under_test():\n    return Form(title='t', schema_class=Thing)\n"
+    claims = decompose("c", question, options, snippet=snippet)
+    atoms = [c.details["atoms"][0] for c in claims[:3]]
+    assert [(a["owner"], a["field"], a["sample"]) for a in atoms] == [
+        ("Form", "schema_class", "pydantic_class"), ("Form", "schema_class", "pydantic_instance"), ("Form", "schema_class", "json_schema"),
+    ]  # fmt: skip
+    named = decompose("c", "What type does the `tags` parameter of `Form` accept?", {"A": "A list of strings."})[0]
+    assert named.details["atoms"][0]["owner"] == "Form" and named.details["atoms"][0]["sample"] == "list"
+
+
+@pytest.mark.parametrize(
+    ("field", "sample", "state"),
+    [
+        ("schema_class", "pydantic_class", "true"),
+        ("schema_class", "pydantic_instance", "false"),
+        ("schema_class", "json_schema", "false"),
+        ("tags", "list", "true"),
+        ("tags", "int", "false"),
+    ],
+)
+def test_the_value_atom_with_a_sample_of_a_kind(check, field, sample, state):
+    names = {"Form": ("path", f"{__name__}.Form")}
+    assert check({"check": "valid_value", "owner": "Form", "field": field, "sample": sample, "valid": True}, names)[0] == state
