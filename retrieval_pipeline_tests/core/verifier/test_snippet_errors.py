@@ -3,9 +3,11 @@ observations (pydantic's per-field errors, a ``TypeError``), with no sandbox."""
 
 from __future__ import annotations
 
+import pydantic
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
+from retrieval_pipeline.core.verifier.sandbox_files import observe_snippet
 from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error, field_error_details, line_errors
 from retrieval_pipeline.core.verifier.snippet_observation import decide_options
 
@@ -117,3 +119,16 @@ def test_field_error_options_of_a_snippet_question_are_snippet_claims_decided_wi
     observation = {"stage": "done", "raised": ORDER_ERRORS, "returned": None, "stdout": "", "called": "code_under_test",
                    "context_failures": [], "expressions": {}}  # fmt: skip
     assert [state for state, _ in decide_options(claims, observation)] == ["true", "false", "false"]
+
+
+def test_the_observer_records_every_per_field_error_and_their_count():
+    class Order(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        quantity: int
+
+    with pytest.raises(pydantic.ValidationError) as caught:
+        Order(colour="red")
+    described = observe_snippet.describe_exception(caught.value)
+    assert described["error_count"] == 2 and len(described["errors"]) == 2
+    assert line_errors(described) == (described["errors"], True)
+    assert observe_snippet.describe_exception(ValueError("x"))["error_count"] is None
