@@ -118,8 +118,8 @@ def output_details(option: str, question: str, snippet: str) -> dict[str, Any] |
     """An ``output`` claim for a plain-text option of a question that asks for the text the code gives, else None.
 
     ``asks_error``: the question asks which error the code gives (not a text it returns or prints, nor a message
-    substring), so the text is an error's: false when nothing is raised and nothing is printed or returned, and
-    false when it differs from every raised text while another option quotes one. ``substring``: the question asks
+    substring), so the text is an error's: false when it differs from every raised text while another option quotes
+    one. ``substring``: the question asks
     for a substring, so only the text word for word is true (its key terms alone make it consistent)."""
     text = option.strip()
     asks_text = _ASKS_TEXT.search(question) is not None

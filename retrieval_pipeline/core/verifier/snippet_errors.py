@@ -10,7 +10,8 @@ Event", "The `content` field must be a list". :func:`field_error_details` reads 
 (:mod:`~retrieval_pipeline.core.verifier.snippet_observation`): pydantic's line errors (``loc``, ``type``, ``msg``),
 or a ``TypeError`` naming an unexpected or missing keyword argument.
 
-* nothing raised: false (no field is at fault);
+* nothing raised: undecided (the question's premise does not hold here; a field the option calls "not valid" may
+  be one the class silently ignores, so the statement may hold while being no error's cause);
 * an error at the field whose kind is the option's: true (``type``: the message says "valid list" and so on);
 * errors at the field, none of the option's kind: false; a prose reason: consistent (an error concerns the field);
 * no error at the field: false only when the list of errors is complete (pydantic lists every field it rejects; a
@@ -122,7 +123,7 @@ def decide_field_error(details: Mapping[str, Any], raised: Mapping[str, Any] | N
     """``(state, why)`` of a ``field_error`` claim against what the snippet raised (see the module docstring)."""
     field = str(details["field"])
     if not raised:
-        return "false", f"the snippet {happened}: no field is at fault"
+        return "undecided", f"undecided: the snippet {happened}, so no error's cause can be read (the question presupposes one)"
     errors, complete = line_errors(raised)
     if not errors:
         return "undecided", f"undecided: the snippet {happened}, naming no field it rejects"

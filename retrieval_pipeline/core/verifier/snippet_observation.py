@@ -28,8 +28,7 @@ one observation (:func:`decide_option`):
   (a string) or printed, word for word or every key term, and false when it is not; when the snippet raised, true
   when the text is in the exception's message or one of its per-field errors, false when it holds under half of
   their key terms and another option quotes one word for word, else undecided (the question may mean the
-  message). A question about the error the code gives makes the text false when nothing was raised, printed or
-  returned;
+  message);
 * ``field_error`` ("The `type` field is missing"): against the per-field errors
   (:mod:`~retrieval_pipeline.core.verifier.snippet_errors`).
 
@@ -284,8 +283,6 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         if returned.get("type") == "str" and returned.get("literal"):
             texts.append(str(ast.literal_eval(returned["repr"])))
         if not any(t.strip() for t in texts):
-            if details.get("asks_error"):
-                return "false", f"the snippet {happened}, and prints or returns no text: no error is given"
             return "undecided", f"the snippet {happened}, with no text to compare"
         found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
         shown = " | ".join(t.strip() for t in texts if t.strip())

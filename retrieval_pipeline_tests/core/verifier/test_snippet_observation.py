@@ -158,10 +158,8 @@ def test_a_question_about_the_errors_given_reads_text_options_against_each_per_f
     assert decide({k: v for k, v in options.items() if k != "D"}, observed(raised), question) == {"A": "true", "B": "true", "C": "false"}
     # nobody quotes a raised text: a text that differs is no disproof on its own
     assert decide({"C": options["C"]}, observed(raised), question) == {"C": "undecided"}
-    # nothing raised, printed or returned: no error is given
-    assert decide({"A": options["A"]}, observed(), question) == {"A": "false"}
-    # a question about printed text is not one about errors: nothing printed decides nothing
-    assert decide({"A": "Order saved"}, observed(), "What does this code print?") == {"A": "undecided"}
+    # nothing raised, printed or returned: an option may describe what happens instead, so nothing is decided
+    assert decide({"A": options["A"], "B": "The order is saved silently."}, observed(), question) == {"A": "undecided", "B": "undecided"}
 
 
 def test_an_observation_that_cannot_be_trusted_decides_nothing():
