@@ -39,7 +39,9 @@ An observation that cannot be trusted decides nothing: the snippet does not comp
 out of time, it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
 raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
-``sys.maxsize`` and the snippet passes ``-1``).
+``sys.maxsize`` and the snippet passes ``-1``), unless the question describes the one call it means ("initialize a
+`RunConfig` with `max_llm_calls` equal to `sys.maxsize`"): that call is run instead, in the snippet's module
+context (:func:`described_call`).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ _SANDBOX_TYPE = re.compile(r"Credential|Auth|Connect|Network|Timeout|HTTP|Http|T
 _SANDBOX_MESSAGE = re.compile(r"api[_ ]?key|credential|GOOGLE_CLOUD_PROJECT|network|connection refused|name resolution", re.I)
 #: pydantic line-error type -> the exception a validator raised to cause it.
 _WRAPPED = {"value_error": "ValueError", "assertion_error": "AssertionError"}
+_CLASSLIKE = re.compile(r"^_?[A-Z]\w*$")
 
 
 def compose(section: str, context: str | None) -> str:
@@ -372,15 +375,46 @@ def question_mismatch(question: str, snippet: str) -> str | None:
     return None
 
 
+#: "You initialize a `RunConfig` with `max_llm_calls` equal to `sys.maxsize`": the one call a question describes.
+_DESCRIBED_CALL = re.compile(
+    r"\b(?:initiali[sz]e|create|construct|instantiate|build)\s+(?:an?\s+|the\s+)?`(?P<callee>[A-Za-z_][\w.]*)`\s+with\s+(?:the\s+)?"
+    r"`(?P<param>[A-Za-z_]\w*)`(?:\s+(?:argument|parameter|field))?\s+(?:equal\s+to|set\s+to|as|=)\s+`(?P<value>[^`\n]+)`",
+    re.I,
+)
+
+
+def described_call(question: str, snippet: str) -> str | None:
+    """The code to run instead of a snippet that is not the code the question describes (:func:`question_mismatch`),
+    when the question describes one call (``initialize a `C` with `p` equal to `v```): the snippet's module context and a
+    ``code_under_test`` making that call; None when the question describes none, or the call is no Python."""
+    match = _DESCRIBED_CALL.search(question)
+    if match is None or not _CLASSLIKE.match(match.group("callee").rsplit(".", 1)[-1]):
+        return None
+    call = f"{match.group('callee')}({match.group('param')}={match.group('value').strip()})"
+    try:
+        ast.parse(call, mode="eval")
+    except SyntaxError:
+        return None
+    return compose(f"def code_under_test():\n    {call}\n", split(snippet)[0] or None)
+
+
 def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None) -> list[OptionEvidence]:
-    """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order."""
+    """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order. A snippet that is
+    not the code the question describes is replaced by the call the question describes, if it describes one
+    (:func:`described_call`)."""
+    question = claims[0].question if claims else ""
+    mismatch = question_mismatch(question, snippet) if claims else None
+    described = described_call(question, snippet) if mismatch else None
+    if described is not None and question_mismatch(question, described) is None:
+        snippet, mismatch = described, None
     observation, execution = observe(snippet, claims, settings, index)
-    why = untrusted(observation, execution) or (question_mismatch(claims[0].question, snippet) if claims else None)
+    why = untrusted(observation, execution) or mismatch
     decided: list[Decision] = (
         [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
     )
     record = {} if observation is None else {
         "observed": what_happened(observation),
+        "ran": None if described is None or snippet != described else split(described)[1],
         "called": observation.get("called"),
         "stdout": observation.get("stdout"),
         "context_failures": observation.get("context_failures"),

@@ -19,7 +19,9 @@ from retrieval_pipeline.core.verifier.snippet_claims import snippet_details, sni
 from retrieval_pipeline.core.verifier.snippet_observation import (
     compose,
     decide_options,
+    described_call,
     question_mismatch,
+    snippet_evidence,
     split,
     type_matches,
     untrusted,
@@ -181,6 +183,29 @@ def test_a_question_that_names_code_the_snippet_lacks_is_not_about_that_snippet(
     assert "sys.maxsize" in str(question_mismatch("You set `max_llm_calls` to `sys.maxsize`. What error occurs?", snippet))
     assert question_mismatch("You set `max_llm_calls` on a `RunConfig`. What error occurs?", snippet) is None
     assert question_mismatch("With `summarizer='string'`?", 'EventsCompactionConfig(summarizer="string")') is None
+
+
+FRACTION_QUESTION = "You create a `fractions.Fraction` with `numerator` equal to `'seven'`. What error occurs?"
+FRACTION_SNIPPET = compose("def code_under_test():\n    fractions.Fraction(numerator=3)\n", "import fractions\n")
+
+
+def test_the_call_a_question_describes_replaces_a_snippet_that_is_other_code():
+    described = described_call(FRACTION_QUESTION, FRACTION_SNIPPET)
+    context, section = split(described)
+    assert context.strip() == "import fractions" and section == "def code_under_test():\n    fractions.Fraction(numerator='seven')\n"
+    assert question_mismatch(FRACTION_QUESTION, described) is None
+    assert described_call("You call `fractions.gcd` with `a` equal to `1`.", FRACTION_SNIPPET) is None  # no call it initialises
+    assert described_call("You create a `Fraction` with `numerator` equal to `1 +`.", FRACTION_SNIPPET) is None  # no Python
+    assert described_call("You create a `fraction` with `numerator` equal to `1`.", FRACTION_SNIPPET) is None  # not a class
+
+
+def test_the_described_call_is_what_runs_in_the_sandbox():
+    require_sandbox()
+    options = {"A": "TypeError.", "B": "No error.", "C": "ValueError.", "D": "None of the above"}
+    claims = [c for c in decompose("c", FRACTION_QUESTION, options, snippet=FRACTION_SNIPPET) if c.kind == "snippet"]
+    evidence = snippet_evidence(claims, FRACTION_SNIPPET, SandboxSettings(timeout_s=60))
+    assert [e.state for e in evidence] == ["false", "false", "true"], [e.note for e in evidence]
+    assert "numerator='seven'" in evidence[0].record["ran"]
 
 
 def test_compose_and_split_carry_the_context_with_the_section():
