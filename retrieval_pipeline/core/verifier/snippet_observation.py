@@ -115,14 +115,17 @@ def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
     return found
 
 
-def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None) -> tuple[dict[str, Any] | None, Execution]:
+def observe(
+    snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None, extra: Sequence[str] = ()
+) -> tuple[dict[str, Any] | None, Execution]:
     """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution.
 
     ``index`` (a :class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) says where a class the question
-    names is defined now, should the context's import of it fail (:func:`moved_names`).
+    names is defined now, should the context's import of it fail (:func:`moved_names`). ``extra``: expressions to
+    evaluate after the run besides those the options name.
     """
     context, section = split(snippet)
-    expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"})
+    expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"} | set(extra))
     rebind = moved_names(claims[0].question if claims else "", context, index)
     request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions, "rebind": rebind}
     files = {RUNNER_FILE: source(RUNNER_FILE), REQUEST_FILE: json.dumps(request)}
@@ -383,10 +386,11 @@ _DESCRIBED_CALL = re.compile(
 )
 
 
-def described_call(question: str, snippet: str) -> str | None:
+def described_call(question: str, snippet: str) -> tuple[str, str] | None:
     """The code to run instead of a snippet that is not the code the question describes (:func:`question_mismatch`),
     when the question describes one call (``initialize a `C` with `p` equal to `v```): the snippet's module context and a
-    ``code_under_test`` making that call; None when the question describes none, or the call is no Python."""
+    ``code_under_test`` making that call, and the value's text (``v``); None when the question describes none, or the
+    call is no Python."""
     match = _DESCRIBED_CALL.search(question)
     if match is None or not _CLASSLIKE.match(match.group("callee").rsplit(".", 1)[-1]):
         return None
@@ -395,7 +399,25 @@ def described_call(question: str, snippet: str) -> str | None:
         ast.parse(call, mode="eval")
     except SyntaxError:
         return None
-    return compose(f"def code_under_test():\n    {call}\n", split(snippet)[0] or None)
+    return compose(f"def code_under_test():\n    {call}\n", split(snippet)[0] or None), match.group("value").strip()
+
+
+def _valued(claim: Claim, text: str, value: Mapping[str, Any] | None) -> Claim:
+    """The claim with ``text`` (an expression the question names, ``sys.maxsize``) replaced by its value in the texts it
+    compares (a message states the value, not the expression); unchanged when the value is unknown."""
+    if not value or "error" in value or not value.get("repr"):
+        return claim
+    keys = ("message", "describes", "output_text")
+    changed = {k: str(claim.details[k]).replace(text, str(value["repr"])) for k in keys if isinstance(claim.details.get(k), str)}
+    return dataclasses.replace(claim, details={**claim.details, **changed})
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None) -> list[OptionEvidence]:
@@ -404,17 +426,20 @@ def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSet
     (:func:`described_call`)."""
     question = claims[0].question if claims else ""
     mismatch = question_mismatch(question, snippet) if claims else None
-    described = described_call(question, snippet) if mismatch else None
-    if described is not None and question_mismatch(question, described) is None:
+    found = described_call(question, snippet) if mismatch else None
+    described, value = found if found is not None and question_mismatch(question, found[0]) is None else (None, "")
+    if described is not None:
         snippet, mismatch = described, None
-    observation, execution = observe(snippet, claims, settings, index)
+    observation, execution = observe(snippet, claims, settings, index, extra=[value] if value else [])
+    if observation is not None and value and not _is_literal(value):
+        claims = [_valued(c, value, (observation.get("expressions") or {}).get(value)) for c in claims]
     why = untrusted(observation, execution) or mismatch
     decided: list[Decision] = (
         [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
     )
     record = {} if observation is None else {
         "observed": what_happened(observation),
-        "ran": None if described is None or snippet != described else split(described)[1],
+        "ran": None if described is None else split(described)[1],
         "called": observation.get("called"),
         "stdout": observation.get("stdout"),
         "context_failures": observation.get("context_failures"),

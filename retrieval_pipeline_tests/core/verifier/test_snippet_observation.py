@@ -190,7 +190,8 @@ FRACTION_SNIPPET = compose("def code_under_test():\n    fractions.Fraction(numer
 
 
 def test_the_call_a_question_describes_replaces_a_snippet_that_is_other_code():
-    described = described_call(FRACTION_QUESTION, FRACTION_SNIPPET)
+    described, value = described_call(FRACTION_QUESTION, FRACTION_SNIPPET)
+    assert value == "'seven'"
     context, section = split(described)
     assert context.strip() == "import fractions" and section == "def code_under_test():\n    fractions.Fraction(numerator='seven')\n"
     assert question_mismatch(FRACTION_QUESTION, described) is None
@@ -206,6 +207,17 @@ def test_the_described_call_is_what_runs_in_the_sandbox():
     evidence = snippet_evidence(claims, FRACTION_SNIPPET, SandboxSettings(timeout_s=60))
     assert [e.state for e in evidence] == ["false", "false", "true"], [e.note for e in evidence]
     assert "numerator='seven'" in evidence[0].record["ran"]
+
+
+def test_an_expression_the_question_names_is_compared_by_its_value():
+    """The message states the value (``9223372036854775807``), the option the expression the question named."""
+    require_sandbox()
+    question = "You construct an `ipaddress.IPv4Address` with `address` equal to `sys.maxsize`. What error occurs?"
+    snippet = compose("def code_under_test():\n    ipaddress.IPv4Address(address=1)\n", "import ipaddress\nimport sys\n")
+    options = {"A": "ValueError: sys.maxsize is not permitted as an IPv4 address.", "B": "TypeError.", "C": "No error."}
+    claims = [c for c in decompose("c", question, options, snippet=snippet) if c.kind == "snippet"]
+    evidence = snippet_evidence(claims, snippet, SandboxSettings(timeout_s=60))
+    assert [e.state for e in evidence] == ["true", "false", "false"], [e.note for e in evidence]
 
 
 def test_compose_and_split_carry_the_context_with_the_section():
