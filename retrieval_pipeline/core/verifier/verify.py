@@ -51,6 +51,7 @@ from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_ba
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
@@ -204,7 +205,7 @@ def second_opinion(
     Returns:
         The evidence per option; where the second prover did not settle more, the first result with a note of the try.
     """
-    open_ = [i for i, e in enumerate(evidence) if e.state in OPEN_STATES and e.claim.kind != "none_of_the_above"]
+    open_ = [i for i, e in enumerate(evidence) if e.state in OPEN_STATES and e.claim.kind not in DERIVED_KINDS]
     if not open_:
         return list(evidence)
     proofs = [fallback.prove(evidence[i].claim) for i in open_]
