@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import csv
 import hashlib
 import io
 import json
@@ -155,18 +156,19 @@ def find_slices(parts: PypiParts, search_path: Sequence[str] | None = None) -> l
         if dist is None:
             missing.append(f"{name} is not installed")
             continue
-        candidates = [f for f in dist.files or () if SLICE_NAME.match(PurePosixPath(str(f)).name)]
+        candidates = [row for row in _record_rows(dist) if SLICE_NAME.match(PurePosixPath(row[0]).name)]
         if len(candidates) != 1:
             raise ValueError(
-                f"model part {name} {dist.version}: expected one file named <archive>.zip.<NNN>, found {[str(f) for f in candidates]}"
+                f"model part {name} {dist.version}: expected one file named <archive>.zip.<NNN>, found {[row[0] for row in candidates]}"
             )
-        record = candidates[0]
-        path = Path(str(dist.locate_file(record)))
+        recorded_path, recorded_hash = candidates[0]
+        path = Path(str(dist.locate_file(recorded_path)))
         if not path.is_file():
             missing.append(f"{name} {dist.version} lacks its slice {path}")
             continue
-        matched = SLICE_NAME.match(PurePosixPath(str(record)).name) or {"archive": "", "number": "0"}
-        recorded = record.hash.value if record.hash is not None and record.hash.mode == "sha256" else None
+        matched = SLICE_NAME.match(PurePosixPath(recorded_path).name) or {"archive": "", "number": "0"}
+        mode, _, value = recorded_hash.partition("=")
+        recorded = value if mode == "sha256" else None
         found.append(
             Slice(name, dist.version, path, matched["archive"], int(matched["number"]), path.stat().st_size, _record_hex(recorded))
         )
@@ -185,6 +187,17 @@ def _distribution(name: str, search_path: Sequence[str] | None) -> metadata.Dist
     if search_path is not None:
         kwargs["path"] = list(search_path)
     return next(iter(metadata.distributions(**kwargs)), None)
+
+
+def _record_rows(dist: metadata.Distribution) -> list[tuple[str, str]]:
+    """``(path, hash)`` of each file the distribution's ``RECORD`` lists, present on disk or not.
+
+    ``Distribution.files`` is not used: once the ``importlib_metadata`` backport (6+) is imported by any
+    library, it replaces the standard library's finder, and its ``files`` silently drops missing files,
+    which would turn "the slice was deleted" into "the part holds no slice".
+    """
+    text = dist.read_text("RECORD") or ""
+    return [(row[0], row[1] if len(row) > 1 else "") for row in csv.reader(text.splitlines()) if row]
 
 
 def _record_hex(urlsafe_b64: str | None) -> str | None:

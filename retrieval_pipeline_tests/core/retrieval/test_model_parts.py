@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -140,6 +142,21 @@ def test_a_missing_part_or_slice_is_named(site: Path, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"toy-model-pypi-part-003 0\.0\.1 lacks its slice .*toy-model\.zip\.003"):
         assemble(parts(), tmp_path / "cache", [str(site)])
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_missing_slice_is_named_after_the_importlib_metadata_backport_is_imported(site: Path) -> None:
+    """The backport (6+), once imported, replaces the standard finder and its ``files`` drops missing files."""
+    pytest.importorskip("importlib_metadata")
+    (site / "toy-model-pypi-part_003" / "input" / "toy-model.zip.003").unlink()
+    script = (
+        "import importlib_metadata, sys\n"
+        "from retrieval_pipeline.core.retrieval.model_parts import PypiParts, find_slices\n"
+        f"try:\n    find_slices(PypiParts(distributions={NAMES!r}), [{str(site)!r}])\n"
+        "except FileNotFoundError as error:\n    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "toy-model-pypi-part-003 0.0.1 lacks its slice" in done.stdout
 
 
 def test_a_slice_that_differs_from_its_record_names_its_part(site: Path, tmp_path: Path) -> None:
