@@ -57,7 +57,7 @@ from retrieval_pipeline.core.sandbox.batch import BATCH_CONFIG_FILE, BATCH_RUNNE
 from retrieval_pipeline.core.sandbox.cgroups import MemoryCgroup, PidsCgroup, memory_cgroup, process_limit
 from retrieval_pipeline.core.sandbox.layout import bwrap_command, environment_paths, reachable, seccomp_program
 from retrieval_pipeline.core.sandbox.results import Execution, collect_artifacts, make_execution, read_truncated
-from retrieval_pipeline.core.sandbox.settings import PYTEST_ARGS, SandboxError, SandboxSettings
+from retrieval_pipeline.core.sandbox.settings import PYTEST_ARGS, PYTEST_ENV, SandboxError, SandboxSettings
 
 _INSTALL_HINT = "apt-get install -y bubblewrap"
 _counter = itertools.count()
@@ -106,7 +106,7 @@ def run_pytest(test_source: str, filename: str, settings: SandboxSettings | None
     settings = settings or SandboxSettings()
     _check_filename(filename)
     argv = [str(settings.python), "-m", "pytest", *PYTEST_ARGS, filename]
-    return run_in_sandbox({filename: test_source}, argv, settings, collect_suffix=".evidence.json")
+    return run_in_sandbox({filename: test_source}, argv, settings, collect_suffix=".evidence.json", env=PYTEST_ENV)
 
 
 def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings | None = None) -> list[Execution | None]:
@@ -150,7 +150,7 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
     if not tests:
         return []
     files, argv, batch = batch_files(tests, settings)
-    execution, channel = sandboxed(files, argv, batch, channel_bytes=settings.file_mb * 2**20)
+    execution, channel = sandboxed(files, argv, batch, channel_bytes=settings.file_mb * 2**20, env=PYTEST_ENV)
     if execution.pids_limit_hit or execution.memory_limit_hit:
         return [None] * len(tests)
     return batch_results(channel, len(tests), settings.max_output_chars)
@@ -163,9 +163,11 @@ def run_in_sandbox(
     *,
     collect_suffix: str | None = None,
     max_artifact_bytes: int = 256 * 1024,
+    env: Mapping[str, str] | None = None,
 ) -> Execution:
-    """Write ``files`` into a fresh working directory and run ``argv`` there under bubblewrap."""
-    return sandboxed(files, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes)[0]
+    """Write ``files`` into a fresh working directory and run ``argv`` there under bubblewrap (``env`` added to the
+    sandbox's own environment)."""
+    return sandboxed(files, argv, settings, collect_suffix=collect_suffix, max_artifact_bytes=max_artifact_bytes, env=env)[0]
 
 
 def sandboxed(
@@ -176,6 +178,7 @@ def sandboxed(
     collect_suffix: str | None = None,
     max_artifact_bytes: int = 256 * 1024,
     channel_bytes: int | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Execution, bytes]:
     """As :func:`run_in_sandbox`; with ``channel_bytes``, also a result channel and what came through it.
 
@@ -196,7 +199,7 @@ def sandboxed(
         if channel_bytes is not None:
             channel = os.open(base / "channel", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
             argv = [*argv, str(channel)]
-        command = bwrap_command(bwrap, base, workdir, argv, settings, binds, dict(plan.staged))
+        command = bwrap_command(bwrap, base, workdir, argv, settings, binds, dict(plan.staged), env)
         execution = _run(command, base, workdir, settings, plan, collect_suffix, max_artifact_bytes, channel)
         received = os.pread(channel, channel_bytes, 0) if channel is not None and channel_bytes else b""
         return execution, received

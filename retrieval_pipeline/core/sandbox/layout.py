@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 import struct
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,10 @@ _SECCOMP_DENY = {
     "x86_64": (0xC000003E, (101, 310, 311, 312, 438)),
     "aarch64": (0xC00000B7, (117, 270, 271, 272, 438)),
 }
+
+
+#: A name the sandbox's environment accepts (``env`` of :func:`bwrap_command`).
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
 def reachable(path: Path, uid: int, gid: int) -> bool:
@@ -167,8 +172,10 @@ def bwrap_command(
     settings: SandboxSettings,
     binds: Sequence[Path],
     staged: Mapping[Path, Path],
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The bwrap argv: namespaces, the explicit read-only layout, private /tmp, writable workdir, cleared env."""
+    """The bwrap argv: namespaces, the explicit read-only layout, private /tmp, writable workdir, cleared env
+    (plus ``env``, set last)."""
     uid = str(settings.sandbox_uid)
     python_bin = str(Path(os.path.abspath(settings.python)).parent)
     command = [
@@ -201,9 +208,12 @@ def bwrap_command(
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "PYTHONHASHSEED", "0",
         "--setenv", "PYTHONNOUSERSITE", "1",
-        "--",
     ]  # fmt: skip
-    return command + list(argv)
+    for name, value in (env or {}).items():
+        if not ENV_NAME.fullmatch(name):
+            raise ValueError(f"not an environment variable name: {name!r}")
+        command += ["--setenv", name, value]
+    return [*command, "--", *argv]
 
 
 @functools.lru_cache(maxsize=1)

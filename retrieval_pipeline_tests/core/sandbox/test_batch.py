@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.util
 import os
 import threading
 from pathlib import Path
@@ -94,6 +95,26 @@ def test_a_batch_gives_each_proof_the_result_it_gets_alone(sandbox):
     for proof, b, a in zip(proofs, batch, alone):
         assert option_evidence(proof, b).state == option_evidence(proof, a).state
         assert b.stdout.splitlines()[:-1] == a.stdout.splitlines()[:-1]  # pytest's own report; the last line is the time
+
+
+#: Passes when pytest loaded no plugin from the environment's entry points (anyio, xdist: installed here).
+NO_PLUGINS = """import os
+
+
+def test_option(request):
+    assert os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1"
+    loaded = [name for name in ("anyio", "xdist.plugin") if request.config.pluginmanager.has_plugin(name)]
+    assert loaded == [], loaded
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("anyio") is None, reason="anyio (a pytest plugin by entry point) is not installed")
+def test_proofs_run_without_the_environment_s_pytest_plugins(sandbox):
+    """A proof is a plain pytest file: plugins the environment registers by entry point are not loaded, alone or in a batch."""
+    alone = run_pytest(NO_PLUGINS, "test_option_A.py", sandbox)
+    batch = run_pytest_batch([(NO_PLUGINS, "test_option_A.py"), (NO_PLUGINS, "test_option_B.py")], sandbox)
+    assert alone.outcome == "passed", alone.stdout
+    assert [b.outcome if b else None for b in batch] == ["passed", "passed"], [b.stdout if b else None for b in batch]
 
 
 def test_crashes_and_timeouts_cost_only_their_own_option(sandbox):
