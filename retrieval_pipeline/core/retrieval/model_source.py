@@ -15,6 +15,7 @@ read files only.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -238,8 +239,13 @@ def _check_weights(folder: Path, expected: str, origin: dict[str, str]) -> None:
         )
 
 
+@functools.lru_cache(maxsize=64)
 def _distribution_version(package: str) -> str | None:
-    """The installed version of the distribution that provides the top-level module of ``package``."""
+    """The installed version of the distribution that provides the top-level module of ``package``.
+
+    Kept for the process (mapping modules to distributions reads every installed distribution's metadata): the
+    module is imported once per process too, so a package upgraded meanwhile still runs the version found first.
+    """
     top = package.split(".")[0]
     for dist in metadata.packages_distributions().get(top, []):
         try:
