@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     loaded = load_cases(config)
     extra = load_suites(extra_suites(config, None), files_root=getattr(config, "suite_files_root", None))
     questions = [c for c in list(loaded.cases) + list(extra.cases) if c.benchmark_type == "multiple_choice"]
+    if args.case:  # only the named questions are verified, offline too
+        questions = [c for c in questions if c.case_id in set(args.case)]
     sandbox = SandboxSettings(python=Path(verifier.python).absolute(), timeout_s=verifier.timeout_s, memory_mb=verifier.memory_mb)
     started = time.monotonic()
     offline = offline_run(questions, sandbox, verifier, args.verdict_cache)
