@@ -18,8 +18,8 @@ fails: the wrapper reads the traceback, and an ``AssertionError`` raised anywher
 ``raise``), any other exception, a timeout or a crash leaves the option undecided. A check with no ``assert``
 proves nothing and is refused before it runs.
 
-**Screening** (defence in depth; the sandbox is the boundary): a check that does not parse, defines no
-``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
+**Screening** (defence in depth; the sandbox is the boundary): a script whose ``assert`` statements are at top level
+becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse, defines no ``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
 ``eval``/``__import__``, names the evidence file or the wrapper's helpers, or exits the interpreter is refused:
 the option stays undecided, with the reason.
 
@@ -153,6 +153,24 @@ def screen_check(source: str) -> str | None:
     return None
 
 
+def as_check(source: str) -> str:
+    """``source`` with its top-level statements made the body of ``check()``, when it is a script that asserts at top
+    level and defines no ``check()`` (a small model often writes the asserts so, whatever the prompt says); otherwise
+    ``source`` unchanged. The statements are moved in the syntax tree (string literals keep their exact text) and the
+    result is screened like any other check.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    defines_check = any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check" for n in tree.body)
+    if defines_check or not any(isinstance(n, ast.Assert) for n in tree.body):
+        return source
+    wrapped = ast.parse("def check():\n    pass\n")
+    wrapped.body[0].body = tree.body  # type: ignore[attr-defined]
+    return ast.unparse(wrapped) + "\n"
+
+
 def wrap_check(claim: Claim, code: str, prover: str, refutation: str | None = None) -> str:
     """The pytest file for a generated check (and its refutation): the offline prover's prelude, the wrapper
     (``sandbox_files/llm_check.py``) and a test that runs them, given as literals."""
@@ -214,7 +232,7 @@ class LLMProver:
         call = self.client.complete_json(self.messages(claim, write), GeneratedCheck)
         if not call.ok or call.value is None:
             return None, f"the LLM gave no usable {write}: {call.error}"
-        code = str(call.value["test_code"])
+        code = as_check(str(call.value["test_code"]))
         problem = screen_check(code)
         return (None, f"the generated {write} was refused: {problem}") if problem else (code, None)
 

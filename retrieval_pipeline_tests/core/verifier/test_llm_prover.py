@@ -26,7 +26,7 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, screen_check, wrap_check
+from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, as_check, screen_check, wrap_check
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, check_questions
 from retrieval_pipeline.core.verifier.report import quality_report
@@ -176,6 +176,22 @@ def test_screen_lets_an_ordinary_check_run_and_the_wrapper_compiles():
     assert source.isascii() and GENERATED_FILE in source and "def test_option_A" in source
 
 
+def script(check: str) -> str:
+    """A check's body as a script at top level, as a small model writes it (no ``def check():``)."""
+    return "\n".join(line[4:] for line in check.strip().splitlines()[1:]) + "\n"
+
+
+def test_a_script_that_asserts_at_top_level_becomes_check_and_nothing_else_is_rewritten():
+    wrapped = as_check('import json\ntext = """a\n  b"""\nassert json.loads("[1]") == [1], text\n')
+    assert wrapped.startswith("def check():\n") and screen_check(wrapped) is None
+    namespace: dict = {}
+    exec(compile(wrapped, "generated.py", "exec"), namespace)  # noqa: S102 - the test's own literal
+    namespace["check"]()  # the multi-line string keeps its exact text: the assertion holds
+    assert "'a\\n  b'" in wrapped
+    for unchanged in (CORRECT[OPTIONS["A"]], "x = 1\n", "def check(:\n", "import os\n"):
+        assert as_check(unchanged) == unchanged
+
+
 # --------------------------------------------------------------------------------------------------
 # Correct checks decide
 
@@ -251,6 +267,18 @@ def test_a_wrong_but_plausible_check_cannot_make_a_true_option_false(sandbox, tm
     note = next(e.note for e in guarded.evidence if e.letter == "A")
     assert "disagree" in note and "('b', 2)" in note
     assert guarded.verdict != "Incorrect"
+
+
+def test_scripts_decide_like_checks_and_a_wrong_script_is_still_caught(sandbox, tmp_path):
+    """Top-level scripts (a small model's habit) are proven as check(); the guard treats them like any other check."""
+    table = {OPTIONS["B"]: reply(script(CORRECT[OPTIONS["B"]])), (OPTIONS["B"], "refutation"): reply(script(REFUTE[OPTIONS["B"]]))}
+    table |= {OPTIONS["A"]: reply(script(WRONG_BUT_PLAUSIBLE)), (OPTIONS["A"], "refutation"): reply(script(REFUTE[OPTIONS["A"]]))}
+    with llm_client(table, tmp_path) as (client, _):
+        verdict = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+    evidence = {e.letter: e for e in verdict.evidence}
+    assert evidence["B"].state == "false" and "independent refutation held" in evidence["B"].note
+    assert evidence["A"].state == "undecided" and "disagree" in evidence["A"].note
+    assert verdict.verdict != "Incorrect"
 
 
 def test_the_check_and_the_refutation_decide_only_together(sandbox, tmp_path):
