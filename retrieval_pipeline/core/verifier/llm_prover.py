@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import re
 import threading
 from typing import Any
 
@@ -40,6 +41,7 @@ import pydantic
 from retrieval_pipeline.core.astutil import dotted_name
 from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
 from retrieval_pipeline.core.verifier.provers import Proof
 from retrieval_pipeline.core.verifier.sandbox_files import llm_check, source
@@ -79,6 +81,8 @@ an option that is false must make one of them fail. Use plain `assert` statement
 - No network, no subprocesses, no environment variables, no files outside the current directory.
 - Do not catch AssertionError, do not call sys.exit, do not write pytest tests or fixtures.
 - If something needed does not exist, let the exception propagate (that is not an answer).
+- `where_the_library_defines` (when given) says where the installed library defines the names the question and the \
+option use: import them from there.
 """
 
 #: What the second, independent request asks for: a check that holds exactly when the option is FALSE.
@@ -86,6 +90,32 @@ _REFUTE = (
     "This time write the REFUTATION: `check()`'s assert statements must ALL hold if and only if the option is FALSE; "
     "an option that is true must make one of them fail. Decide it from the library itself, not from the wording."
 )
+
+
+#: A name as the question or the option writes it (``RunConfig``, ``runner.run_async``, ``types.Part``).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: The most names located for one prompt.
+MAX_LOCATED = 8
+
+
+def located_names(text: str, index: LibraryIndex) -> dict[str, str]:
+    """The names in ``text`` the probed library defines, with where (``RunConfig`` -> its fully qualified name).
+
+    A name counts when it is capitalised (a class) or written in backticks (``runner.run_async`` -> ``Runner``);
+    only the first part of a dotted name is looked up. At most :data:`MAX_LOCATED`, in order of appearance.
+    """
+    quoted = {m.split(".")[0] for span in re.findall(r"`([^`]+)`", text) for m in _NAME.findall(span)}
+    found: dict[str, str] = {}
+    for match in _NAME.finditer(text):
+        head = match.group(0).split(".")[0]
+        if head in found or not (head[:1].isupper() or head in quoted):
+            continue
+        resolved = index.resolve(head)
+        if resolved is not None:
+            found[head] = resolved[1]
+        if len(found) >= MAX_LOCATED:
+            break
+    return found
 
 
 class GeneratedCheck(pydantic.BaseModel):
@@ -190,6 +220,9 @@ class LLMProver:
         refute: Ask a second time, independently, for a refutation (a check that holds exactly when the option is
             false), and decide only when the check and the refutation agree. On by default: a small model's wrong
             test then cannot make a true option false on its own. Off: one check decides (half the calls).
+        index: The probed library: the prompt then says where the library defines the names the question and the
+            option use (:func:`located_names`), so that a model that does not know the library imports them from
+            where they are.
     """
 
     def __init__(
@@ -200,12 +233,14 @@ class LLMProver:
         import_name: str | None = None,
         max_calls: int | None = None,
         refute: bool = True,
+        index: LibraryIndex | None = None,
     ) -> None:
         self.client = client
         self.library = library
         self.import_name = import_name
         self.max_calls = max_calls
         self.refute = refute
+        self.index = index
         self.name = f"llm:{client.settings.model}"
         self._asked = 0
         self._lock = threading.Lock()
@@ -221,6 +256,9 @@ class LLMProver:
             "what_the_option_claims": claim.hypothesis if claim.kind != "unknown" else None,
             "write": write,
         }
+        located = located_names(f"{claim.question}\n{claim.option_text}", self.index) if self.index is not None else {}
+        if located:
+            task["where_the_library_defines"] = located
         system = _SYSTEM if write == "check" else _SYSTEM + "\n" + _REFUTE
         return [
             {"role": "system", "content": system},

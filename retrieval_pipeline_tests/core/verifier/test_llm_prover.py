@@ -26,7 +26,8 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, as_check, screen_check, wrap_check
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, as_check, located_names, screen_check, wrap_check
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, check_questions
 from retrieval_pipeline.core.verifier.report import quality_report
@@ -190,6 +191,30 @@ def test_a_script_that_asserts_at_top_level_becomes_check_and_nothing_else_is_re
     assert "'a\\n  b'" in wrapped
     for unchanged in (CORRECT[OPTIONS["A"]], "x = 1\n", "def check(:\n", "import os\n"):
         assert as_check(unchanged) == unchanged
+
+
+def test_the_prompt_says_where_the_library_defines_the_names_it_uses(tmp_path):
+    index = LibraryIndex(
+        import_name="google.adk",
+        distribution="google-adk",
+        version="2.13.0",
+        python_version="3.11",
+        python="python",
+        names={
+            "RunConfig": ["google.adk.agents.run_config.RunConfig", "google.adk.agents.RunConfig"],
+            "Runner": ["google.adk.runners.Runner"],
+        },
+    )
+    question = "With `runner.run_async()`, what does `RunConfig.speech_config` control?"
+    assert located_names(question + "\nAgent name. Nothing.", index) == {
+        "runner": "google.adk.runners.Runner",  # an instance written in backticks: its class
+        "RunConfig": "google.adk.agents.RunConfig",  # the shortest public path; Agent and Nothing are not defined
+    }
+    claim = decompose("c", question, {"A": "Agent name."})[0]
+    with LLMClient(LLMSettings(base_url="http://127.0.0.1:9/v1", model=MODEL), LLMCache(tmp_path / "llm.sqlite")) as client:
+        located = json.loads(LLMProver(client, index=index).messages(claim)[-1]["content"])["where_the_library_defines"]
+        assert located == {"runner": "google.adk.runners.Runner", "RunConfig": "google.adk.agents.RunConfig"}
+        assert "where_the_library_defines" not in json.loads(LLMProver(client).messages(claim)[-1]["content"])
 
 
 # --------------------------------------------------------------------------------------------------
