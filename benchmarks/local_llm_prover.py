@@ -64,6 +64,8 @@ OUTCOMES = (
 
 def outcome(note: str) -> str:
     """The kind of ending an LLM option note describes."""
+    if "but no option of the question true" in note:
+        return "found false, set aside: no option true"
     text = note.split(" (the first proof, by")[0]
     text = text.split("did not settle it either: ")[-1]
     for start, label in OUTCOMES:

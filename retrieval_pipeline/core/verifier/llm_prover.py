@@ -18,6 +18,11 @@ fails: the wrapper reads the traceback, and an ``AssertionError`` raised anywher
 ``raise``), any other exception, a timeout or a crash leaves the option undecided. A check with no ``assert``
 proves nothing and is refused before it runs.
 
+**Vacuous answers decide nothing.** A check (or refutation) whose every assertion only says that something exists
+(``X is not None``, ``hasattr``, ``isinstance(X, type)``) is refused: the offline prover already decides whether names
+exist, and such a refutation holds whether the option is true or not: paired with a check that has a wrong expected
+value (a small model writes both), it would make a true option false.
+
 **Screening** (defence in depth; the sandbox is the boundary): a script whose ``assert`` statements are at top level
 becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse, defines no ``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
 ``eval``/``__import__``, names the evidence file or the wrapper's helpers, or exits the interpreter is refused:
@@ -158,6 +163,29 @@ def _node_problem(node: ast.AST) -> str | None:
     return None
 
 
+#: Calls that only say a thing exists (``callable(X)``, ``hasattr(m, "X")``, ``inspect.isclass(X)``).
+EXISTENCE_CALLS = frozenset("callable hasattr inspect.isclass inspect.isfunction inspect.ismodule inspect.ismethod".split())
+
+
+def existence_only(test: ast.expr) -> bool:
+    """Whether an assert's test only says that something exists: ``X``, ``m.X``, ``X is not None``, ``callable(X)``,
+    ``hasattr(m, "X")``, ``isinstance(X, type)`` (or an ``and`` of such tests)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(existence_only(v) for v in test.values)
+    if isinstance(test, ast.Name | ast.Attribute):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        right = test.comparators[0]
+        return isinstance(right, ast.Constant) and right.value is None
+    if isinstance(test, ast.Call):
+        called = dotted_name(test.func)
+        if called in EXISTENCE_CALLS:
+            return True
+        if called == "isinstance" and len(test.args) == 2:
+            return isinstance(test.args[1], ast.Name) and test.args[1].id == "type"
+    return False
+
+
 def screen_check(source: str) -> str | None:
     """Why a generated check is refused before it runs, or None when it may run (see the module docstring).
 
@@ -174,12 +202,15 @@ def screen_check(source: str) -> str | None:
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check"]
     if not checks:
         return "it defines no top-level check()"
-    if not any(isinstance(n, ast.Assert) for n in ast.walk(checks[0])):
+    asserts = [n for n in ast.walk(checks[0]) if isinstance(n, ast.Assert)]
+    if not asserts:
         return "check() has no assert statement, so it would prove nothing"
     for node in ast.walk(tree):
         problem = _node_problem(node)
         if problem:
             return problem
+    if all(existence_only(a.test) for a in asserts):
+        return "check() only asserts that names exist, which decides no option the offline proofs left open"
     return None
 
 

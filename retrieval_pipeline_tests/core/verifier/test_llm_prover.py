@@ -193,6 +193,16 @@ def test_a_script_that_asserts_at_top_level_becomes_check_and_nothing_else_is_re
         assert as_check(unchanged) == unchanged
 
 
+@pytest.mark.parametrize(
+    "test",
+    ["Plugin is not None", "m.Plugin", "callable(Plugin)", "hasattr(m, 'Plugin')", "isinstance(Plugin, type)", "m.P and P is not None"],
+)
+def test_a_check_that_only_asserts_existence_is_refused(test):
+    assert "only asserts that names exist" in str(screen_check(f"def check():\n    assert {test}\n    assert Plugin\n"))
+    substantive = f"def check():\n    assert {test}\n    assert Plugin().name == 'plugin'\n"
+    assert screen_check(substantive) is None
+
+
 def test_the_prompt_says_where_the_library_defines_the_names_it_uses(tmp_path):
     index = LibraryIndex(
         import_name="google.adk",
@@ -284,25 +294,43 @@ def test_a_wrong_but_plausible_check_cannot_make_a_true_option_false(sandbox, tm
     with llm_client(table, tmp_path) as (client, _):
         alone = verify(OPTIONS, "A", client, sandbox, refute=False)
         guarded = verify(OPTIONS, "A", client, sandbox)
-    # one check deciding alone: the miscount makes the true marked answer false, a false Incorrect verdict
-    assert {e.letter: e.state for e in alone.evidence}["A"] == "false" and alone.verdict == "Incorrect"
-    # with the independent refutation the two disagree: A stays undecided, B and C are still decided
+    # one check deciding alone: the miscount finds the true marked answer false; only because no option of the
+    # question is true does that result give way (else a false Incorrect verdict)
+    lone = {e.letter: e for e in alone.evidence}["A"]
+    assert lone.state == "undecided" and "found it false (a generated assertion failed" in lone.note and alone.verdict == "Unverifiable"
+    # with the independent refutation the two disagree: A stays undecided; B and C were found false, but with no
+    # option of the question true those results give way (a lone "false" decides nothing)
     states = {e.letter: e.state for e in guarded.evidence}
-    assert states["A"] == "undecided" and states["B"] == states["C"] == "false", [e.note for e in guarded.evidence]
-    note = next(e.note for e in guarded.evidence if e.letter == "A")
-    assert "disagree" in note and "('b', 2)" in note
-    assert guarded.verdict != "Incorrect"
+    assert states == {"A": "undecided", "B": "undecided", "C": "undecided", "E": "undecided"}, [e.note for e in guarded.evidence]
+    notes = {e.letter: e.note for e in guarded.evidence}
+    assert "disagree" in notes["A"] and "('b', 2)" in notes["A"]
+    assert "found it false" in notes["B"] and "no option of the question true" in notes["B"]
+    assert guarded.verdict == "Unverifiable"
 
 
 def test_scripts_decide_like_checks_and_a_wrong_script_is_still_caught(sandbox, tmp_path):
     """Top-level scripts (a small model's habit) are proven as check(); the guard treats them like any other check."""
-    table = {OPTIONS["B"]: reply(script(CORRECT[OPTIONS["B"]])), (OPTIONS["B"], "refutation"): reply(script(REFUTE[OPTIONS["B"]]))}
-    table |= {OPTIONS["A"]: reply(script(WRONG_BUT_PLAUSIBLE)), (OPTIONS["A"], "refutation"): reply(script(REFUTE[OPTIONS["A"]]))}
+    scripts = {key: reply(script(json.loads(value)["test_code"])) for key, value in correct_table().items()}
+    wrong = scripts | {OPTIONS["A"]: reply(script(WRONG_BUT_PLAUSIBLE))}
+    with llm_client(scripts, tmp_path) as (client, _):
+        decided = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+    with llm_client(wrong, tmp_path / "wrong") as (client, _):
+        caught = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+    assert {e.letter: e.state for e in decided.evidence} == {"A": "true", "B": "false"} and decided.verdict == "Valid"
+    evidence = {e.letter: e for e in caught.evidence}
+    assert evidence["A"].state == "undecided" and "disagree" in evidence["A"].note
+    assert evidence["B"].state == "undecided" and "no option of the question true" in evidence["B"].note
+    assert caught.verdict == "Unverifiable"
+
+
+def test_a_refutation_that_only_says_the_class_exists_cannot_agree_with_a_wrong_check(sandbox, tmp_path):
+    """What a 1.5B model wrote on a real question: a check with a wrong expected value, a refutation that holds anyway."""
+    vacuous = "def check():\n    from collections import Counter\n    assert Counter is not None, 'Counter exists'\n"
+    table = correct_table() | {OPTIONS["A"]: reply(WRONG_BUT_PLAUSIBLE), (OPTIONS["A"], "refutation"): reply(vacuous)}
     with llm_client(table, tmp_path) as (client, _):
         verdict = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
-    evidence = {e.letter: e for e in verdict.evidence}
-    assert evidence["B"].state == "false" and "independent refutation held" in evidence["B"].note
-    assert evidence["A"].state == "undecided" and "disagree" in evidence["A"].note
+    a = {e.letter: e for e in verdict.evidence}["A"]
+    assert a.state == "undecided" and "refutation was refused: check() only asserts that names exist" in a.note
     assert verdict.verdict != "Incorrect"
 
 
@@ -312,10 +340,17 @@ def test_the_check_and_the_refutation_decide_only_together(sandbox, tmp_path):
     refutation_refused = {OPTIONS["A"]: reply(CORRECT[OPTIONS["A"]]), (OPTIONS["A"], "refutation"): reply(REFUSED["no assert"])}
     with llm_client(agreeing_false | refutation_errors | refutation_refused, tmp_path) as (client, _):
         verdict = verify(OPTIONS, "A", client, sandbox)
+    with llm_client(correct_table(), tmp_path / "correct") as (client, _):
+        with_a_true = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
     evidence = {e.letter: e for e in verdict.evidence}
-    assert evidence["B"].state == "false" and "independent refutation held" in evidence["B"].note
     assert evidence["C"].state == "undecided" and "the refutation: the generated code errored (NameError" in evidence["C"].note
     assert evidence["A"].state == "undecided" and "generated refutation was refused" in evidence["A"].note
+    # B's check failed and its refutation held, but no option is true: the lone "false" gives way
+    assert evidence["B"].state == "undecided" and "independent refutation held" in evidence["B"].note
+    assert "no option of the question true" in evidence["B"].note
+    # beside an option proven true, the same agreeing pair decides B false
+    decided = {e.letter: e for e in with_a_true.evidence}
+    assert decided["A"].state == "true" and decided["B"].state == "false" and "independent refutation held" in decided["B"].note
 
 
 def test_the_budget_caps_the_options_asked(sandbox, tmp_path):
