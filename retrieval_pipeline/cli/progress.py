@@ -2,7 +2,8 @@
 
 :class:`EventStream` listens to the Dagster instance (what it stores is what the UI shows) and writes each
 event to the log file and a line per finished step to the terminal; :func:`logging_to` sends Dagster's
-python logging and warnings to the log file for the duration of the runs.
+python logging and warnings to the log file for the duration of the runs; :func:`bars_on_the_terminal` lets
+the long steps draw their progress bars (:mod:`retrieval_pipeline.core.progress`) on the terminal.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import dagster as dg
 from dagster import DagsterEvent, EventLogEntry
 
 from retrieval_pipeline.cli.console import CHECK_FAILED_ERROR, StepResult, first_line
+from retrieval_pipeline.core.progress import bars_on, is_terminal
 
 LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
 _STEP_END = {
@@ -141,6 +143,30 @@ def logging_to(path: Path) -> Iterator[logging.Handler]:
         dagster_logger.handlers, dagster_logger.propagate = saved[0], saved[2]
         dagster_logger.setLevel(saved[1])
         handler.close()
+
+
+@contextlib.contextmanager
+def bars_on_the_terminal(stderr: TextIO | None = None) -> Iterator[None]:
+    """The long steps' progress bars on ``stderr`` (default ``sys.stderr``) inside the block, when it is a terminal.
+
+    Dagster pipes a step's stderr into its compute log, so the bars go to a duplicate of the terminal's
+    descriptor, made here before any run starts; a stream without a descriptor is used as it is. Not a
+    terminal: no bars (the steps' progress lines are in the log file).
+    """
+    stream = sys.stderr if stderr is None else stderr
+    if not is_terminal(stream):
+        yield
+        return
+    try:
+        terminal: TextIO | None = os.fdopen(os.dup(stream.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor
+        terminal = None
+    try:
+        with bars_on(terminal or stream):
+            yield
+    finally:
+        if terminal is not None:
+            terminal.close()
 
 
 def quiet_progress_bars() -> None:

@@ -47,7 +47,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, shown_path
-from retrieval_pipeline.cli.progress import EventStream, Plan, logging_to, quiet_progress_bars
+from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 
@@ -413,7 +413,7 @@ def main(
     log_path = args.log or out_dir / "logs" / f"run-{datetime.now():%Y%m%d-%H%M%S}.log"
     datasets = list(dict.fromkeys(args.datasets))
     try:
-        with stop_on_signals():
+        with stop_on_signals(), bars_on_the_terminal():
             runs = run_datasets(
                 datasets,
                 select=args.select,

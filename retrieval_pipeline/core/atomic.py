@@ -13,8 +13,8 @@ open handle instead (as :class:`~retrieval_pipeline.defs.io_manager.ParquetIOMan
 database or is malformed, the file (with its ``-wal``/``-shm``/``-journal`` sidecars) is renamed to
 ``<file>.corrupt-<UTC timestamp>``, a :class:`CorruptFileWarning` names both paths, and a fresh
 database is created in its place. :func:`replace_corrupt_sqlite` does the same for corruption found
-later, while the file is in use. Both hold an ``fcntl.flock`` lock on a lock file and compare the file's
-identity (device, inode) with the one that failed, so two processes never move aside each other's
+later, while the file is in use. Both hold :func:`file_lock` (a ``filelock.FileLock``) and compare the
+file's identity (device, inode) with the one that failed, so two processes never move aside each other's
 fresh file.
 """
 
@@ -25,14 +25,11 @@ import os
 import sqlite3
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-try:  # POSIX only; elsewhere the lock is a no-op
-    import fcntl
-except ImportError:  # pragma: no cover - not on Linux
-    fcntl = None  # type: ignore[assignment]
+import filelock
 
 #: ``(st_dev, st_ino)`` of a file: tells a replaced file from the one that was opened.
 FileIdentity = tuple[int, int]
@@ -144,25 +141,17 @@ def _fsync_dir(path: Path) -> None:
 # -- locks ---------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def file_lock(lock_path: str | Path) -> Iterator[None]:
-    """Hold an exclusive ``fcntl.flock`` lock on ``lock_path`` (created if missing) for the block.
+def file_lock(lock_path: str | Path) -> filelock.FileLock:
+    """An exclusive lock on ``lock_path`` (created if missing) for a ``with`` block: a new ``filelock.FileLock``.
 
-    The lock belongs to this open of the file: two threads, or two processes, using their own
-    ``file_lock`` exclude each other; the kernel drops it when the holder dies (even by SIGKILL).
+    On POSIX it is an ``fcntl.flock`` on this open of the file: two threads, or two processes, using their
+    own ``file_lock`` exclude each other (a thread asking again while it holds one waits for itself); the
+    kernel drops it when the holder dies (even by SIGKILL).
 
     Args:
         lock_path: The lock file; it is left in place afterwards (deleting lock files is racy).
     """
-    if fcntl is None:  # pragma: no cover - not on POSIX
-        yield
-        return
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+    return filelock.FileLock(lock_path)
 
 
 def file_identity(path: str | Path) -> FileIdentity | None:

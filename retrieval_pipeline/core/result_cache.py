@@ -15,7 +15,7 @@ Safety, as in :mod:`retrieval_pipeline.core.retrieval.embed_cache`:
 * **Atomic.** Each entry is written in one SQLite transaction (WAL mode): a reader sees it whole or not at
   all, also when the writer is killed.
 * **Computed once.** :meth:`ResultCache.get_or_compute` looks the key up, and on a miss takes the
-  ``fcntl.flock`` lock on ``<cache>.lock``, looks again (another process may have stored it meanwhile),
+  file lock on ``<cache>.lock`` (:func:`~retrieval_pipeline.core.atomic.file_lock`), looks again (another process may have stored it meanwhile),
   computes and stores, so two processes never compute one entry twice; a killed holder releases the lock.
 * **Corrupt entries are recomputed, never trusted.** A payload whose checksum does not match, that is not
   JSON, or that the caller's ``decode`` rejects is deleted with a

@@ -12,6 +12,7 @@ from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.inputs import build_corpus, load_cases
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.frames import to_frame
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.types import Case, Document, Rejected
 from retrieval_pipeline.defs.partitions import dataset_partitions, datasets_note
 from retrieval_pipeline.defs.resources import PipelineSettings
@@ -63,7 +64,8 @@ def raw_cases(context: dg.AssetExecutionContext, config: DatasetConfig) -> tuple
     Invalid rows go to ``case_rejects`` with the file, the case id and the reason;
     ``cases + rejects == rows read`` is asserted and shown in the metadata.
     """
-    loaded = load_cases(config)  # counts checked there: nothing is lost, and no valid case is an error
+    with progress_to(context.log.info):  # a long load (the installed-packages corpus) reports its progress
+        loaded = load_cases(config)  # counts checked there: nothing is lost, and no valid case is an error
     cases = to_frame(loaded.cases, Case, CASE_JSON_FIELDS)
     rejects = to_frame(loaded.rejects, Rejected)
     for r in loaded.rejects:
@@ -92,7 +94,8 @@ def corpus(context: dg.AssetExecutionContext, config: DatasetConfig) -> tuple[Pa
 
     Duplicates and unreadable entries are rejected with a reason; missing docstrings are counted.
     """
-    built = build_corpus(config)
+    with progress_to(context.log.info):
+        built = build_corpus(config)
     if not built.documents:
         raise InputError("the corpus is empty: no document could be built", path=built.source)
     docs = to_frame(built.documents, Document)

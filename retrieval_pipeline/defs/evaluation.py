@@ -13,6 +13,7 @@ from retrieval_pipeline.core.evaluation.significance import significance_table
 from retrieval_pipeline.core.evaluation.tables import pairs_metadata, significance_metadata
 from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
@@ -57,7 +58,7 @@ def query_results(
         frame = per_query_results(retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus))
     meta: dict = {"rows": len(frame), "queries": int(frame["query_id"].nunique())}
     if judge_cfg.judge_retrieved:
-        with llm.open() as client:
+        with llm.open() as client, progress_to(context.log.info):
             if client is None:
                 context.log.warning("judge_retrieved is on but no LLM endpoint is configured: judge scores stay null")
             else:

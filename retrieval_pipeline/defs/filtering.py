@@ -7,6 +7,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.filtering.filter import filter_pairs, needs_llm
 from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.retrieval_dataset import build_dataset
 from retrieval_pipeline.core.types import PAIR_JSON_FIELDS, Document, QAPair
 from retrieval_pipeline.defs.metadata import dagster_metadata
@@ -36,7 +37,7 @@ def verified_pairs(
     """
     config = settings.dataset(context.partition_key)
     pairs = from_frame(qa_pairs, QAPair, PAIR_JSON_FIELDS)
-    with llm.open() if needs_llm(config.filter) else contextlib.nullcontext() as client:
+    with llm.open() if needs_llm(config.filter) else contextlib.nullcontext() as client, progress_to(context.log.info):
         result = filter_pairs(pairs, from_frame(corpus, Document), config.filter, config.negatives, client)
         llm_meta = llm_metadata(client)
     for warning in result.warnings:

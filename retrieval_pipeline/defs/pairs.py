@@ -7,6 +7,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.frames import from_frame
 from retrieval_pipeline.core.pairs.extract import extract_pairs, needs_llm
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
@@ -44,6 +45,7 @@ def qa_pairs(
     with (
         llm.open() if needs_llm(cases, config.targets) else contextlib.nullcontext() as client,
         using_result_cache(settings.cache_path()),
+        progress_to(context.log.info),
     ):
         result = extract_pairs(cases, from_frame(corpus, Document), config, client)
         llm_meta = llm_metadata(client)

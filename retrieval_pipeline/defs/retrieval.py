@@ -14,6 +14,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.datasets.config import Registry
 from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.retrieval.run_loop import RUN_COLUMNS, runs_to_frame
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.types import Document
@@ -76,16 +77,17 @@ def _index_asset(name: str) -> dg.AssetsDefinition:
         skipped = _not_built(registry, context.partition_key, name)
         if skipped:
             return dg.MaterializeResult(metadata={"evaluated": False, "note": skipped})
-        params = build_retriever(
-            registry.retrievers,
-            context.partition_key,
-            name,
-            from_frame(corpus, Document),
-            settings.index_dir(context.partition_key, name).parent,
-            settings.cache_path(),
-            encoder.encoder_for,
-            log=context.log.info,  # a dense build logs each embedded shard (at most one line per 5 s)
-        )
+        with progress_to(context.log.info):  # tokenizing (BM25) and embedding (dense) report their progress
+            params = build_retriever(
+                registry.retrievers,
+                context.partition_key,
+                name,
+                from_frame(corpus, Document),
+                settings.index_dir(context.partition_key, name).parent,
+                settings.cache_path(),
+                encoder.encoder_for,
+                log=context.log.info,  # a dense build logs each embedded shard (at most one line per 5 s)
+            )
         return dg.MaterializeResult(
             metadata={
                 "evaluated": True,

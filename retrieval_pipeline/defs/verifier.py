@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
@@ -45,7 +46,7 @@ def verify_questions(context: dg.AssetExecutionContext, settings: PipelineSettin
     dataset = context.partition_key
     config = settings.dataset(dataset)
     # the LLM prover only when the dataset asks for it (`verifier.prover: llm`); None without an endpoint
-    with llm.open() if config.verifier.prover == "llm" else contextlib.nullcontext() as client:
+    with llm.open() if config.verifier.prover == "llm" else contextlib.nullcontext() as client, progress_to(context.log.info):
         checked = check_questions(
             from_frame(raw_cases, Case, CASE_JSON_FIELDS),
             config.verifier,

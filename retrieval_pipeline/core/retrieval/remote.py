@@ -1,7 +1,7 @@
 """Shared plumbing of the remote retriever kinds (``openai_embeddings``, ``http``): retries, secrets, JSON POSTs.
 
-* :class:`RetryPolicy` + :func:`call_with_retries`: the LLM client's policy (``backoff_delay`` of
-  :mod:`retrieval_pipeline.core.llm.client`): a failure the classifier calls retryable (a timeout, a
+* :class:`RetryPolicy` + :func:`call_with_retries`: the LLM client's policy and its ``tenacity`` loop
+  (:func:`~retrieval_pipeline.core.llm.transport.retrying`): a failure the classifier calls retryable (a timeout, a
   connection error, HTTP 429 with its ``Retry-After`` honoured and capped, HTTP 5xx) is re-sent up to
   ``max_retries`` times after capped exponential backoff with full jitter; anything else is final.
   A request that still fails raises :class:`GaveUp` with a one-line reason and the attempt count.
@@ -33,13 +33,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from retrieval_pipeline.core.llm.transport import backoff_delay
+from retrieval_pipeline.core.llm.transport import Classifier, retrying
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-#: ``classify(exc) -> (retryable, retry_after_s)``.
-Classifier = Callable[[Exception], tuple[bool, float | None]]
 
 REDACTED = "[REDACTED]"
 ERROR_LIMIT = 400
@@ -108,21 +106,18 @@ def call_with_retries(
     Raises:
         GaveUp: A non-retryable failure, or the last retryable one; the cause is chained.
     """
-    rng = rng or random.Random()
-    for attempt in range(policy.max_retries + 1):
-        try:
-            return send()
-        except Exception as exc:  # noqa: BLE001 - classified; re-raised as GaveUp when final
-            retryable, retry_after = classify(exc)
-            reason = describe(exc)
-            if not retryable or attempt == policy.max_retries:
-                raise GaveUp(reason, attempt + 1) from exc
-            delay = backoff_delay(attempt, retry_after, policy, rng)
-            logger.info("%s failed (%s); retry %d/%d in %.2fs", what, reason, attempt + 1, policy.max_retries, delay)
-            if on_retry is not None:
-                on_retry(attempt, reason)
-            sleep(delay)
-    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def before_retry(attempt: int, delay: float, exc: BaseException) -> None:
+        reason = describe(exc)
+        logger.info("%s failed (%s); retry %d/%d in %.2fs", what, reason, attempt + 1, policy.max_retries, delay)
+        if on_retry is not None:
+            on_retry(attempt, reason)
+
+    attempts = retrying(policy, classify, sleep=sleep, rng=rng or random.Random(), before_retry=before_retry)
+    try:
+        return attempts(send)
+    except Exception as exc:  # noqa: BLE001 - the final failure, re-raised as GaveUp
+        raise GaveUp(describe(exc), attempts.statistics["attempt_number"]) from exc
 
 
 # -- secrets -------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import resources
 
@@ -36,6 +38,8 @@ _RUNNER_MEMORY_MB = 192
 #: The package holding the files that run inside the sandbox (the batch runner), read as resources.
 _SANDBOX_FILES = "retrieval_pipeline.core.sandbox.files"
 _BATCH_PREFIX = "RPBATCH "
+#: The most module names a runner imports before the proofs.
+MAX_PRELOAD = 32
 
 
 def batch_files(tests: Sequence[tuple[str, str]], settings: SandboxSettings) -> tuple[dict[str, str], list[str], SandboxSettings]:
@@ -51,6 +55,7 @@ def batch_files(tests: Sequence[tuple[str, str]], settings: SandboxSettings) -> 
         "collect_suffix": ".evidence.json",
         "artifact_bytes": 256 * 1024,
         "pytest_args": list(PYTEST_ARGS),
+        "preload": preload_names([source for source, _ in tests], settings.preload),
     }
     runner = resources.files(_SANDBOX_FILES).joinpath("batch_runner.py").read_text(encoding="utf-8")
     batch = dataclasses.replace(
@@ -62,6 +67,21 @@ def batch_files(tests: Sequence[tuple[str, str]], settings: SandboxSettings) -> 
     files = {BATCH_RUNNER_FILE: runner, BATCH_CONFIG_FILE: json.dumps(config)}
     argv = [str(settings.python), BATCH_RUNNER_FILE, BATCH_CONFIG_FILE]
     return files, argv, batch
+
+
+def preload_names(sources: Sequence[str], packages: Sequence[str]) -> list[str]:
+    """The dotted names under ``packages`` that two or more of ``sources`` contain, sorted (at most ``MAX_PRELOAD``).
+
+    The runner imports each one's longest importable prefix once, before it forks the proofs
+    (``preload()`` in ``files/batch_runner.py``): a proof that names a module of the library under test
+    usually imports it, and a name only one proof has is imported no sooner there than in the runner.
+    """
+    if not packages or len(sources) < 2:
+        return []
+    roots = "|".join(re.escape(package) for package in sorted(packages, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w.])(?:{roots})(?!\w)(?:\.[A-Za-z_]\w*)*")
+    counts = Counter(name for source in sources for name in set(pattern.findall(source)))
+    return sorted(name for name, count in counts.items() if count >= 2)[:MAX_PRELOAD]
 
 
 def batch_results(channel: bytes, count: int, max_chars: int) -> list[Execution | None]:

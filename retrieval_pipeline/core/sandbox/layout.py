@@ -23,6 +23,9 @@ Nothing of the host is seen but this; the root is a tmpfs remounted read-only:
 * a seccomp filter (bwrap's ``--seccomp``): ``ptrace``, ``process_vm_readv``/``writev``, ``kcmp`` and
   ``pidfd_getfd`` fail with EPERM, as does any system call of another ABI (x86_64 and aarch64; elsewhere
   no filter). bwrap's pid 1 is dumpable by the sandbox user: without the filter a proof could attach to it.
+  A proof can still read and write its memory through ``/proc/1/mem`` (no refused call is needed), but
+  code that took it over would gain nothing: it runs as the sandbox user with no capability, with
+  ``no_new_privs`` and under the same filter, and it holds no result descriptor.
 """
 
 from __future__ import annotations

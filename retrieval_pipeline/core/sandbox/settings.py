@@ -34,6 +34,10 @@ class SandboxSettings:
         extra_ro_binds: More host paths to show read-only, at their own path (those that do not exist are
             skipped; permission checks inside them are made for the sandbox user).
         total_memory_mb: The memory cgroup's limit (RAM, swap allowed none), when not ``memory_mb``.
+        preload: Packages of the library under test (``google.adk``) whose modules a batch's runner imports
+            once before it forks the proofs: those that two or more of the batch's files name. An import
+            that warns, prints, starts a thread or fails is left to each proof, as without it
+            (:func:`~retrieval_pipeline.core.sandbox.batch.preload_names`).
     """
 
     python: Path = field(default_factory=lambda: Path(sys.executable))
@@ -46,3 +50,4 @@ class SandboxSettings:
     sandbox_uid: int = 65534
     extra_ro_binds: tuple[Path, ...] = ()
     total_memory_mb: int | None = None
+    preload: tuple[str, ...] = ()

@@ -25,7 +25,9 @@ What makes an atom false, and only that (everything else leaves it undecided):
 * a technology (``mentions``: SQLite, a file, Cloud Storage) that no module behind a class mentions: the modules
   of the class and of its bases in its distribution, and every module of the distribution they import;
 * a field said to be deprecated that pydantic does not mark deprecated, whose setting gives no deprecation
-  warning, and whose defining class's source never mentions deprecation.
+  warning, and whose defining class's source never mentions deprecation;
+* a value said to be valid for a field that the class rejects with an error at that field, or one said to be
+  invalid that it accepts (``valid_value``, :mod:`~retrieval_pipeline.core.verifier.value_claims`).
 
 A name bound two ways (``("either", [...])``: ``app`` is a module the library imports *and* an instance of
 ``App``) is read both ways: an atom holds if one reading holds, and is false only if every reading fails.
@@ -42,8 +44,10 @@ from retrieval_pipeline.core.verifier.sandbox_files.atoms import ENV_SCAN_CPU_S,
 
 #: The atom checks (``sandbox_files/atoms.py``), appended to the offline prover's prelude.
 ATOM_SOURCE = files("retrieval_pipeline.core.verifier.sandbox_files").joinpath("atoms.py").read_text(encoding="utf-8")
+#: The ``valid_value`` atom (``sandbox_files/value_atoms.py``), appended after :data:`ATOM_SOURCE`.
+VALUE_ATOM_SOURCE = files("retrieval_pipeline.core.verifier.sandbox_files").joinpath("value_atoms.py").read_text(encoding="utf-8")
 
-__all__ = ["ATOM_SOURCE", "ENV_SCAN_CPU_S", "ENV_SCAN_WALL_S", "atoms_body"]
+__all__ = ["ATOM_SOURCE", "ENV_SCAN_CPU_S", "ENV_SCAN_WALL_S", "VALUE_ATOM_SOURCE", "atoms_body"]
 
 
 def atoms_body(letter: str, names: Mapping[str, Any], atoms: Sequence[Mapping[str, Any]]) -> str:

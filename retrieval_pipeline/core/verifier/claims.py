@@ -27,6 +27,7 @@ One :class:`Claim` per option. Kinds:
   define and import recorded (``details["snippet_names"]``): a lower-case name there is the snippet's, not the
   library's;
 * ``none_of_the_above``: true iff no other option is true (derived, never tested);
+* ``all_of_the_above``: true iff every other option is true, false iff one is false (derived, never tested);
 * ``unknown``: prose the heuristics cannot check; it stays unverifiable offline.
 
 A name question about a role ("which plugin ...") also checks that a named class is a subclass of the
@@ -66,9 +67,12 @@ ClaimKind = Literal[
     "compound",
     "snippet",
     "none_of_the_above",
+    "all_of_the_above",
     "unknown",
 ]
 CLAIM_KINDS: tuple[str, ...] = get_args(ClaimKind)
+#: The kinds decided from the other options' states, never proven themselves.
+DERIVED_KINDS: frozenset[str] = frozenset({"none_of_the_above", "all_of_the_above"})
 #: The kinds whose proofs run the atoms of ``details["atoms"]``.
 ATOM_KINDS: frozenset[str] = frozenset(
     {"raises", "returns", "attribute", "enum_member", "subclass", "param_required", "cli_option", "compound"}
@@ -97,13 +101,14 @@ class Claim:
 
     @property
     def decidable(self) -> bool:
-        return self.kind not in ("unknown", "none_of_the_above")
+        return self.kind != "unknown" and self.kind not in DERIVED_KINDS
 
 
 # --------------------------------------------------------------------------------------------------
 # Patterns
 
 _NONE_OF_THE_ABOVE = re.compile(r"^\s*none of (the )?(above|these)\.?\s*$", re.I)
+_ALL_OF_THE_ABOVE = re.compile(r"^\s*all of (the )?(above|these)\.?\s*$", re.I)
 _FROM_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*;?\s*$")
 _PLAIN_IMPORT = re.compile(r"^\s*import\s+([A-Za-z_][\w.]*)\s*;?\s*$")
 _DEF = re.compile(r"^\s*(async\s+)?def\s+([A-Za-z_]\w*)\s*\((.*)\)\s*(->\s*[^:]+)?:?\s*$", re.S)

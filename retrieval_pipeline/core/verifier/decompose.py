@@ -4,7 +4,8 @@
 then asks the claim builders in turn, most specific first (:func:`builders`): the basic kinds of
 :mod:`~retrieval_pipeline.core.verifier.claims`, the kinds of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`,
 :mod:`~retrieval_pipeline.core.verifier.compound_claims` and :mod:`~retrieval_pipeline.core.verifier.field_claims`. An option of a question about a code snippet is read as
-what running the snippet does (:mod:`~retrieval_pipeline.core.verifier.snippet_claims`) first.
+what running the snippet does (:mod:`~retrieval_pipeline.core.verifier.snippet_claims`) first, then as the field it
+blames for the snippet's error (:mod:`~retrieval_pipeline.core.verifier.snippet_errors`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from retrieval_pipeline.core.verifier import claim_kinds as more
-from retrieval_pipeline.core.verifier import compound_claims, field_claims, snippet_claims
+from retrieval_pipeline.core.verifier import compound_claims, field_claims, snippet_claims, snippet_errors, value_claims
 from retrieval_pipeline.core.verifier.claim_kinds import role_bases
 from retrieval_pipeline.core.verifier.claims import (
+    _ALL_OF_THE_ABOVE,
     _CAMEL,
     _NAME_PATH_OPTION,
     _NONE_OF_THE_ABOVE,
+    DERIVED_KINDS,
     Claim,
     _call_claim,
     _Frame,
@@ -32,6 +35,7 @@ from retrieval_pipeline.core.verifier.claims import (
     analyse_question,
 )
 from retrieval_pipeline.core.verifier.compound_claims import clean_name_option
+from retrieval_pipeline.core.verifier.snippet_observation import split
 
 
 def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippet: str | None = None) -> list[Claim]:
@@ -44,7 +48,10 @@ def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippe
         snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are then read as
             what running it does (:func:`_snippet_claim`), or, naming no outcome, as any other option.
     """
-    frame = analyse_question(question)
+    listed = value_claims.enumerated_options(question, options)
+    frame = analyse_question(listed[0] if listed else question)
+    if listed:
+        options = listed[1]
     if snippet is not None:
         claims = [_snippet_claim(case_id, str(letter), str(text), snippet, frame) for letter, text in options.items()]
         return [dataclasses.replace(c, question=question) for c in claims]
@@ -52,17 +59,25 @@ def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippe
 
 
 def _snippet_claim(case_id: str, letter: str, text: str, snippet: str, frame: _Frame) -> Claim:
-    """A ``snippet`` claim for an option of a question about code; None of the above stays derived; an option that
+    """A ``snippet`` claim for an option of a question about code; None/All of the above stay derived; an option that
     names no outcome is read as any other (:func:`_claim`), with the snippet's names in ``details["snippet_names"]``."""
-    if _NONE_OF_THE_ABOVE.match(text.strip()):
-        return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
+    derived = _derived_claim(case_id, letter, text)
+    if derived is not None:
+        return derived
     details = snippet_claims.snippet_details(text, snippet)
+    blamed = snippet_errors.field_error_details(text, frame.question) if details is None else None
+    if blamed is not None:
+        return _make(case_id, letter, text, "snippet", snippet_errors.hypothesis(blamed), None, **blamed, snippet=snippet, decides="truth")
     if details is None:
         claim = _claim(case_id, letter, text, frame)
+        section = split(snippet)[1]  # what the question shows, not the rest of its file
+        typed = value_claims.param_type_claim(case_id, letter, text, text.strip(), frame, section) if claim.kind == "unknown" else None
+        if typed is not None:
+            return typed
         output = snippet_claims.output_details(text, frame.question, snippet) if claim.kind == "unknown" else None
         if output is not None:
             return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(output), None, **output)
-        if claim.kind in ("unknown", "none_of_the_above"):
+        if claim.kind == "unknown" or claim.kind in DERIVED_KINDS:
             return claim
         return dataclasses.replace(claim, details={**claim.details, "snippet_names": snippet_claims.snippet_names(snippet)})
     return _make(case_id, letter, text, "snippet", snippet_claims.hypothesis(details), None, **details)
@@ -82,6 +97,8 @@ def builders() -> tuple[Builder, ...]:
     """
 
     return (
+        value_claims.valid_value_claim,
+        value_claims.param_type_claim,
         _import_claim,
         _signature_claim,
         more.stated_behaviour_claim,
@@ -103,10 +120,20 @@ def builders() -> tuple[Builder, ...]:
     )
 
 
-def _claim(case_id: str, letter: str, text: str, frame: _Frame) -> Claim:
-    option = text.strip()
-    if _NONE_OF_THE_ABOVE.match(option):
+def _derived_claim(case_id: str, letter: str, text: str) -> Claim | None:
+    """A claim for "None of the above" or "All of the above" (decided from the other options, never proven), else None."""
+    if _NONE_OF_THE_ABOVE.match(text.strip()):
         return _make(case_id, letter, text, "none_of_the_above", "no other option is true", None)
+    if _ALL_OF_THE_ABOVE.match(text.strip()):
+        return _make(case_id, letter, text, "all_of_the_above", "every other option is true", None)
+    return None
+
+
+def _claim(case_id: str, letter: str, text: str, frame: _Frame) -> Claim:
+    derived = _derived_claim(case_id, letter, text)
+    if derived is not None:
+        return derived
+    option = text.strip()
     for builder in builders():
         claim = builder(case_id, letter, text, option, frame)
         if claim is not None:

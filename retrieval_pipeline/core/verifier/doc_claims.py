@@ -27,7 +27,7 @@ from typing import Any
 from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
 from retrieval_pipeline.core.sandbox.redaction import safe_text
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.sandbox_files import source
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OptionEvidence, OptionState
 
@@ -61,7 +61,7 @@ def purpose_target(question: str) -> tuple[str, str | None] | None:
 
 def applies(question: str, claims: Sequence[Claim]) -> bool:
     """A purpose question whose options are all prose that no other claim reads (None of the above aside)."""
-    regular = [c for c in claims if c.kind != "none_of_the_above"]
+    regular = [c for c in claims if c.kind not in DERIVED_KINDS]
     return purpose_target(question) is not None and bool(regular) and all(c.kind == "unknown" for c in regular)
 
 
@@ -131,7 +131,7 @@ def doc_evidence(question: str, claims: Sequence[Claim], settings: SandboxSettin
         return None
     cls, member = target
     resolved = index.resolve(cls)
-    regular = [c for c in claims if c.kind != "none_of_the_above"]
+    regular = [c for c in claims if c.kind not in DERIVED_KINDS]
     if resolved is None or resolved[0] != "path":
         why = f"undecided: {cls} does not resolve in the library index"
         decided: list[tuple[OptionState, str]] = [("undecided", why)] * len(regular)
@@ -146,7 +146,7 @@ def doc_evidence(question: str, claims: Sequence[Claim], settings: SandboxSettin
     by_letter = {c.letter: d for c, d in zip(regular, decided)}
     evidence = []
     for claim in claims:
-        if claim.kind == "none_of_the_above":
+        if claim.kind in DERIVED_KINDS:
             evidence.append(
                 OptionEvidence(claim.letter, claim, "derived", None, "undecided", "derived from the other options", prover="derived")
             )

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, atoms_body
-from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, Claim
+from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, VALUE_ATOM_SOURCE, atoms_body
+from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE, KINDS_SOURCE, compose, proof_test, safe_letter
 
@@ -78,11 +78,11 @@ class OfflineProver:
 
     def prove(self, claim: Claim) -> Proof:
         if not claim.decidable:
-            reason = "derived from the other options" if claim.kind == "none_of_the_above" else "no offline proof"
+            reason = "derived from the other options" if claim.kind in DERIVED_KINDS else "no offline proof"
             return Proof(claim, None, "unverifiable_offline", None, reason)
         atoms = self._atoms(claim)
         if atoms is not None:
-            parts = [ATOM_SOURCE, self._atoms_body(claim, atoms)] if atoms else None
+            parts = [ATOM_SOURCE, VALUE_ATOM_SOURCE, self._atoms_body(claim, atoms)] if atoms else None
         else:
             test = {
                 "import": self._import_test,

@@ -35,7 +35,7 @@ import yaml
 
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
-from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.provers import Prover
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verify import case_snippet, verify_question
@@ -151,7 +151,7 @@ def stale_distractors(verdict: Verdict) -> list[OptionEvidence]:
     mark = by_letter.get(verdict.marked)
     if mark is None or mark.state not in _PASSING:
         return []
-    open_ = [e for e in verdict.evidence if e.letter != verdict.marked and e.state != "false" and e.claim.kind != "none_of_the_above"]
+    open_ = [e for e in verdict.evidence if e.letter != verdict.marked and e.state != "false" and e.claim.kind not in DERIVED_KINDS]
     return open_ if open_ and all(e.state in _PASSING for e in open_) else []
 
 

@@ -11,7 +11,8 @@ with one of these outcomes (:data:`OUTCOMES`, first match wins):
 * ``value``: "`x.count` ends up `2`", "`d['a']` is `[1]`", "`f(2)` returns `4`": after the snippet ran, the
   expression equals the literal (same type, as the offline prover compares values);
 * ``output`` (:func:`output_details`, only for an option no other reading takes): a plain text option of a
-  question that asks what the code returns, prints or which message comes out: the text is in that output.
+  question that asks what the code returns, prints, which message comes out or which error it gives: the text is
+  in that output (or in the error's message or one of its per-field errors).
 
 Every outcome ``decides`` the truth: the snippet is run, not just inspected. A snippet that raises makes every
 ``value`` and ``prints`` option false (the state it describes is never reached), with the exception as the
@@ -109,12 +110,24 @@ def snippet_details(option: str, snippet: str) -> dict[str, Any] | None:
 _ASKS_TEXT = re.compile(r"\b(?:substring|output|prints?|printed|returns?|returned|message)\b", re.I)
 
 
+#: A question that asks which error or message the code gives ("What validation errors occur ...?", "Predict the error").
+_ASKS_ERROR = re.compile(r"\b(?:what|which)\b[^?]*\b(?:errors?|exceptions?)\b|\bpredict\s+the\s+(?:errors?|exceptions?)\b", re.I)
+
+
 def output_details(option: str, question: str, snippet: str) -> dict[str, Any] | None:
-    """An ``output`` claim for a plain-text option of a question that asks for the text the code gives, else None."""
+    """An ``output`` claim for a plain-text option of a question that asks for the text the code gives, else None.
+
+    ``asks_error``: the question asks which error the code gives (not a text it returns or prints, nor a message
+    substring), so the text is an error's: false when it differs from every raised text while another option quotes
+    one. ``substring``: the question asks
+    for a substring, so only the text word for word is true (its key terms alone make it consistent)."""
     text = option.strip()
-    if not _ASKS_TEXT.search(question) or not re.search(r"\w", text) or len(text) > 300:
+    asks_text = _ASKS_TEXT.search(question) is not None
+    asks_error = not asks_text and _ASKS_ERROR.search(question) is not None
+    if not (asks_text or asks_error) or not re.search(r"\w", text) or len(text) > 300:
         return None
-    return {"outcome": "output", "output_text": text, "snippet": snippet, "decides": "truth"}
+    marks = {"asks_error": asks_error, "substring": re.search(r"\bsubstring\b", question, re.I) is not None}
+    return {"outcome": "output", "output_text": text, "snippet": snippet, "decides": "truth", **{k: True for k, v in marks.items() if v}}
 
 
 def snippet_names(snippet: str) -> dict[str, list[str]]:

@@ -23,10 +23,14 @@ one observation (:func:`decide_option`):
 * ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
   will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
 * ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
-* ``output`` (a plain text option of a question about what the code returns, prints or which message or
-  substring comes out): true when the text is part of what the called function returned (a string) or printed,
-  word for word or every key term, and false when it is not; when the snippet raised, true when the text is in
-  the exception's message, else undecided (the question may mean the message).
+* ``output`` (a plain text option of a question about what the code returns, prints, which message or
+  substring comes out or which error it gives): true when the text is part of what the called function returned
+  (a string) or printed, word for word or every key term, and false when it is not; when the snippet raised, true
+  when the text is in the exception's message or one of its per-field errors, false when it holds under half of
+  their key terms and another option quotes one word for word, else undecided (the question may mean the
+  message);
+* ``field_error`` ("The `type` field is missing"): against the per-field errors
+  (:mod:`~retrieval_pipeline.core.verifier.snippet_errors`).
 
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
@@ -35,7 +39,9 @@ An observation that cannot be trusted decides nothing: the snippet does not comp
 out of time, it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
 raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
-``sys.maxsize`` and the snippet passes ``-1``).
+``sys.maxsize`` and the snippet passes ``-1``), unless the question describes the one call it means ("initialize a
+`RunConfig` with `max_llm_calls` equal to `sys.maxsize`"): that call is run instead, in the snippet's module
+context (:func:`described_call`).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox_files import source
+from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 
 #: Put between a snippet file's module context and the section in the one string a question carries as its
@@ -74,6 +81,7 @@ _SANDBOX_TYPE = re.compile(r"Credential|Auth|Connect|Network|Timeout|HTTP|Http|T
 _SANDBOX_MESSAGE = re.compile(r"api[_ ]?key|credential|GOOGLE_CLOUD_PROJECT|network|connection refused|name resolution", re.I)
 #: pydantic line-error type -> the exception a validator raised to cause it.
 _WRAPPED = {"value_error": "ValueError", "assertion_error": "AssertionError"}
+_CLASSLIKE = re.compile(r"^_?[A-Z]\w*$")
 
 
 def compose(section: str, context: str | None) -> str:
@@ -107,14 +115,17 @@ def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
     return found
 
 
-def observe(snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None) -> tuple[dict[str, Any] | None, Execution]:
+def observe(
+    snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None, extra: Sequence[str] = ()
+) -> tuple[dict[str, Any] | None, Execution]:
     """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution.
 
     ``index`` (a :class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) says where a class the question
-    names is defined now, should the context's import of it fail (:func:`moved_names`).
+    names is defined now, should the context's import of it fail (:func:`moved_names`). ``extra``: expressions to
+    evaluate after the run besides those the options name.
     """
     context, section = split(snippet)
-    expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"})
+    expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"} | set(extra))
     rebind = moved_names(claims[0].question if claims else "", context, index)
     request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions, "rebind": rebind}
     files = {RUNNER_FILE: source(RUNNER_FILE), REQUEST_FILE: json.dumps(request)}
@@ -177,6 +188,7 @@ def type_matches(name: str, raised: Mapping[str, Any]) -> bool:
 
 def _normal(text: str) -> str:
     text = re.sub(r"\[[^\]]*(?:\]|$)", " ", str(text))  # pydantic's [type=..., input_value=...] details, cut or whole
+    text = re.sub(r"for further information visit\s+\S+", " ", text, flags=re.I)  # pydantic's link, versioned
     text = re.sub(r"[`'\"\u2018\u2019\u201c\u201d]", "", text.lower())
     text = re.sub(r"(?:\.\.\.|\u2026)", " ", text)
     return re.sub(r"\s+", " ", text).strip(" .:;,!")
@@ -187,11 +199,13 @@ def _terms(text: str) -> list[str]:
 
 
 def _messages(raised: Mapping[str, Any]) -> list[str]:
-    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut)."""
+    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut), alone
+    and with its field before or after it (``author Field required``, ``Field required: author``)."""
     texts = [str(raised.get("message", ""))]
     for error in raised.get("errors") or []:
         msg = re.sub(r"^(?:value error|assertion failed),\s*", "", str(error.get("msg", "")), flags=re.I)
-        texts += [msg, " ".join([*error.get("loc", []), msg])]
+        parts = [str(part) for part in error.get("loc", [])]
+        texts += [msg, " ".join([*parts, msg]), f"{msg}: {'.'.join(parts)}"] if parts else [msg]
     return texts
 
 
@@ -226,6 +240,8 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
     raised, happened = observation.get("raised"), what_happened(observation)
     outcome = details["outcome"]
     rest = details.get("rest")
+    if outcome == "field_error":
+        return decide_field_error(details, raised, happened)  # type: ignore[return-value]
     if outcome == "runs":
         if raised:
             return "false", f"the snippet {happened}"
@@ -258,8 +274,12 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         return "true", f"the snippet {happened}"
     if raised and outcome == "output":  # the message may be the text the question asks about
         found, coverage = message_match(str(details["output_text"]), raised)
+        if found == "match" and details.get("substring"):
+            return "consistent", f"terms only: every key term is in the message, not as one substring: the snippet {happened}"
         if found in ("quoted", "match"):
             return "true", f"the snippet {happened}"
+        if found == "differs" and details.get("asks_error"):
+            return "undecided", f"text differs: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
         return "undecided", f"undecided: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
     if raised:
         return "false", f"the snippet {happened} before that state is reached"
@@ -272,6 +292,8 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
             return "undecided", f"the snippet {happened}, with no text to compare"
         found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
         shown = " | ".join(t.strip() for t in texts if t.strip())
+        if found == "match" and details.get("substring"):
+            return "consistent", f"terms only: every key term is in the output, not as one substring: {shown!r}"
         if found in ("quoted", "match"):
             return "true", f"the snippet's output holds it: {shown!r}"
         return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
@@ -288,24 +310,46 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
     return ("true" if same else "false"), f"{details['expr']} is {value['repr']} after the snippet"
 
 
+def _quotes(details: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
+    """Whether an option's message or text is, word for word, in what was raised (else what was printed or returned)."""
+    text = details.get("message") or details.get("output_text")
+    if not text:
+        return False
+    raised = observation.get("raised")
+    if not raised:
+        returned = observation.get("returned") or {}
+        printed = [str(observation.get("stdout") or "")]
+        if returned.get("type") == "str" and returned.get("literal"):
+            printed.append(str(ast.literal_eval(returned["repr"])))
+        raised = {"message": " ".join(printed)}
+    return message_match(str(text), raised)[0] == "quoted"
+
+
 def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:
     """Each claim decided (:func:`decide_option`). A quoted message that differs from what was raised (or only
     partly matches it) is false when another option quotes the raised message word for word: the question quotes
-    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own."""
+    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own.
+    A text option (``output``) holding under half the key terms of every raised message and per-field error is
+    false on the same condition, and otherwise undecided (no type was checked). In a question about a substring, a
+    text whose key terms are all there but not as one substring is consistent, and false when another option is one."""
     decided = [decide_option(c.details, observation) for c in claims]
-    raised = observation.get("raised") or {}
-    quoting = [
-        i for i, c in enumerate(claims)
-        if decided[i][0] == "true" and c.details.get("message") and message_match(str(c.details["message"]), raised)[0] == "quoted"
-    ]  # fmt: skip
+    quoting = [i for i, c in enumerate(claims) if decided[i][0] == "true" and _quotes(c.details, observation)]
     out: list[Decision] = []
     for i, (state, note) in enumerate(decided):
+        others = [claims[j].letter for j in quoting if j != i]
         if state == "undecided" and note.startswith(("message differs", "message partly")):
-            others = [claims[j].letter for j in quoting if j != i]
             if others:
                 out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
             else:
                 out.append(("consistent", f"the exception's type matches; {note}"))
+        elif state == "consistent" and note.startswith("terms only") and others:
+            out.append(("false", f"{note}; option(s) {', '.join(others)} quote it word for word"))
+        elif state == "undecided" and note.startswith("text differs"):
+            out.append(
+                ("false", f"{note}; option(s) {', '.join(others)} quote the message raised")
+                if others
+                else ("undecided", f"undecided: {note}")
+            )
         else:
             out.append((state, note))
     return out
@@ -334,15 +378,68 @@ def question_mismatch(question: str, snippet: str) -> str | None:
     return None
 
 
+#: "You initialize a `RunConfig` with `max_llm_calls` equal to `sys.maxsize`": the one call a question describes.
+_DESCRIBED_CALL = re.compile(
+    r"\b(?:initiali[sz]e|create|construct|instantiate|build)\s+(?:an?\s+|the\s+)?`(?P<callee>[A-Za-z_][\w.]*)`\s+with\s+(?:the\s+)?"
+    r"`(?P<param>[A-Za-z_]\w*)`(?:\s+(?:argument|parameter|field))?\s+(?:equal\s+to|set\s+to|as|=)\s+`(?P<value>[^`\n]+)`",
+    re.I,
+)
+
+
+def described_call(question: str, snippet: str) -> tuple[str, str] | None:
+    """The code to run instead of a snippet that is not the code the question describes (:func:`question_mismatch`),
+    when the question describes one call (``initialize a `C` with `p` equal to `v```): the snippet's module context and a
+    ``code_under_test`` making that call, and the value's text (``v``); None when the question describes none, or the
+    call is no Python."""
+    match = _DESCRIBED_CALL.search(question)
+    if match is None or not _CLASSLIKE.match(match.group("callee").rsplit(".", 1)[-1]):
+        return None
+    call = f"{match.group('callee')}({match.group('param')}={match.group('value').strip()})"
+    try:
+        ast.parse(call, mode="eval")
+    except SyntaxError:
+        return None
+    return compose(f"def code_under_test():\n    {call}\n", split(snippet)[0] or None), match.group("value").strip()
+
+
+def _valued(claim: Claim, text: str, value: Mapping[str, Any] | None) -> Claim:
+    """The claim with ``text`` (an expression the question names, ``sys.maxsize``) replaced by its value in the texts it
+    compares (a message states the value, not the expression); unchanged when the value is unknown."""
+    if not value or "error" in value or not value.get("repr"):
+        return claim
+    keys = ("message", "describes", "output_text")
+    changed = {k: str(claim.details[k]).replace(text, str(value["repr"])) for k in keys if isinstance(claim.details.get(k), str)}
+    return dataclasses.replace(claim, details={**claim.details, **changed})
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None) -> list[OptionEvidence]:
-    """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order."""
-    observation, execution = observe(snippet, claims, settings, index)
-    why = untrusted(observation, execution) or (question_mismatch(claims[0].question, snippet) if claims else None)
+    """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order. A snippet that is
+    not the code the question describes is replaced by the call the question describes, if it describes one
+    (:func:`described_call`)."""
+    question = claims[0].question if claims else ""
+    mismatch = question_mismatch(question, snippet) if claims else None
+    found = described_call(question, snippet) if mismatch else None
+    described, value = found if found is not None and question_mismatch(question, found[0]) is None else (None, "")
+    if described is not None:
+        snippet, mismatch = described, None
+    observation, execution = observe(snippet, claims, settings, index, extra=[value] if value else [])
+    if observation is not None and value and not _is_literal(value):
+        claims = [_valued(c, value, (observation.get("expressions") or {}).get(value)) for c in claims]
+    why = untrusted(observation, execution) or mismatch
     decided: list[Decision] = (
         [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
     )
     record = {} if observation is None else {
         "observed": what_happened(observation),
+        "ran": None if described is None else split(described)[1],
         "called": observation.get("called"),
         "stdout": observation.get("stdout"),
         "context_failures": observation.get("context_failures"),

@@ -13,7 +13,9 @@ Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 Every option records which prover wrote the proof that settled it (``decided_by``: ``offline`` or
 ``llm:<model>``, ``derived`` for "None of the above"; None while undecided).
 
-"None of the above" is derived: true iff every other option is false, false iff one is true.
+"None of the above" is derived: true iff every other option is false, false iff one is true. "All of the above" is
+derived too: true iff every other option is true, false iff one is false. A marked "All of the above" that is true
+is not made Ambiguous by the options it stands for being true.
 
 Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.sandbox.redaction.safe_text`)
 as it becomes evidence: notes and recorded values at :data:`EVIDENCE_CHARS`, stdout/stderr to their last
@@ -39,7 +41,7 @@ from typing import Any, Literal
 
 from retrieval_pipeline.core.sandbox.redaction import safe_text
 from retrieval_pipeline.core.sandbox.results import Execution
-from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
 
 VerdictLabel = Literal["Valid", "Ambiguous", "Incorrect", "Unverifiable"]
@@ -100,7 +102,7 @@ class Verdict:
 def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence:
     """Read one proof's run into an :class:`OptionEvidence` (E and unknown claims have no run)."""
     claim = proof.claim
-    if claim.kind == "none_of_the_above":
+    if claim.kind in DERIVED_KINDS:
         return OptionEvidence(claim.letter, claim, "derived", None, "undecided", "derived from the other options", prover="derived")
     if proof.status != "proof" or execution is None:
         reason = proof.reason or str(claim.details.get("reason", "no offline proof"))
@@ -162,9 +164,9 @@ def safe_record(record: Mapping[str, Any]) -> dict[str, Any]:
 def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Verdict:
     """Apply the rules of the module docstring."""
     by_letter = {e.letter: e for e in evidence}
-    regular = [e for e in evidence if e.claim.kind != "none_of_the_above"]
-    nota = [e for e in evidence if e.claim.kind == "none_of_the_above"]
-    _derive_none_of_the_above(regular, nota)
+    regular = [e for e in evidence if e.claim.kind not in DERIVED_KINDS]
+    _derive(regular, [e for e in evidence if e.claim.kind == "none_of_the_above"], "false")
+    _derive(regular, [e for e in evidence if e.claim.kind == "all_of_the_above"], "true")
     letters = lambda state: [e.letter for e in evidence if e.state == state]  # noqa: E731
     proven_true, proven_false = letters("true"), letters("false")
     consistent, undecided = letters("consistent"), letters("undecided")
@@ -182,6 +184,8 @@ def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Ver
         instead = ", ".join(proven_true) or "not established"
         return verdict("Incorrect", f"marked {marked} is proven false: {mark.note}", f"proven true instead: {instead}")
     if mark.state == "true":
+        if mark.claim.kind == "all_of_the_above":  # the options it stands for are true with it
+            others = [e for e in others if e.claim.kind in DERIVED_KINDS]
         also_true = [e.letter for e in others if e.state == "true"]
         same = _same_result(mark, others)
         if also_true or same:
@@ -204,7 +208,7 @@ def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Ver
                 "Ambiguous",
                 f"marked {marked} evaluates, and {_names(same)} evaluate(s) to the same object: {mark.fingerprint}",
             )
-        open_ = [e for e in others if e.state != "false" and e.claim.kind != "none_of_the_above"]
+        open_ = [e for e in others if e.state != "false" and e.claim.kind not in DERIVED_KINDS]
         if not open_:
             return verdict(
                 "Valid",
@@ -223,18 +227,21 @@ def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Ver
     return verdict("Unverifiable", *reasons)
 
 
-def _derive_none_of_the_above(regular: Sequence[OptionEvidence], nota: Sequence[OptionEvidence]) -> None:
-    for e in nota:
-        if any(r.state == "true" for r in regular):
+def _derive(regular: Sequence[OptionEvidence], derived: Sequence[OptionEvidence], needed: OptionState) -> None:
+    """Settle derived options from the regular ones: true when every regular option is ``needed``, false when one is
+    the opposite ("None of the above": ``needed`` false; "All of the above": ``needed`` true)."""
+    opposite: OptionState = "true" if needed == "false" else "false"
+    for e in derived:
+        breaking = [r for r in regular if r.state == opposite]
+        if breaking:
             e.state, e.option_true = "false", False
-            e.note = f"false: {_names([r for r in regular if r.state == 'true'])} is proven true"
-        elif regular and all(r.state == "false" for r in regular):
+            e.note = f"false: {_names(breaking)} is proven {opposite}"
+        elif regular and all(r.state == needed for r in regular):
             e.state, e.option_true = "true", True
-            e.note = "true: every other option is proven false"
+            e.note = f"true: every other option is proven {needed}"
         else:
-            open_ = [r for r in regular if r.state != "false"]
             e.state, e.option_true = "undecided", None
-            e.note = f"undecided: {_names(open_)} not proven false"
+            e.note = f"undecided: {_names([r for r in regular if r.state != needed])} not proven {needed}"
 
 
 def _same_result(mark: OptionEvidence, others: Sequence[OptionEvidence]) -> list[OptionEvidence]:

@@ -47,10 +47,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from retrieval_pipeline.core.progress import Progress
 from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
@@ -204,7 +206,7 @@ def second_opinion(
     Returns:
         The evidence per option; where the second prover did not settle more, the first result with a note of the try.
     """
-    open_ = [i for i, e in enumerate(evidence) if e.state in OPEN_STATES and e.claim.kind != "none_of_the_above"]
+    open_ = [i for i, e in enumerate(evidence) if e.state in OPEN_STATES and e.claim.kind not in DERIVED_KINDS]
     if not open_:
         return list(evidence)
     proofs = [fallback.prove(evidence[i].claim) for i in open_]
@@ -303,7 +305,8 @@ def run_verification(
         workers: Proofs of one question run at once when they run one sandbox each.
         parallel: Questions verified at once, each in its own sandbox; default: the number of cores.
         index: A probed index to reuse (nothing is probed then).
-        progress: Called with each verdict, in the order of the cases.
+        progress: Called with each verdict, in the order of the cases (each is also counted on a
+            :class:`~retrieval_pipeline.core.progress.Progress` of the questions: log lines and a terminal bar).
         fallback: A second prover for the options the first did not settle (an LLM prover); None: none.
         fallback_for: Makes the second prover from the probed index (it names the library), when ``fallback`` is None.
         cache: Verdicts of unchanged questions to reuse, and where new ones are stored; None: every question is
@@ -319,6 +322,8 @@ def run_verification(
     started = time.monotonic()
     settings = sandbox_settings or SandboxSettings()
     index = index or probe_environment(settings, library, import_name=import_name)
+    if index.import_name and not settings.preload:  # a batch's proofs share the library's imports (SandboxSettings.preload)
+        settings = dataclasses.replace(settings, preload=(index.import_name, *sorted(set(index.module_aliases.values()))))
     prover = prover or OfflineProver(index)
     if fallback is None and fallback_for is not None:
         fallback = fallback_for(index)
@@ -342,9 +347,11 @@ def run_verification(
         return verdict
 
     verdicts: list[Verdict] = []
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool:
+    counted = Progress("verifier", verb="verified", noun="questions", unit="questions", total=len(questions))
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool, counted:
         for verdict in pool.map(verify, questions):
             verdicts.append(verdict)
+            counted.advance()
             if progress is not None:
                 progress(verdict)
     name = getattr(prover, "name", type(prover).__name__)

@@ -282,6 +282,20 @@ def test_bootstrap_matches_scipy_percentile_within_monte_carlo_error():
         assert abs(ours - theirs) <= 4 * math.sqrt(2) * _quantile_se((y - x).std() / math.sqrt(200), 0.025, n_resamples)
 
 
+@pytest.mark.parametrize(("n", "columns"), [(37, 1), (2000, 2)])  # 2,000 queries: bootstrap_means draws in two chunks
+def test_bootstrap_equals_scipy_percentile_given_the_same_generator(n, columns):
+    """The same seed draws the same indices in scipy: the bounds agree to rounding, not only within Monte Carlo error."""
+    matrix = np.random.default_rng(n).random((n, columns))
+    ours_low, ours_high = paired_bootstrap_ci(matrix, 2000, 0.9, seed=8)
+    generator = np.random.default_rng(8)
+    theirs = scipy_stats.bootstrap(
+        (matrix,), np.mean, axis=0, n_resamples=2000, confidence_level=0.9, method="percentile", vectorized=True, rng=generator
+    ).confidence_interval
+    np.testing.assert_allclose([ours_low, ours_high], [theirs.low, theirs.high], rtol=0, atol=1e-12)
+    shifted = paired_bootstrap_ci(matrix, 2000, 0.9, seed=9)  # another seed: other draws, other bounds
+    assert np.abs(np.asarray(shifted[0]) - np.asarray(theirs.low)).max() > 1e-6
+
+
 def test_bootstrap_rejects_nan_and_empty_input():
     with pytest.raises(ValueError, match="NaN"):
         paired_bootstrap_ci([0.1, math.nan], 1000, 0.95, 1)

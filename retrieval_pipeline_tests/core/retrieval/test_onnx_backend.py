@@ -32,13 +32,17 @@ from retrieval_pipeline.core.retrieval.onnx_backend import (
     BACKENDS,
     CACHE_ENV,
     MANIFEST_FILE,
+    MIN_EXPORT_COSINE,
     ONNX_FILE,
     RECIPE,
+    THREADS_ENV,
     TOKENIZER_FILE,
     cache_folder,
     check_onnx_compatible,
     default_cache_dir,
+    default_threads,
     ensure_exported,
+    quantised_agreement,
 )
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS, fake_model_folder, parse_as
 
@@ -214,7 +218,56 @@ def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert default_cache_dir() == tmp_path / "elsewhere"
 
 
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_the_threads_setting_is_a_positive_whole_number(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+    monkeypatch.setenv(THREADS_ENV, bad)
+    with pytest.raises(ValueError, match=f"{THREADS_ENV} must be a positive whole number of threads, got '{bad}'"):
+        default_threads()
+
+
+def test_the_threads_setting_reaches_onnxruntime_unless_an_encoder_names_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_dir: Path
+) -> None:
+    def threads(encoder: OnnxInt8Encoder) -> int:
+        return encoder.model.session.get_session_options().intra_op_num_threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert default_threads() is None and threads(onnx_encoder(model_dir, tmp_path, FakeExporter())) == 0  # 0: onnxruntime decides
+    monkeypatch.setenv(THREADS_ENV, " 1 ")
+    assert default_threads() == 1 and threads(onnx_encoder(model_dir, tmp_path, FakeExporter())) == 1
+    assert threads(onnx_encoder(model_dir, tmp_path, FakeExporter(), threads=3)) == 3
+
+
 # -- the runtime -----------------------------------------------------------------------------------
+
+
+def _linear_graph(path: Path, weights: list[list[float]]) -> Path:
+    """A graph ``sentence_embedding = float(input_ids) @ weights`` (2 x 2)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Cast", ["input_ids"], ["x"], to=TensorProto.FLOAT),
+            helper.make_node("MatMul", ["x", "w"], ["sentence_embedding"]),
+        ],
+        "linear",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", 2])],
+        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", 2])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [v for row in weights for v in row])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_quantised_agreement_is_the_smallest_cosine_between_the_two_graphs(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install the project)")
+    feed = {"input_ids": np.array([[1, 0], [0, 1], [3, 4]], dtype=np.int64)}
+    reference = _linear_graph(tmp_path / "float.onnx", [[1, 0], [0, 1]])
+    assert quantised_agreement(reference, _linear_graph(tmp_path / "scaled.onnx", [[2, 0], [0, 2]]), feed) == pytest.approx(1.0)
+    swapped = _linear_graph(tmp_path / "swapped.onnx", [[0, 1], [1, 0]])  # [1, 0] -> [0, 1]: cosine 0 on the first two rows
+    agreement = quantised_agreement(reference, swapped, feed)
+    assert agreement == pytest.approx(0.0, abs=1e-6) and agreement < MIN_EXPORT_COSINE
 
 
 def test_runtime_pads_sorts_truncates_and_restores_the_order(tmp_path: Path, model_dir: Path) -> None:

