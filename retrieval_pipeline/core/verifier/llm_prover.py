@@ -18,8 +18,13 @@ fails: the wrapper reads the traceback, and an ``AssertionError`` raised anywher
 ``raise``), any other exception, a timeout or a crash leaves the option undecided. A check with no ``assert``
 proves nothing and is refused before it runs.
 
-**Screening** (defence in depth; the sandbox is the boundary): a check that does not parse, defines no
-``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
+**Vacuous answers decide nothing.** A check (or refutation) whose every assertion only says that something exists
+(``X is not None``, ``hasattr``, ``isinstance(X, type)``) is refused: the offline prover already decides whether names
+exist, and such a refutation holds whether the option is true or not: paired with a check that has a wrong expected
+value (a small model writes both), it would make a true option false.
+
+**Screening** (defence in depth; the sandbox is the boundary): a script whose ``assert`` statements are at top level
+becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse, defines no ``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
 ``eval``/``__import__``, names the evidence file or the wrapper's helpers, or exits the interpreter is refused:
 the option stays undecided, with the reason.
 
@@ -32,6 +37,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import re
 import threading
 from typing import Any
 
@@ -40,6 +46,7 @@ import pydantic
 from retrieval_pipeline.core.astutil import dotted_name
 from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
 from retrieval_pipeline.core.verifier.provers import Proof
 from retrieval_pipeline.core.verifier.sandbox_files import llm_check, source
@@ -79,6 +86,8 @@ an option that is false must make one of them fail. Use plain `assert` statement
 - No network, no subprocesses, no environment variables, no files outside the current directory.
 - Do not catch AssertionError, do not call sys.exit, do not write pytest tests or fixtures.
 - If something needed does not exist, let the exception propagate (that is not an answer).
+- `where_the_library_defines` (when given) says where the installed library defines the names the question and the \
+option use: import them from there.
 """
 
 #: What the second, independent request asks for: a check that holds exactly when the option is FALSE.
@@ -86,6 +95,32 @@ _REFUTE = (
     "This time write the REFUTATION: `check()`'s assert statements must ALL hold if and only if the option is FALSE; "
     "an option that is true must make one of them fail. Decide it from the library itself, not from the wording."
 )
+
+
+#: A name as the question or the option writes it (``RunConfig``, ``runner.run_async``, ``types.Part``).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: The most names located for one prompt.
+MAX_LOCATED = 8
+
+
+def located_names(text: str, index: LibraryIndex) -> dict[str, str]:
+    """The names in ``text`` the probed library defines, with where (``RunConfig`` -> its fully qualified name).
+
+    A name counts when it is capitalised (a class) or written in backticks (``runner.run_async`` -> ``Runner``);
+    only the first part of a dotted name is looked up. At most :data:`MAX_LOCATED`, in order of appearance.
+    """
+    quoted = {m.split(".")[0] for span in re.findall(r"`([^`]+)`", text) for m in _NAME.findall(span)}
+    found: dict[str, str] = {}
+    for match in _NAME.finditer(text):
+        head = match.group(0).split(".")[0]
+        if head in found or not (head[:1].isupper() or head in quoted):
+            continue
+        resolved = index.resolve(head)
+        if resolved is not None:
+            found[head] = resolved[1]
+        if len(found) >= MAX_LOCATED:
+            break
+    return found
 
 
 class GeneratedCheck(pydantic.BaseModel):
@@ -128,6 +163,29 @@ def _node_problem(node: ast.AST) -> str | None:
     return None
 
 
+#: Calls that only say a thing exists (``callable(X)``, ``hasattr(m, "X")``, ``inspect.isclass(X)``).
+EXISTENCE_CALLS = frozenset("callable hasattr inspect.isclass inspect.isfunction inspect.ismodule inspect.ismethod".split())
+
+
+def existence_only(test: ast.expr) -> bool:
+    """Whether an assert's test only says that something exists: ``X``, ``m.X``, ``X is not None``, ``callable(X)``,
+    ``hasattr(m, "X")``, ``isinstance(X, type)`` (or an ``and`` of such tests)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(existence_only(v) for v in test.values)
+    if isinstance(test, ast.Name | ast.Attribute):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        right = test.comparators[0]
+        return isinstance(right, ast.Constant) and right.value is None
+    if isinstance(test, ast.Call):
+        called = dotted_name(test.func)
+        if called in EXISTENCE_CALLS:
+            return True
+        if called == "isinstance" and len(test.args) == 2:
+            return isinstance(test.args[1], ast.Name) and test.args[1].id == "type"
+    return False
+
+
 def screen_check(source: str) -> str | None:
     """Why a generated check is refused before it runs, or None when it may run (see the module docstring).
 
@@ -144,13 +202,34 @@ def screen_check(source: str) -> str | None:
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check"]
     if not checks:
         return "it defines no top-level check()"
-    if not any(isinstance(n, ast.Assert) for n in ast.walk(checks[0])):
+    asserts = [n for n in ast.walk(checks[0]) if isinstance(n, ast.Assert)]
+    if not asserts:
         return "check() has no assert statement, so it would prove nothing"
     for node in ast.walk(tree):
         problem = _node_problem(node)
         if problem:
             return problem
+    if all(existence_only(a.test) for a in asserts):
+        return "check() only asserts that names exist, which decides no option the offline proofs left open"
     return None
+
+
+def as_check(source: str) -> str:
+    """``source`` with its top-level statements made the body of ``check()``, when it is a script that asserts at top
+    level and defines no ``check()`` (a small model often writes the asserts so, whatever the prompt says); otherwise
+    ``source`` unchanged. The statements are moved in the syntax tree (string literals keep their exact text) and the
+    result is screened like any other check.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    defines_check = any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check" for n in tree.body)
+    if defines_check or not any(isinstance(n, ast.Assert) for n in tree.body):
+        return source
+    wrapped = ast.parse("def check():\n    pass\n")
+    wrapped.body[0].body = tree.body  # type: ignore[attr-defined]
+    return ast.unparse(wrapped) + "\n"
 
 
 def wrap_check(claim: Claim, code: str, prover: str, refutation: str | None = None) -> str:
@@ -172,6 +251,9 @@ class LLMProver:
         refute: Ask a second time, independently, for a refutation (a check that holds exactly when the option is
             false), and decide only when the check and the refutation agree. On by default: a small model's wrong
             test then cannot make a true option false on its own. Off: one check decides (half the calls).
+        index: The probed library: the prompt then says where the library defines the names the question and the
+            option use (:func:`located_names`), so that a model that does not know the library imports them from
+            where they are.
     """
 
     def __init__(
@@ -182,12 +264,14 @@ class LLMProver:
         import_name: str | None = None,
         max_calls: int | None = None,
         refute: bool = True,
+        index: LibraryIndex | None = None,
     ) -> None:
         self.client = client
         self.library = library
         self.import_name = import_name
         self.max_calls = max_calls
         self.refute = refute
+        self.index = index
         self.name = f"llm:{client.settings.model}"
         self._asked = 0
         self._lock = threading.Lock()
@@ -203,6 +287,9 @@ class LLMProver:
             "what_the_option_claims": claim.hypothesis if claim.kind != "unknown" else None,
             "write": write,
         }
+        located = located_names(f"{claim.question}\n{claim.option_text}", self.index) if self.index is not None else {}
+        if located:
+            task["where_the_library_defines"] = located
         system = _SYSTEM if write == "check" else _SYSTEM + "\n" + _REFUTE
         return [
             {"role": "system", "content": system},
@@ -214,7 +301,7 @@ class LLMProver:
         call = self.client.complete_json(self.messages(claim, write), GeneratedCheck)
         if not call.ok or call.value is None:
             return None, f"the LLM gave no usable {write}: {call.error}"
-        code = str(call.value["test_code"])
+        code = as_check(str(call.value["test_code"]))
         problem = screen_check(code)
         return (None, f"the generated {write} was refused: {problem}") if problem else (code, None)
 

@@ -293,7 +293,7 @@ def llm_fallback(mode: str, llm: LLMClient | None, index: LibraryIndex) -> LLMPr
     if mode != "llm" or llm is None:
         return None
     library = f"{index.distribution} {index.version}" if index.distribution else index.import_name
-    return LLMProver(llm, library=library, import_name=index.import_name, max_calls=LLM_MAX_CALLS)
+    return LLMProver(llm, library=library, import_name=index.import_name, max_calls=LLM_MAX_CALLS, index=index)
 
 
 def propose_fixes(

@@ -26,8 +26,9 @@ documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`).
 
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
-result replaces the first one only when it settles more (true/false, or consistent where nothing was known);
-each option records which prover decided it.
+result replaces the first one only when it settles more (true/false, or consistent where nothing was known), and
+its "false" results stand only when some option of the question is then proven true (else one wrong generated test
+could make the right answer false on its own); each option records which prover decided it.
 
 **A verdict cache** (``cache``, :class:`~retrieval_pipeline.core.verifier.verdict_cache.VerdictCache`) returns the
 verdict of a question whose proofs cannot have changed (same question, library files, verifier source, sandbox
@@ -211,15 +212,34 @@ def second_opinion(
     proofs = [fallback.prove(evidence[i].claim) for i in open_]
     executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
     merged = list(evidence)
+    by_second: list[int] = []
     for position, index in enumerate(open_):
         first, second = evidence[index], option_evidence(proofs[position], executions.get(position))
         settles = second.state in ("true", "false") or (first.state == "undecided" and second.state == "consistent")
         if settles:
             second.note = f"{second.note} (the first proof, by {first.prover}, had: {first.state})"
             merged[index] = second
+            by_second.append(index)
         else:
             merged[index] = dataclasses.replace(first, note=f"{first.note}; {second.prover} did not settle it either: {second.note}")
-    return merged
+    return _without_lone_falses(merged, evidence, by_second)
+
+
+def _without_lone_falses(merged: list[OptionEvidence], first: Sequence[OptionEvidence], by_second: Sequence[int]) -> list[OptionEvidence]:
+    """The second prover's "false" results (at ``by_second``) stand only when some option of the question is then true.
+
+    A wrong generated test could otherwise make the right answer false on its own: with no option shown true
+    instead, its "false" results give way to the first prover's, with a note.
+    """
+    if any(e.state == "true" for e in merged):
+        return merged
+    out = list(merged)
+    for index in by_second:
+        after, before = merged[index], first[index]
+        if after.state == "false":
+            why = f"{after.prover} found it false ({after.note}), but no option of the question true, so that decides nothing"
+            out[index] = dataclasses.replace(before, note=f"{before.note}; {why}")
+    return out
 
 
 def _run_proofs(proofs: Sequence[Proof], settings: SandboxSettings, *, workers: int, batch: bool) -> dict[int, Execution | None]:

@@ -18,6 +18,7 @@ from retrieval_pipeline.core.llm.local_server import (
     find_packaged_gguf,
     llama_server_available,
     llama_server_unavailable_reason,
+    server_environment,
 )
 
 # A stand-in for llama.cpp's server: answers GET /v1/models, and starts a child in its process group
@@ -194,3 +195,8 @@ def test_real_smollm2_server_answers_json():
         assert isinstance(json.loads(content), dict), content
     assert not _port_open("127.0.0.1", port)
     assert not _group_has_live_process(pgid)
+
+
+def test_the_server_waits_passively_at_openmp_barriers_unless_told_otherwise():
+    assert server_environment({"PATH": "/usr/bin"}) == {"PATH": "/usr/bin", "OMP_WAIT_POLICY": "passive"}
+    assert server_environment({"OMP_WAIT_POLICY": "active"})["OMP_WAIT_POLICY"] == "active"

