@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,3 +56,8 @@ class SandboxSettings:
     extra_ro_binds: tuple[Path, ...] = ()
     total_memory_mb: int | None = None
     preload: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a relative interpreter is read against the current folder here, not inside the sandbox (where bwrap
+        # would fail to find it); the path is not resolved, so a venv's bin/python link keeps its venv
+        object.__setattr__(self, "python", Path(os.path.abspath(self.python)))

@@ -507,3 +507,12 @@ def test_a_proof_cannot_forge_a_result_from_the_runner_s_memory_or_descriptors(s
     prover = FixedProver({"A": FORGER, "B": SILENT_FAILURE})
     verdict = verify_question("c", QUESTION, {"A": "from json import dumps", "B": "from json import loads"}, "A", prover, sandbox)
     assert {e.letter: e.outcome for e in verdict.evidence} == {"A": "failed", "B": "failed"}
+
+
+def test_a_relative_interpreter_is_read_against_the_current_folder(sandbox, monkeypatch):
+    """``SandboxSettings(python=Path(".venv/bin/python"))`` runs that interpreter, not "bwrap: execvp ...: No such file"."""
+    python = Path(sandbox.python)
+    monkeypatch.chdir(python.parent)
+    settings = dataclasses.replace(sandbox, python=Path(python.name))
+    assert settings.python == python.parent / python.name  # absolute, the link itself (a venv's bin/python stays in its venv)
+    assert run_pytest(TRUE_PROOF, "test_option_A.py", settings).outcome == "passed"
