@@ -247,12 +247,9 @@ def cache_key(slices: Sequence[Slice], identity: Mapping[str, Any]) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file (hex), read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+    """The SHA-256 of a file (hex), read in blocks (:func:`hashlib.file_digest`)."""
+    with Path(path).open("rb") as handle:
+        return hashlib.file_digest(handle, hashlib.sha256).hexdigest()
 
 
 def verify_slice(split: SplitFile, piece: Slice, digest: str | None = None) -> None:

@@ -324,13 +324,11 @@ def file_sha256(path: Path) -> str:
         known = _FILE_HASHES.get(key)
     if known is not None:
         return known
-    digest = hashlib.sha256()
     with resolved.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        computed = hashlib.file_digest(handle, hashlib.sha256).hexdigest()
     with _FILE_HASHES_LOCK:
-        _FILE_HASHES[key] = digest.hexdigest()
-    return _FILE_HASHES[key]
+        _FILE_HASHES[key] = computed
+    return computed
 
 
 def model_fingerprint(folder: Path) -> ModelFingerprint:
