@@ -39,6 +39,7 @@ from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
+from retrieval_pipeline.core.split_packages import default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +73,7 @@ def agreement(pairs: list[tuple[FilterDecision, FilterDecision]]) -> dict[str, A
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--model-cache", type=Path, default=ROOT / "data" / "cache" / "models")
+    parser.add_argument("--model-cache", type=Path, default=default_cache_dir())
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=12, help="retrieval pairs for the forward-RAG judge")
     parser.add_argument("--fix", type=int, default=8, help="fix_error cases for the target inferrer")

@@ -39,6 +39,7 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_models import local_model_path, local_model_unavailable_reason, serve_local_model
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.split_packages import default_cache_dir
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.questions import llm_fallback
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", default="qwen2.5-coder-1.5b", help="a local model name, .gguf path or package (core/llm/local_models.py)"
     )
-    parser.add_argument("--model-cache", type=Path, default=ROOT / "data" / "cache" / "models")
+    parser.add_argument("--model-cache", type=Path, default=default_cache_dir())
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--questions", type=int, default=8, help="questions with an open option to ask about")
     parser.add_argument("--seed", type=int, default=13)

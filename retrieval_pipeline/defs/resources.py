@@ -16,6 +16,7 @@ from retrieval_pipeline.core.paths import child_path
 from retrieval_pipeline.core.registry import PROJECT_ROOT, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
+from retrieval_pipeline.core.split_packages import default_cache_dir
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
@@ -96,7 +97,7 @@ class LLMResource(dg.ConfigurableResource):
     price_per_1k_prompt: float | None = None
     price_per_1k_completion: float | None = None
     local_model: str = DEFAULT_LOCAL_MODEL
-    local_model_cache_dir: str = str(DEFAULT_CACHE_DIR / "models")
+    local_model_cache_dir: str = str(default_cache_dir())
 
     @contextlib.contextmanager
     def open(self) -> Iterator[LLMClient | None]:

@@ -50,21 +50,26 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.split_packages import BLOCK, JoinedSlices, Slice, SplitFile, build_once, find_slices, verify_slice
+from retrieval_pipeline.core.split_packages import (
+    BLOCK,
+    JoinedSlices,
+    Slice,
+    SplitFile,
+    build_once,
+    default_cache_dir,
+    find_slices,
+    verify_slice,
+)
 from retrieval_pipeline.core.split_packages import cache_key as split_cache_key
 
 #: Bumped when assembly changes what the same parts give (part of the key).
 RECIPE = 1
 #: The record beside the extracted files, written last: a folder that has it is complete.
 MANIFEST = "assembled.json"
-#: Overrides the default cache folder.
-CACHE_ENV = "RETRIEVAL_PIPELINE_MODEL_CACHE"
 #: A part's slice, anywhere in it: ``<archive>.zip.<NNN>``.
 SLICE_PATTERN = r"(?:.*/)?(?P<file>[^/]+\.zip)\.(?P<number>\d{3})"
 #: Refuse an archive that declares more than this many bytes once extracted.
 MAX_EXTRACTED_BYTES = 8 << 30
-
-_PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 class PypiParts(BaseModel):
@@ -101,12 +106,6 @@ class AssembledModel:
 
     folder: Path
     manifest: dict[str, Any]
-
-
-def default_cache_dir() -> Path:
-    """``$RETRIEVAL_PIPELINE_MODEL_CACHE`` when set, else ``<project>/data/cache/models``."""
-    configured = os.environ.get(CACHE_ENV, "").strip()
-    return Path(configured).expanduser() if configured else _PROJECT_ROOT / "data" / "cache" / "models"
 
 
 def cache_key(slices: Sequence[Slice]) -> str:

@@ -1,12 +1,11 @@
 """Qwen2.5-Coder-1.5B joined from its 22 packages and served by llama.cpp: opt-in (``make test-local-qwen``).
 
 Skips, saying why, when llama.cpp's server or a part is missing. The joined file is kept in
-``data/cache/models`` (``RETRIEVAL_LLM_MODEL_CACHE`` moves it), so only the first run joins it.
+``data/cache/models`` (``RETRIEVAL_PIPELINE_MODEL_CACHE`` moves it), so only the first run joins it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_models import QWEN_CODER_1_5B, local_model_path, local_model_unavailable_reason, serve_local_model
 from retrieval_pipeline.core.llm.local_server import LocalLlamaServer
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.split_packages import file_sha256
+from retrieval_pipeline.core.split_packages import default_cache_dir, file_sha256
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.llm_prover import GeneratedCheck, LLMProver, as_check
 from retrieval_pipeline.core.verifier.provers import OfflineProver
@@ -26,7 +25,7 @@ from retrieval_pipeline.core.verifier.verify import verify_question
 pytestmark = [pytest.mark.local_llm, pytest.mark.integration]
 
 MODEL = "qwen2.5-coder-1.5b"
-CACHE = Path(os.environ.get("RETRIEVAL_LLM_MODEL_CACHE", Path(__file__).resolve().parents[3] / "data" / "cache" / "models"))
+CACHE = default_cache_dir()
 QUESTION = "How does `collections.Counter.most_common` order its result when called with no argument?"
 OPTIONS = {
     "A": "From the most common element to the least common.",
