@@ -8,6 +8,8 @@ rules (``.importlinter``) see it.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "retrieval_pipeline"
@@ -43,3 +45,18 @@ def test_the_scan_sees_an_import_inside_a_function(tmp_path: Path):
     package.mkdir()
     (package / "m.py").write_text("import os\n\n\ndef f():\n    from retrieval_pipeline.core import types\n    return types, os\n")
     assert function_imports(package) == {("m.py", "retrieval_pipeline.core")}
+
+
+#: Libraries that loading the definitions must not import: each costs 0.6 to 2 s in every Dagster process (the
+#: webserver, the daemon, each code server and each step of a multiprocess run), and only some steps use them.
+HEAVY_AT_LOAD = ("openai", "scipy.stats", "sklearn", "matplotlib", "torch", "sentence_transformers", "onnxruntime")
+
+
+def test_loading_the_definitions_leaves_the_heavy_libraries_to_their_first_use(project_root: Path) -> None:
+    code = (
+        "import sys\nfrom retrieval_pipeline.definitions import defs\ndefs()\n"
+        f"print(' '.join(m for m in {HEAVY_AT_LOAD!r} if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=project_root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == []

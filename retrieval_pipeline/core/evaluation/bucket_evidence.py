@@ -44,15 +44,10 @@ import re
 import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from retrieval_pipeline.core.retrieval.tokenize import STOPWORDS as TOKENIZER_STOPWORDS
 from retrieval_pipeline.core.retrieval.tokenize import tokenize
-
-try:  # a well-kept list (318 words); scikit-learn comes with sentence-transformers
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as _BASE_STOP_WORDS
-except ImportError:  # pragma: no cover - exercised only where scikit-learn is absent
-    _BASE_STOP_WORDS = TOKENIZER_STOPWORDS
 
 #: Words of scikit-learn's list that are content words in API questions ("get the name", "move a file").
 KEPT_WORDS: frozenset[str] = frozenset(
@@ -61,8 +56,6 @@ KEPT_WORDS: frozenset[str] = frozenset(
 )  # fmt: skip
 #: How questions are phrased, not what they ask about.
 FRAMING_WORDS: frozenset[str] = frozenset({"does", "need", "use", "used", "uses", "using", "want", "way"})
-#: Dropped from queries and texts before words are compared.
-STOP_WORDS: frozenset[str] = (frozenset(_BASE_STOP_WORDS) - KEPT_WORDS) | FRAMING_WORDS | TOKENIZER_STOPWORDS
 #: Shorter tokens are not content words (``os``, ``io``, ``a1``).
 MIN_WORD_LENGTH = 3
 #: Shortest common prefix that lets two different words match.
@@ -71,6 +64,26 @@ MIN_STEM = 4
 PROSE_KINDS: frozenset[str] = frozenset({"passage", "chunk"})
 
 _BASE_MARKER = re.compile(r"\[from ([A-Za-z_][\w.]*)\]")
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """Dropped from queries and texts before words are compared (also the module attribute ``STOP_WORDS``).
+
+    Built on first use: scikit-learn, whose list this is, takes about 2 s to import (scipy.stats with it), and
+    every Dagster process imports this module when it loads the definitions.
+    """
+    try:  # a well-kept list (318 words); scikit-learn comes with sentence-transformers
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as base  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - exercised only where scikit-learn is absent
+        base = TOKENIZER_STOPWORDS
+    return (frozenset(base) - KEPT_WORDS) | FRAMING_WORDS | TOKENIZER_STOPWORDS
+
+
+def __getattr__(name: str) -> frozenset[str]:
+    if name == "STOP_WORDS":
+        return stop_words()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- words -------------------------------------------------------------------------------------
@@ -85,7 +98,8 @@ def content_words(text: str) -> tuple[str, ...]:
     Returns:
         Lowercase words, no stop word, none shorter than :data:`MIN_WORD_LENGTH`, none all digits.
     """
-    words = (t for t in tokenize(text) if len(t) >= MIN_WORD_LENGTH and not t.isdigit() and t not in STOP_WORDS)
+    stop = stop_words()
+    words = (t for t in tokenize(text) if len(t) >= MIN_WORD_LENGTH and not t.isdigit() and t not in stop)
     return tuple(dict.fromkeys(words))
 
 

@@ -45,7 +45,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats as scipy_stats
 
 #: Which way a randomisation test looks: ``two-sided``, ``greater`` (mean of ``a - b`` above 0), ``less``.
 Alternative = Literal["two-sided", "greater", "less"]
@@ -263,6 +262,8 @@ def paired_t_test(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
         return 1.0
     if diffs.size < 2:
         return math.nan
+    from scipy import stats as scipy_stats  # noqa: PLC0415  (1 s to import: every Dagster process loads this module)
+
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(scipy_stats.ttest_rel(np.asarray(a, dtype=float), np.asarray(b, dtype=float)).pvalue)
 

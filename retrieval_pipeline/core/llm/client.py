@@ -33,15 +33,16 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from retrieval_pipeline.core.closing import Closing
 from retrieval_pipeline.core.llm.answers import Schema, correction, parse_json_answer, still_valid
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.transport import DeadlineTransport, classify_error, describe_error, retrying
 from retrieval_pipeline.core.progress import Progress
+
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 
@@ -254,6 +255,8 @@ class LLMClient(Closing):
     @staticmethod
     def _build_client(settings: LLMSettings) -> openai.OpenAI:
         """Build the OpenAI client; its own retries are off because this class retries."""
+        import openai  # noqa: PLC0415  (1 s to import: only where a client is built)
+
         return openai.OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",

@@ -18,15 +18,30 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from importlib.metadata import requires
+from typing import TYPE_CHECKING, Any, Protocol
 
-import openai
 import tenacity
+from packaging.requirements import Requirement
+
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 
-# the httpx the installed openai builds its client on (openai 3 uses the httpx2 fork), and its httpcore
-_HTTPX_NAME = next(c.__module__.partition(".")[0] for c in openai.DefaultHttpxClient.__mro__ if c.__module__.startswith("httpx"))
+
+def openai_httpx_name() -> str:
+    """The httpx the installed openai builds its client on: openai 3 requires the ``httpx2`` fork, earlier ones ``httpx``.
+
+    Read from openai's declared requirements, not its classes: importing openai takes about 1 s, and every
+    Dagster process imports this module when it loads the definitions (openai is imported where a client is built).
+    """
+    names = [Requirement(line).name for line in requires("openai") or ()]
+    return next((name for name in names if name.startswith("httpx")), "httpx")
+
+
+# the httpx of the installed openai, and its httpcore
+_HTTPX_NAME = openai_httpx_name()
 httpx: Any = importlib.import_module(_HTTPX_NAME)
 httpcore: Any = importlib.import_module(_HTTPX_NAME.replace("httpx", "httpcore", 1))
 
@@ -107,6 +122,8 @@ def _retry_after_s(exc: openai.APIStatusError) -> float | None:
 
 def classify_error(exc: BaseException) -> tuple[bool, float | None]:
     """Return ``(retryable, retry_after_s)`` for a failed ``openai`` request (429, 5xx, timeouts, connection errors)."""
+    import openai  # noqa: PLC0415  (loaded already: the request was openai's)
+
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429:
             return True, _retry_after_s(exc)

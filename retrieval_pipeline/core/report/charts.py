@@ -16,18 +16,18 @@ import io
 import math
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from retrieval_pipeline.core.metric_registry import view_columns
 from retrieval_pipeline.core.report.data import ReportData, _metric_name, _true
 from retrieval_pipeline.core.result_cache import active_result_cache, content_key
+
+if TYPE_CHECKING:  # matplotlib is imported where a chart is drawn: every Dagster process loads this module, few draw
+    from matplotlib.figure import Figure
 
 #: Metrics of the bar chart (those present in the metric table are drawn): the registry's ``chart`` view.
 BAR_METRICS: tuple[str, ...] = tuple(view_columns("chart"))
@@ -57,6 +57,8 @@ def _colours(retrievers: Sequence[str]) -> dict[str, str]:
 
 def chart_png_base64(figure: Figure, dpi: int = _DPI) -> str:
     """A matplotlib figure as base64 PNG text (for ``data:image/png;base64,...``), drawn on the Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
@@ -64,6 +66,8 @@ def chart_png_base64(figure: Figure, dpi: int = _DPI) -> str:
 
 
 def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list]:
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
     figure = Figure(figsize=(width, height), layout="constrained")
     axes = figure.subplots(1, ncols, squeeze=False)[0].tolist()
     for ax in axes:
@@ -187,7 +191,7 @@ def sweep_figure(data: ReportData) -> Figure | None:
         parameter = str(curve["parameter"].iloc[0])
         if parameter == "k" and (curve["value"] > 0).all():
             ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")  # matplotlib wraps it in a FuncFormatter
         ax.set_title(f"{hybrid} ({curve['method'].iloc[0]})", fontsize="medium")
         ax.set_xlabel(parameter)
         ax.set_ylabel(objective)
@@ -245,7 +249,7 @@ CHART_NAMESPACE = "report_chart_png"
 def _drawing_version() -> str:
     """This module's source (the chart-drawing code) and matplotlib's version: any change to how charts are drawn gives new keys."""
     with open(__file__, "rb") as source:
-        return f"{hashlib.sha256(source.read()).hexdigest()}/matplotlib-{matplotlib.__version__}"
+        return f"{hashlib.sha256(source.read()).hexdigest()}/matplotlib-{version('matplotlib')}"
 
 
 def _drawn(value: Any, columns: tuple[str, ...] | None) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pydantic
 import pytest
 
+from retrieval_pipeline.core.llm import transport
 from retrieval_pipeline.core.llm.answers import parse_json_answer, strip_fences
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMCall, LLMClient, LLMSettings, cache_key
@@ -441,3 +442,14 @@ def test_reliability_under_30_percent_faults_and_rerun_uses_the_cache(tmp_path):
         f"http_calls_for_first_run_decided=0 cache_hits={s2.cache_hits} "
         f"cache_hit_rate={s2.cache_hits / N_ITEMS:.0%} decided={s2.decided} undecided={s2.failures}"
     )
+
+
+def test_the_deadline_transport_is_built_on_the_httpx_the_installed_openai_uses():
+    """openai's declared requirement (read without importing openai) names the httpx its client subclasses."""
+    import openai  # noqa: PLC0415
+
+    used = {c.__module__.partition(".")[0] for c in openai.DefaultHttpxClient.__mro__ if c.__module__.startswith("httpx")}
+    assert used == {transport.openai_httpx_name()} == {transport.httpx.__name__}
+    deadline = transport.DeadlineTransport(5.0)
+    with openai.DefaultHttpxClient(transport=deadline) as client:
+        assert client._transport is deadline
