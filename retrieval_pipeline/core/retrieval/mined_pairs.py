@@ -182,17 +182,31 @@ def copies_any(anchor: str, texts: Sequence[str]) -> bool:
     return _copies(anchor, _prepared(texts))
 
 
-def _prepared(texts: Sequence[str]) -> list[tuple[str, frozenset[str]]]:
-    return [(normalised(t), frozenset(tokens(t))) for t in texts]
+#: The Jaccard overlap of word sets from which two texts are near copies (:func:`near_copy`).
+NEAR_COPY = 0.8
+#: A text of ``exclude`` as :func:`_copies` compares it: normalised, its words, and how many words the normalised text has.
+_Prepared = tuple[str, frozenset[str], int]
 
 
-def _copies(anchor: str, prepared: Sequence[tuple[str, frozenset[str]]]) -> bool:
-    """:func:`copies_any` against texts normalised once."""
+def _prepared(texts: Sequence[str]) -> list[_Prepared]:
+    return [(plain, frozenset(tokens(t)), len(plain.split())) for t in texts for plain in [normalised(t)]]
+
+
+def _copies(anchor: str, prepared: Sequence[_Prepared]) -> bool:
+    """:func:`copies_any` against texts normalised once.
+
+    Word sets whose sizes differ by more than the near-copy share cannot reach it (the overlap is at most
+    the smaller over the larger), so they are not intersected: NQ's 1,596 anchors against its 1,656
+    questions took 9.5 s, nearly all of it in sets that could not match.
+    """
     plain, words = normalised(anchor), tokens(anchor)
-    for text, text_words in prepared:
-        if text == plain or (len(text.split()) >= 4 and text in plain):
+    size = len(words)
+    for text, text_words, length in prepared:
+        if text == plain or (length >= 4 and text in plain):
             return True
-        if words and text_words and len(words & text_words) / len(words | text_words) >= 0.8:
+        smaller, larger = sorted((size, len(text_words)))
+        # J <= smaller/larger, and division rounds monotonically: no pair that passes is skipped
+        if smaller and smaller / larger >= NEAR_COPY and len(words & text_words) / len(words | text_words) >= NEAR_COPY:
             return True
     return False
 
@@ -291,7 +305,7 @@ def tokens(text: str) -> set[str]:
     return {t.lower() for t in _WORD.findall(text)}
 
 
-def near_copy(a: str, b: str, threshold: float = 0.8) -> bool:
+def near_copy(a: str, b: str, threshold: float = NEAR_COPY) -> bool:
     """Whether two texts are the same after :func:`normalised`, or their word sets' Jaccard overlap is at
     least ``threshold``."""
     if normalised(a) == normalised(b):

@@ -34,6 +34,7 @@ from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
 from retrieval_pipeline.core.retrieval.mined_pairs import (
     MinedPair,
     MiningSettings,
+    copies_any,
     corpus_fingerprint,
     docstring_text,
     held_out_corpus,
@@ -119,6 +120,15 @@ def test_held_out_corpus_removes_the_anchor_from_its_gold() -> None:
     docs = {d.doc_id: d for d in held_out_corpus(CORPUS, held)}
     assert "Runs agents in a session." not in docs["pkg.runner.Runner"].text
     assert docs["pkg.tools.BaseTool"] is CORPUS[2]
+
+
+def test_copies_any_at_the_near_copy_boundary() -> None:
+    """Exactly 4 of 5 words shared is a near copy (the size filter must not skip it); 3 of 5 is not."""
+    assert copies_any("alpha beta gamma delta", ["alpha beta gamma delta epsilon"])
+    assert copies_any("alpha beta gamma delta epsilon", ["delta gamma beta alpha"])
+    assert not copies_any("alpha beta gamma", ["alpha beta gamma delta epsilon"])
+    assert copies_any("see: alpha beta gamma delta, then more", ["Alpha beta gamma delta"])  # contains a text of 4 words
+    assert not copies_any("alpha beta gamma", [])
 
 
 def test_near_copy() -> None:

@@ -31,7 +31,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.registry import load_registry
@@ -50,18 +52,30 @@ def normalised(text: str) -> str:
 
 
 def closest(queries: list[str], anchors: list[str]) -> tuple[float, str, str]:
-    """The largest Jaccard overlap of word sets between a query and an anchor, with the two texts."""
-    anchor_sets = [(frozenset(_WORD.findall(a.lower())), a) for a in anchors]
-    best = (0.0, "", "")
-    for query in queries:
-        q = frozenset(_WORD.findall(query.lower()))
-        if not q:
-            continue
-        for a, text in anchor_sets:
-            shared = len(q & a)
-            if shared and shared / len(q | a) > best[0]:
-                best = (shared / len(q | a), query, text)
-    return best
+    """The largest Jaccard overlap of word sets between a query and an anchor, with the two texts.
+
+    Every pair at once: the shared words are the product of the two binary word matrices (NQ's 1,656
+    questions against its anchors took about 20 s as a loop over the pairs). Ties go to the first query,
+    then the first anchor.
+    """
+    query_sets = [frozenset(_WORD.findall(q.lower())) for q in queries]
+    anchor_sets = [frozenset(_WORD.findall(a.lower())) for a in anchors]
+    vocabulary = {w: i for i, w in enumerate(sorted(set().union(*query_sets, *anchor_sets)))}
+
+    def matrix(sets: list[frozenset[str]]) -> sp.csr_matrix:
+        rows = [i for i, words in enumerate(sets) for _ in words]
+        columns = [vocabulary[w] for words in sets for w in words]
+        return sp.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, columns)), shape=(len(sets), len(vocabulary)))
+
+    shared = (matrix(query_sets) @ matrix(anchor_sets).T).toarray()
+    sizes_q = np.array([len(q) for q in query_sets])[:, None]
+    sizes_a = np.array([len(a) for a in anchor_sets])[None, :]
+    union = sizes_q + sizes_a - shared
+    jaccard = np.divide(shared, union, out=np.zeros(shared.shape), where=shared > 0)
+    if not jaccard.size or jaccard.max() <= 0:
+        return 0.0, "", ""
+    q, a = np.unravel_index(int(np.argmax(jaccard)), jaccard.shape)
+    return float(jaccard[q, a]), queries[q], anchors[a]
 
 
 def corpus_and_queries(dataset: str) -> tuple[list, list[str]]:
@@ -84,7 +98,8 @@ def test_no_evaluation_query_or_near_copy_is_a_training_pair(
     anchor_set = set(normal_anchors)
     copies = [q for q in queries if normalised(q) in anchor_set]
     assert not copies, f"{dataset}: queries mined as training anchors: {copies[:3]}"
-    contained = [q for q in queries if len(normalised(q).split()) >= 4 and any(normalised(q) in a for a in normal_anchors)]
+    every_anchor = "\n".join(normal_anchors)  # a normalised query holds no newline: in it = inside one anchor
+    contained = [q for q in queries if len(normalised(q).split()) >= 4 and normalised(q) in every_anchor]
     assert not contained, f"{dataset}: queries inside a training anchor: {contained[:3]}"
     overlap, query, anchor = closest(queries, anchors)
     assert overlap < JACCARD_LIMIT, f"{dataset}: {query!r} and the anchor {anchor!r} share {overlap:.2f} of their words"
@@ -95,7 +110,8 @@ def test_nq_holds_one_question_verbatim_and_exclude_drops_it(shared_data: Path) 
     documents, queries = corpus_and_queries("nq")
     corpus = " ".join(normalised(d.text) for d in documents)
     anchors = [normalised(p.anchor) for p in mine_pairs(documents, WIDEST)]
-    mined = sorted({q for q in queries if len(normalised(q).split()) >= 4 and any(normalised(q) in a for a in anchors)})
+    every_anchor = "\n".join(anchors)
+    mined = sorted({q for q in queries if len(normalised(q).split()) >= 4 and normalised(q) in every_anchor})
     assert mined == ["product-market fit means being in a good market with a product that can satisfy that market"]
     assert all(normalised(q) in corpus for q in mined)  # the corpus's own text, not something the miner read
     kept = [normalised(p.anchor) for p in mine_pairs(documents, WIDEST, exclude=mined)]

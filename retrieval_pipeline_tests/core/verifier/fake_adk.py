@@ -258,7 +258,7 @@ SUITE: list[tuple[Case, str]] = [
 
 @dataclass
 class CpuHog:
-    """Busy-loop processes, one per core, each bounded in time; killed by PID when the block ends."""
+    """Busy-loop processes, one per core left idle by the other test workers, each bounded in time; killed by PID when the block ends."""
 
     processes: list[subprocess.Popen]
 
@@ -266,11 +266,23 @@ class CpuHog:
         return all(p.poll() is None for p in self.processes)
 
 
+def idle_cores() -> int:
+    """The cores that the other workers of a parallel test run do not keep busy (at least one)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    others = int(workers) - 1 if workers.isdigit() else 0
+    return max(1, (os.cpu_count() or 2) - others)
+
+
 @contextmanager
 def cpu_hog(max_seconds: float, workers: int | None = None) -> Iterator[CpuHog]:
-    """Keep every core busy for at most ``max_seconds`` (each loop ends by itself then); killed on exit."""
+    """Keep every core busy for at most ``max_seconds`` (each loop ends by itself then); killed on exit.
+
+    ``workers`` defaults to a loop per core that the test run's other workers leave: under pytest-xdist
+    (``PYTEST_XDIST_WORKER_COUNT``) those keep their own cores busy, and a loop on every core besides cost the
+    suite the CPU time of a whole core while the test ran (about 40 s on 2 cores).
+    """
     code = f"import time\nend = time.monotonic() + {float(max_seconds)!r}\nwhile time.monotonic() < end:\n    pass\n"
-    processes = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(workers or os.cpu_count() or 2)]
+    processes = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(workers or idle_cores())]
     try:
         yield CpuHog(processes)
     finally:
