@@ -7,6 +7,9 @@ import dagster as dg
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 
+#: The verifier's multi-asset (both outputs: it is not subsettable).
+VERIFIER_ASSETS = ("question_verdicts", "quality_report")
+
 
 def run(partition, resources, instance, *, without=()):
     """Materialise every asset of ``partition`` but the assets named in ``without`` (user strings)."""

@@ -11,11 +11,9 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from retrieval_pipeline_tests.defs.real_runs import assert_checks_agree_with_metrics, metadata, run
+from retrieval_pipeline_tests.defs.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]
-#: The verifier's multi-asset (both outputs: it is not subsettable).
-VERIFIER_ASSETS = ("question_verdicts", "quality_report")
 
 
 def test_real_adk_suites_against_ranked_targets_v1_24_1(shared_data, real_resources):

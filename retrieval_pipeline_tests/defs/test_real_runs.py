@@ -1,4 +1,10 @@
-"""The real thing: all-MiniLM-L6-v2 (offline) on the embedded sample (the ADK suites: test_real_adk_run.py)."""
+"""The real thing: all-MiniLM-L6-v2 (offline) on the embedded sample (the ADK suites: test_real_adk_run.py).
+
+The question verifier's assets are left out, as in ``test_real_adk_run.py``: nothing downstream reads them,
+``core/verifier/test_sample_suite.py`` verifies the same 39 questions of this sample with the same settings (this
+interpreter, the offline prover) and checks every verdict, and ``test_verifier_assets.py`` runs the assets
+themselves in the real sandbox. Verifying here too cost this test 17 of its 50 s.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,14 @@ import pytest
 
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline_tests.defs.independent import hit_rate_at, ranx_scores
-from retrieval_pipeline_tests.defs.real_runs import assert_checks_agree_with_metrics, metadata, run
+from retrieval_pipeline_tests.defs.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]
 
 
 def test_sample_main_job_on_the_real_model(real_resources):
     instance = dg.DagsterInstance.ephemeral()
-    result = run("stdlib", real_resources, instance)
+    result = run("stdlib", real_resources, instance, without=VERIFIER_ASSETS)
     assert result.success  # the sample's floors are WARN, so failing floors do not fail the demo run
 
     cases = metadata(result, "raw_cases")
@@ -40,7 +46,7 @@ def test_sample_main_job_on_the_real_model(real_resources):
         assert table.loc[retriever, ["mrr", "ndcg@10"]].to_dict() == pytest.approx(reference, abs=1e-9), retriever
     assert metadata(result, "retrievers/dense_minilm_index")["embedded_now"] == metadata(result, "corpus")["documents"]
 
-    again = run("stdlib", real_resources, instance)
+    again = run("stdlib", real_resources, instance, without=VERIFIER_ASSETS)
     assert again.success
     assert metadata(again, "retrievers/dense_minilm_index")["embedded_now"] == 0  # unchanged corpus: nothing re-embedded
     assert metadata(again, "retrievers/dense_minilm_index")["from_cache"] == metadata(again, "corpus")["documents"]

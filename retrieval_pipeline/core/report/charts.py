@@ -61,7 +61,9 @@ def chart_png_base64(figure: Figure, dpi: int = _DPI) -> str:
 
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
+    # the constrained layout (:func:`_figure`) already fits every label inside the figure; bbox_inches="tight"
+    # would draw it a second time only to trim a few pixels of margin (about a fifth of a chart's time)
+    figure.savefig(buffer, format="png", dpi=dpi, facecolor="white")
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
