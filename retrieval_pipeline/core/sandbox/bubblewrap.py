@@ -128,7 +128,8 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
     nothing in the runner's memory (which each forked proof sees a copy of) lets a proof forge one.
 
     Args:
-        tests: ``(test_source, filename)`` per file; file names must be distinct.
+        tests: ``(test_source, filename)`` per file. A name may repeat (each file runs alone in the emptied working
+            directory, and its result is matched to it by position), but not be the runner's own files' names.
         settings: The sandbox; default: this interpreter.
 
     Returns:
@@ -145,8 +146,8 @@ def run_pytest_batch(tests: Sequence[tuple[str, str]], settings: SandboxSettings
     names = [filename for _, filename in tests]
     for name in names:
         _check_filename(name)
-    if len(set(names)) != len(names) or {BATCH_RUNNER_FILE, BATCH_CONFIG_FILE} & set(names):
-        raise ValueError(f"the files of a batch need distinct names other than {BATCH_RUNNER_FILE}, {BATCH_CONFIG_FILE}: {names}")
+    if {BATCH_RUNNER_FILE, BATCH_CONFIG_FILE} & set(names):
+        raise ValueError(f"the files of a batch need names other than {BATCH_RUNNER_FILE}, {BATCH_CONFIG_FILE}: {names}")
     if not tests:
         return []
     files, argv, batch = batch_files(tests, settings)

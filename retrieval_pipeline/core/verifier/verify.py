@@ -15,7 +15,10 @@ proof runs in a process of its own forked from it, so each option's outcome is r
 sandbox of its own. A proof the batch did not report (its runner was killed, the process limit bound)
 runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_pytest`), as
 does a question with a single proof; a crash or a timeout of one proof leaves only that option
-undecided. Questions run in parallel, up to the number of cores, each in its own sandbox.
+undecided. :func:`run_verification` proves :data:`QUESTIONS_PER_SLOT` questions per core at once and runs at
+most one batch sandbox per core: the proofs that questions hand in while the batches are busy go into the next batch
+together (:class:`~retrieval_pipeline.core.sandbox.shared_batches.SharedBatches`), so the runner's start
+(pytest, the library preloaded) is paid per batch, not per question.
 
 **A question about a snippet** runs its snippet once (with its file's module context) and decides every
 ``snippet`` claim against that one observation
@@ -51,6 +54,7 @@ from retrieval_pipeline.core.progress import Progress
 from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.sandbox.shared_batches import SharedBatches
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
@@ -96,6 +100,7 @@ def verify_question(
     fallback: Prover | None = None,
     snippet: str | None = None,
     cache: VerdictCache | None = None,
+    shared: SharedBatches | None = None,
 ) -> Verdict:
     """Verify one question; ``marked`` reaches only the verdict step.
 
@@ -113,9 +118,11 @@ def verify_question(
         snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are claims about running it.
         cache: Reuse the verdict of an unchanged question from it, and store a new one; default: the
             :func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache` (None: prove it).
+        shared: Where the batch goes when other questions are proven at the same time (their proofs may share its
+            sandbox); None: a batch of its own.
     """
     return reuse_or_verify(case_id, question, options, marked, prover, settings, workers=workers, batch=batch,
-                           fallback=fallback, snippet=snippet, cache=cache)[0]  # fmt: skip
+                           fallback=fallback, snippet=snippet, cache=cache, shared=shared)[0]  # fmt: skip
 
 
 def reuse_or_verify(
@@ -131,6 +138,7 @@ def reuse_or_verify(
     fallback: Prover | None = None,
     snippet: str | None = None,
     cache: VerdictCache | None = None,
+    shared: SharedBatches | None = None,
 ) -> tuple[Verdict, bool]:
     """:func:`verify_question`, saying whether the verdict was reused from the verdict cache.
 
@@ -147,7 +155,7 @@ def reuse_or_verify(
         if found is not None:
             return found, True
     verdict = prove_question(case_id, question, options, marked, prover, settings, workers=workers, batch=batch, fallback=fallback,
-                             snippet=snippet)  # fmt: skip
+                             snippet=snippet, shared=shared)  # fmt: skip
     if key is not None and cache is not None:
         cache.put(key, verdict)
     return verdict, False
@@ -165,6 +173,7 @@ def prove_question(
     batch: bool = True,
     fallback: Prover | None = None,
     snippet: str | None = None,
+    shared: SharedBatches | None = None,
 ) -> Verdict:
     """Decompose, prove in the sandbox, decide (no cache): the arguments are those of :func:`verify_question`."""
     started = time.monotonic()
@@ -176,12 +185,12 @@ def prove_question(
     else:
         observed = [i for i, c in enumerate(claims) if c.kind == "snippet"] if snippet is not None else []
         proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
-        executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
+        executions = _run_proofs(proofs, settings, workers=workers, batch=batch, shared=shared)
         proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
         seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index) if observed else [])
         evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
     if fallback is not None:
-        evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch)
+        evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch, shared=shared)
     verdict = decide(case_id, marked, evidence)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
@@ -192,7 +201,13 @@ OPEN_STATES = ("undecided", "consistent")
 
 
 def second_opinion(
-    evidence: Sequence[OptionEvidence], fallback: Prover, settings: SandboxSettings, *, workers: int = 2, batch: bool = True
+    evidence: Sequence[OptionEvidence],
+    fallback: Prover,
+    settings: SandboxSettings,
+    *,
+    workers: int = 2,
+    batch: bool = True,
+    shared: SharedBatches | None = None,
 ) -> list[OptionEvidence]:
     """Ask ``fallback`` about the options left undecided or consistent; keep its result where it settles more.
 
@@ -202,6 +217,7 @@ def second_opinion(
         settings: The sandbox its proofs run in.
         workers: Proofs run at once when they run one sandbox each.
         batch: Run its proofs in one sandbox.
+        shared: As for :func:`verify_question`.
 
     Returns:
         The evidence per option; where the second prover did not settle more, the first result with a note of the try.
@@ -210,7 +226,7 @@ def second_opinion(
     if not open_:
         return list(evidence)
     proofs = [fallback.prove(evidence[i].claim) for i in open_]
-    executions = _run_proofs(proofs, settings, workers=workers, batch=batch)
+    executions = _run_proofs(proofs, settings, workers=workers, batch=batch, shared=shared)
     merged = list(evidence)
     by_second: list[int] = []
     for position, index in enumerate(open_):
@@ -242,13 +258,15 @@ def _without_lone_falses(merged: list[OptionEvidence], first: Sequence[OptionEvi
     return out
 
 
-def _run_proofs(proofs: Sequence[Proof], settings: SandboxSettings, *, workers: int, batch: bool) -> dict[int, Execution | None]:
-    """Run the proofs (one batch sandbox, then alone what the batch did not settle); index -> execution."""
+def _run_proofs(
+    proofs: Sequence[Proof], settings: SandboxSettings, *, workers: int, batch: bool, shared: SharedBatches | None = None
+) -> dict[int, Execution | None]:
+    """Run the proofs (one batch sandbox, shared when ``shared``, then alone what the batch did not settle); index -> execution."""
     runnable = [i for i, p in enumerate(proofs) if p.status == "proof" and p.test_source is not None and p.filename is not None]
     first: dict[int, Execution | None] = {}
     if batch and len(runnable) > 1 and len({proofs[i].filename for i in runnable}) == len(runnable):
         tests = [(str(proofs[i].test_source), str(proofs[i].filename)) for i in runnable]
-        first = dict(zip(runnable, run_pytest_batch(tests, settings)))
+        first = dict(zip(runnable, shared.run(tests, settings) if shared is not None else run_pytest_batch(tests, settings)))
 
     def run(index: int) -> Execution | None:
         proof = proofs[index]
@@ -273,8 +291,14 @@ def _settled(execution: Execution | None) -> bool:
     return execution is not None and not (execution.outcome == "timeout" and execution.limit == "wall_clock")
 
 
+#: Questions proven at once per batch slot: while a batch runs, the other questions' proofs wait to share the next.
+#: On the 61 dev ADK questions (google-adk, 2 idle cores) 1, 2, 3, 4 and 6 took 53, 48, 45, 40 and 42 s and 102,
+#: 93, 87, 77 and 81 CPU-s, with the same verdicts (``benchmarks/shared_batches.py``).
+QUESTIONS_PER_SLOT = 4
+
+
 def default_parallel() -> int:
-    """Questions verified at once by default: the number of cores."""
+    """The number of cores: batch sandboxes at once (the questions proven at once are :data:`QUESTIONS_PER_SLOT` times it)."""
     return max(1, os.cpu_count() or 1)
 
 
@@ -303,7 +327,8 @@ def run_verification(
             and without ``import_name`` the module to probe is derived from its files.
         import_name: The module to probe (``google.adk``; ``verifier.import_name``).
         workers: Proofs of one question run at once when they run one sandbox each.
-        parallel: Questions verified at once, each in its own sandbox; default: the number of cores.
+        parallel: Questions proven at once; default: :data:`QUESTIONS_PER_SLOT` per core. Their proof batches run in
+            one batch sandbox per :data:`QUESTIONS_PER_SLOT` of them (rounded up), shared (see the module docstring).
         index: A probed index to reuse (nothing is probed then).
         progress: Called with each verdict, in the order of the cases (each is also counted on a
             :class:`~retrieval_pipeline.core.progress.Progress` of the questions: log lines and a terminal bar).
@@ -339,16 +364,20 @@ def run_verification(
     cache_status = None if cache is None else cache.status(prover, settings, fallback=fallback)
     reused: list[str] = []
 
+    at_once = max(1, min(parallel or default_parallel() * QUESTIONS_PER_SLOT, len(questions) or 1))
+    shared = SharedBatches(slots=-(-at_once // QUESTIONS_PER_SLOT))
+
     def verify(case: Case) -> Verdict:
         verdict, hit = reuse_or_verify(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
-                                       workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache)  # fmt: skip
+                                       workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache,
+                                       shared=shared)  # fmt: skip
         if hit:
             reused.append(case.case_id)
         return verdict
 
     verdicts: list[Verdict] = []
     counted = Progress("verifier", verb="verified", noun="questions", unit="questions", total=len(questions))
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel or default_parallel(), len(questions) or 1))) as pool, counted:
+    with ThreadPoolExecutor(max_workers=at_once) as pool, counted:
         for verdict in pool.map(verify, questions):
             verdicts.append(verdict)
             counted.advance()

@@ -339,8 +339,8 @@ def test_batches_run_side_by_side_each_in_its_own_sandbox(sandbox):
 
 
 def test_batch_file_names_are_checked():
-    with pytest.raises(ValueError, match="distinct"):
-        run_pytest_batch([("", "test_a.py"), ("", "test_a.py")], SandboxSettings())
+    with pytest.raises(ValueError, match="names other than"):
+        run_pytest_batch([("", "rp_batch_runner.py")], SandboxSettings())
     with pytest.raises(ValueError, match="plain names"):
         run_pytest_batch([("", "../test_a.py")], SandboxSettings())
     assert run_pytest_batch([], SandboxSettings()) == []
@@ -516,3 +516,12 @@ def test_a_relative_interpreter_is_read_against_the_current_folder(sandbox, monk
     settings = dataclasses.replace(sandbox, python=Path(python.name))
     assert settings.python == python.parent / python.name  # absolute, the link itself (a venv's bin/python stays in its venv)
     assert run_pytest(TRUE_PROOF, "test_option_A.py", settings).outcome == "passed"
+
+
+def test_a_name_may_repeat_in_a_batch_and_each_file_keeps_its_own_result(sandbox):
+    """Two questions' ``test_option_A.py`` in one batch (``SharedBatches``): each runs alone, matched by position."""
+    failing = "def test_option():\n    assert False, 'the second question'\n"
+    first, second = run_pytest_batch([(TRUE_PROOF, "test_option_A.py"), (failing, "test_option_A.py")], sandbox)
+    assert first is not None and first.passed and EVIDENCE_FILE in first.artifacts
+    assert second is not None and second.outcome == "failed" and "the second question" in second.stdout
+    assert EVIDENCE_FILE not in second.artifacts  # the first file's evidence did not stay behind for the second
