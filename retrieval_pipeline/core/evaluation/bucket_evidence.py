@@ -4,8 +4,8 @@ words and when two words match, the documents of a miss, their kin, and when a q
 * **Content words** (:func:`content_words`): the project tokenizer's tokens
   (:func:`~retrieval_pipeline.core.retrieval.tokenize.tokenize`: split on non-alphanumerics, so
   ``snake_case`` and dotted names fall apart, CamelCase parts plus the whole run, lowercased), minus
-  :data:`STOP_WORDS` and tokens shorter than :data:`MIN_WORD_LENGTH` characters or made of digits only.
-  :data:`STOP_WORDS` is scikit-learn's ``ENGLISH_STOP_WORDS`` when scikit-learn is importable (else the
+  :func:`stop_words` and tokens shorter than :data:`MIN_WORD_LENGTH` characters or made of digits only.
+  :func:`stop_words` is scikit-learn's ``ENGLISH_STOP_WORDS`` when scikit-learn is importable (else the
   project tokenizer's small list), without :data:`KEPT_WORDS` (words it lists that name operations and
   things in API questions: ``get``, ``name``, ``move``, ``empty`` ...), plus :data:`FRAMING_WORDS`
   (how questions are phrased: ``use``, ``way``, ``want`` ...).
@@ -68,7 +68,7 @@ _BASE_MARKER = re.compile(r"\[from ([A-Za-z_][\w.]*)\]")
 
 @cache
 def stop_words() -> frozenset[str]:
-    """Dropped from queries and texts before words are compared (also the module attribute ``STOP_WORDS``).
+    """Dropped from queries and texts before words are compared.
 
     Built on first use: scikit-learn, whose list this is, takes about 2 s to import (scipy.stats with it), and
     every Dagster process imports this module when it loads the definitions.
@@ -78,12 +78,6 @@ def stop_words() -> frozenset[str]:
     except ImportError:  # pragma: no cover - exercised only where scikit-learn is absent
         base = TOKENIZER_STOPWORDS
     return (frozenset(base) - KEPT_WORDS) | FRAMING_WORDS | TOKENIZER_STOPWORDS
-
-
-def __getattr__(name: str) -> frozenset[str]:
-    if name == "STOP_WORDS":
-        return stop_words()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- words -------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest_batch
 from retrieval_pipeline.core.sandbox.results import Execution
@@ -34,7 +34,7 @@ class _Request:
     settings: SandboxSettings
     results: list[Execution | None] | None = None
     error: BaseException | None = None
-    done: bool = field(default=False)
+    done: bool = False
 
 
 class SharedBatches:
@@ -55,7 +55,6 @@ class SharedBatches:
         self._changed = threading.Condition()
         self._pending: list[_Request] = []
         self._running = 0
-        self.batches = 0  # batches run so far (for reports and tests)
 
     def run(self, tests: Sequence[tuple[str, str]], settings: SandboxSettings) -> list[Execution | None]:
         """The results of ``tests`` (as :func:`run_pytest_batch` gives them), run in a batch shared with other threads' files."""
@@ -88,7 +87,6 @@ class SharedBatches:
     def _run_group(self, group: list[_Request]) -> None:
         """Run ``group`` as one batch with the lock released; hand out the results, or the error, to each request."""
         self._running += 1
-        self.batches += 1
         self._changed.release()
         try:
             results = self._runner([t for r in group for t in r.tests], group[0].settings)

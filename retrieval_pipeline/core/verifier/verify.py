@@ -44,6 +44,7 @@ other code (the proposed fixes) are covered by the same keys.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from retrieval_pipeline.core.progress import Progress
-from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
+from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.sandbox.shared_batches import SharedBatches
@@ -266,7 +267,7 @@ def _run_proofs(
     first: dict[int, Execution | None] = {}
     if batch and len(runnable) > 1 and len({proofs[i].filename for i in runnable}) == len(runnable):
         tests = [(str(proofs[i].test_source), str(proofs[i].filename)) for i in runnable]
-        first = dict(zip(runnable, shared.run(tests, settings) if shared is not None else run_pytest_batch(tests, settings)))
+        first = dict(zip(runnable, (shared or SharedBatches(slots=1)).run(tests, settings)))
 
     def run(index: int) -> Execution | None:
         proof = proofs[index]
@@ -365,7 +366,7 @@ def run_verification(
     reused: list[str] = []
 
     at_once = max(1, min(parallel or default_parallel() * QUESTIONS_PER_SLOT, len(questions) or 1))
-    shared = SharedBatches(slots=-(-at_once // QUESTIONS_PER_SLOT))
+    shared = SharedBatches(slots=math.ceil(at_once / QUESTIONS_PER_SLOT))
 
     def verify(case: Case) -> Verdict:
         verdict, hit = reuse_or_verify(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
