@@ -7,7 +7,9 @@ the positive documents with all their pairs (``split_pairs``), fine-tune the bas
 (``finetune.train_mnrl``), and score the held-out anchors as known-item queries against the whole corpus,
 each held-out anchor removed from its gold's text (``held_out_corpus``): hit@1, hit@5, MRR@100. ``base`` is
 the untrained model. Prints one row per configuration (and the training time) and, with ``--json``, writes
-them. Runs on CPU by default; ``--device cuda`` where a GPU is.
+them. ``--fuse-with code_lexical`` also ranks the held-out anchors by the min-max fusion of each trained model with
+that registry retriever (built through the factory on the held-out corpus) at lexical weights 0, 0.1, ..., 1: how
+a ``kind: hybrid`` entry's weight is chosen without a dev question. Runs on CPU by default; ``--device cuda`` where a GPU is.
 
 On a machine with only torch and sentence-transformers (a GPU box with no project environment): write the
 splits here with ``--dump-splits DIR`` (one JSON file per mining variant: the held-out corpus texts, the
@@ -48,6 +50,8 @@ CONFIGS: dict[str, dict] = {
     "docstring_only": {"mining": {"rules": ["docstring"]}},
     "bs64": {"batch_size": 64},
     "seq128": {"max_seq_length": 128},
+    "seq128_ep2": {"max_seq_length": 128, "epochs": 2},
+    "seq128_hardneg": {"max_seq_length": 128, "mining": {"hard_negatives": True}},
     "seq128_lr1e-4": {"max_seq_length": 128, "learning_rate": 1e-4},
     "seq128_ep2_lr1e-4": {"max_seq_length": 128, "epochs": 2, "learning_rate": 1e-4},
 }
@@ -61,14 +65,18 @@ def corpus_of(dataset: str) -> list:
     return list(adapter_for(config).build_corpus(config).documents)
 
 
-def known_item_scores(model, texts: dict[str, str], held: list[list[str]]) -> dict[str, float]:
-    """hit@1, hit@5 and MRR@100 of the held-out anchors (``[anchor, doc_id, rule]``) against every text,
-    over all of them and per rule (``docstring:hit@1``, ``member:mrr``, ...)."""
+def anchor_scores(model, texts: dict[str, str], held: list[list[str]]) -> tuple[list[str], np.ndarray]:
+    """The text ids and the cosine of every held-out anchor (``[anchor, doc_id, rule]``) to every text."""
     ids = list(texts)
     doc_vectors = model.encode([texts[i] for i in ids], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
     query_vectors = model.encode([h[0] for h in held], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    return ids, query_vectors @ doc_vectors.T
+
+
+def known_item_scores(ids: list[str], scores: np.ndarray, held: list[list[str]]) -> dict[str, float]:
+    """hit@1, hit@5 and MRR@100 of the held-out anchors (``[anchor, doc_id, rule]``) by ``scores`` (anchors x
+    ``ids``), over all of them and per rule (``docstring:hit@1``, ``member:mrr``, ...)."""
     index = {d: i for i, d in enumerate(ids)}
-    scores = query_vectors @ doc_vectors.T
     gold = np.array([scores[i, index[h[1]]] for i, h in enumerate(held)])
     ranks = (scores > gold[:, None]).sum(axis=1) + 1
     rules = np.array([h[2] for h in held])
@@ -96,6 +104,53 @@ def dev_ranks(model, texts: dict[str, str], queries: list[list]) -> list[dict]:
         ranks = sorted(int((scores[i] > scores[i, index[g]]).sum() + 1) for g in golds if g in index)
         out.append({"query_id": qid, "gold_ranks": ranks})
     return out
+
+
+#: The lexical retriever's min-max fusion weights tried by ``--fuse-with`` (the dense model gets 1 - w).
+FUSION_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+def lexical_runs(dataset: str, mining: dict, share: float, seed: int, name: str, anchors: list[str]) -> list[list]:
+    """Registry retriever ``name`` (no training: e.g. ``code_lexical``) built through the pipeline's factory on
+    the held-out corpus of the split, and its top 100 for each held-out anchor."""
+    from dev_eval import registry_specs
+
+    from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
+    from retrieval_pipeline.core.retrieval.factory import build_context, build_index, load_retriever
+    from retrieval_pipeline.core.retrieval.mined_pairs import MiningSettings, held_out_corpus, mine_pairs, split_pairs
+
+    corpus = corpus_of(dataset)
+    _, held = split_pairs(mine_pairs(corpus, MiningSettings(**mining)), share, seed)
+    documents = held_out_corpus(corpus, held)
+    specs = registry_specs()
+    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as cache:
+        for part in specs.closure([name]):
+            ctx = build_context(specs, dataset, documents, Path(root), Path(cache), encoder_for_spec, part, log=lambda _: None)
+            build_index(specs.get(part), ctx)
+        retriever = load_retriever(specs, name, dataset, documents, Path(root), Path(cache), encoder_for_spec)
+        return [list(hits) for hits in retriever.search(anchors, 100)]
+
+
+def fusion_scores(scores: np.ndarray, ids: list[str], lexical: list[list], held: list[list[str]]) -> list[dict]:
+    """Per lexical weight w of :data:`FUSION_WEIGHTS`: hit@1, hit@5 and MRR@100 of the held-out anchors ranked by
+    ``minmax_fuse([lexical, dense], [w, 1 - w])`` over each run's top 100, as a ``kind: hybrid`` entry fuses them."""
+    from retrieval_pipeline.core.retrieval.fusion import minmax_fuse
+
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
+    dense = [[(ids[j], float(scores[i, j])) for j in row] for i, row in enumerate(top)]
+    rows = []
+    for w in FUSION_WEIGHTS:
+        ranks = []
+        for (_, gold, _), lex, den in zip(held, lexical, dense):
+            order = [doc_id for doc_id, _ in minmax_fuse([lex, den], [w, 1.0 - w])]
+            ranks.append(order.index(gold) + 1 if gold in order[:100] else None)
+        rows.append({
+            "lexical_weight": w,
+            "hit@1": round(float(np.mean([r is not None and r <= 1 for r in ranks])), 4),
+            "hit@5": round(float(np.mean([r is not None and r <= 5 for r in ranks])), 4),
+            "mrr": round(float(np.mean([1.0 / r if r else 0.0 for r in ranks])), 4),
+        })  # fmt: skip
+    return rows
 
 
 def mining_of(overrides: dict) -> dict:
@@ -129,8 +184,9 @@ def dump_splits(dataset: str, configs: list[str], share: float, seed: int, out: 
         print(f"{split_name(json.loads(mining))}: mining {mining}: {len(train)} train pairs, {len(held)} held out")
 
 
-def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None) -> dict:
-    """Train ``name`` on the split's training pairs and score the held-out ones; with ``dev``, train it
+def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None, lexical: list | None = None) -> dict:
+    """Train ``name`` on the split's training pairs and score the held-out ones (with ``lexical``, a lexical
+    retriever's runs of the held-out anchors: also their min-max fusion per weight); with ``dev``, train it
     again on ALL mined pairs and rank the dev queries (the model a registry entry would use)."""
     from sentence_transformers import SentenceTransformer
 
@@ -161,7 +217,10 @@ def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict
         if dev:
             row["dev"] = dev_ranks(model, texts, dev["queries"])
         else:
-            row |= {k: round(v, 4) for k, v in known_item_scores(model, texts, split["held"]).items()}
+            ids, scores = anchor_scores(model, texts, split["held"])
+            row |= {k: round(v, 4) for k, v in known_item_scores(ids, scores, split["held"]).items()}
+            if lexical is not None:
+                row["fusion"] = fusion_scores(scores, ids, lexical, split["held"])
     return row
 
 
@@ -176,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump-splits", type=Path, default=None, help="write the splits here and stop")
     parser.add_argument("--from-splits", type=Path, default=None, help="read the splits from here (no project environment needed)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--fuse-with",
+        default=None,
+        help="a registry retriever that needs no training (e.g. code_lexical): also score its min-max fusion with each "
+        "trained model on the held-out anchors, per lexical weight (built on the held-out corpus, never on dev queries)",
+    )
     parser.add_argument(
         "--dev-json",
         type=Path,
@@ -200,7 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in configs:
         split = json.loads((splits / split_name(mining_of(CONFIGS[name]))).read_text(encoding="utf-8"))
-        rows.append(run_config(name, split, base_folder, args.device))
+        lexical = None
+        if args.fuse_with:
+            anchors = [h[0] for h in split["held"]]
+            lexical = lexical_runs(args.dataset, split["mining"], args.held_out_share, args.split_seed, args.fuse_with, anchors)
+        rows.append(run_config(name, split, base_folder, args.device, lexical=lexical))
         print(json.dumps(rows[-1]), flush=True)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

@@ -22,7 +22,7 @@ is decided against one run of the question's snippet) are verified with the data
 others; ``--suite none`` none). Verdicts are counted per suite. ``--moved`` verifies a mutated copy instead: every
 question's marked answer moved to the next option (cyclically; ``--skip-derived``: the next one that is not
 "None/All of the above"), and reports how many copies are flagged (Incorrect or Ambiguous); no fixes are proposed
-then.
+then. ``--moved --every-other`` decides every mutant: the marked answer moved to each other option in turn.
 
     .venv/bin/python benchmarks/verify_adk_mc.py --json after.json
     .venv/bin/python benchmarks/verify_adk_mc.py --moved --json moved.json
@@ -54,8 +54,9 @@ from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.questions import check_questions
-from retrieval_pipeline.core.verifier.verdict import VERDICTS
+from retrieval_pipeline.core.verifier.verdict import VERDICTS, decide
 from retrieval_pipeline.core.verifier.verify import run_verification
 
 #: The suites of questions about code, beside the dataset's own (``<suite_files_root>/benchmark_definitions/<name>``).
@@ -190,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--moved", action="store_true", help="verify copies with every marked answer moved to the next option")
     parser.add_argument("--skip-derived", action="store_true", help="with --moved: never move it to 'None/All of the above'")
+    parser.add_argument(
+        "--every-other",
+        action="store_true",
+        help="with --moved: every mutant, the marked answer moved to each other option in turn (the questions are "
+        "proven once: no claim sees the marked answer, so each mutant is the same evidence decided for another mark)",
+    )
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -205,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = list(loaded.cases) + list(extra.cases)
     if extra.rejects:
         print(f"rejects in the extra suites: {[(r.case_id, one_line(r.reason, 160)) for r in extra.rejects]}")
-    if args.moved:
+    if args.moved and not args.every_other:
         cases = moved(cases, skip_derived=args.skip_derived)
     questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
     suites = {c.case_id: c.suite or suite_name(Path(c.source_file)) for c in questions}
@@ -215,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
           f"timeout_s={settings.timeout_s} memory_mb={settings.memory_mb}")  # fmt: skip
     print(f"cases {len(loaded.cases)} (rejects {len(loaded.rejects)}), multiple choice {len(questions)}", flush=True)
 
+    if args.moved and args.every_other:
+        return verify_every_other(questions, settings, suites, args, started)
     if args.moved:
         return verify_moved(questions, settings, suites, args, started)
     with llm_client(args) as client:
@@ -299,6 +308,33 @@ def verify_moved(questions: list[Case], settings: Any, suites: dict[str, str], a
         summary = {"mode": "moved" + ("_skip_derived" if args.skip_derived else ""), "by_suite": by_suite, "flagged": len(flagged), "total": len(frame),
                    "by_verdict": {v: frame[frame["verdict"] == v]["case_id"].tolist() for v in VERDICTS},
                    "reasons": {r["case_id"]: list(r["reasons"]) for _, r in flagged.iterrows()}}  # fmt: skip
+        args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    return 0
+
+
+def verify_every_other(questions: list[Case], settings: Any, suites: dict[str, str], args: argparse.Namespace, started: float) -> int:
+    """Prove the questions once, then decide every mutant (each other option marked in turn) on that evidence:
+    how many of all the mutants are flagged (Incorrect or Ambiguous), per suite and by where the mark moved."""
+    sandbox = SandboxSettings(python=Path(settings.python), timeout_s=settings.timeout_s, memory_mb=settings.memory_mb)
+    run = run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+    rows = []
+    for v in run.verdicts:
+        for e in v.evidence:
+            if e.letter != v.marked:
+                verdict = decide(v.case_id, e.letter, v.evidence).verdict
+                rows.append({"case_id": v.case_id, "suite": suites.get(v.case_id, "?"), "mark": e.letter,
+                             "onto": "derived" if e.claim.kind in DERIVED_KINDS else "regular", "verdict": verdict,
+                             "flagged": verdict in ("Incorrect", "Ambiguous")})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    print("moved answers: every marked answer moved to each other option in turn (one mutant per other option)")
+    print(f"\nflagged {int(frame['flagged'].sum())} of {len(frame)} mutants ({frame['flagged'].mean():.0%}) of {len(run.verdicts)} questions; "
+          f"wall {time.monotonic() - started:.1f} s")  # fmt: skip
+    for key in ("suite", "onto"):
+        for name, group in frame.groupby(key):
+            print(f"  {key} {name}: {int(group['flagged'].sum())} of {len(group)} flagged ({group['flagged'].mean():.0%})")
+    if args.json:
+        summary = {"mode": "moved_every_other", "flagged": int(frame["flagged"].sum()), "total": len(frame),
+                   "questions": len(run.verdicts), "mutants": rows}  # fmt: skip
         args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return 0
 

@@ -1,0 +1,58 @@
+"""``benchmarks/finetune_select.py``'s fusion sweep: held-out anchors ranked by ``minmax_fuse([lexical, dense])``.
+
+Weight 0 must rank as the dense scores alone, weight 1 as the lexical run alone, and a weight between them
+can rescue an anchor that neither ranks first on its own, exactly as a ``kind: hybrid`` entry would.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def select() -> ModuleType:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("finetune_select_benchmark", BENCHMARKS / "finetune_select.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+IDS = ["a", "b", "c"]
+# two anchors whose golds are "a" and "b"
+HELD = [["first anchor", "a", "docstring"], ["second anchor", "b", "member"]]
+DENSE = np.array([[0.2, 0.9, 0.1], [0.5, 0.4, 0.0]])  # dense ranks a 2nd for anchor 1 and b 2nd for anchor 2
+LEXICAL = [[("a", 3.0), ("c", 2.0), ("b", 0.0)], [("c", 5.0), ("b", 4.0), ("a", 0.0)]]  # a 1st; b 2nd
+
+
+def _row(rows: list[dict], weight: float) -> dict:
+    return next(r for r in rows if r["lexical_weight"] == weight)
+
+
+def test_the_end_weights_rank_as_each_run_alone_and_a_middle_one_fuses_them(select: ModuleType) -> None:
+    rows = select.fusion_scores(DENSE, IDS, LEXICAL, HELD)
+    assert [r["lexical_weight"] for r in rows] == list(select.FUSION_WEIGHTS)
+    dense_only, lexical_only, half = _row(rows, 0.0), _row(rows, 1.0), _row(rows, 0.5)
+    assert dense_only == {"lexical_weight": 0.0, "hit@1": 0.0, "hit@5": 1.0, "mrr": 0.5}
+    assert lexical_only == {"lexical_weight": 1.0, "hit@1": 0.5, "hit@5": 1.0, "mrr": 0.75}
+    # at 0.5: anchor 1 -> a: 0.5*1 + 0.5*0.125 = .5625 against b: 0 + 0.5 = .5 (a first);
+    #         anchor 2 -> b: 0.5*0.8 + 0.5*0.8 = .8 against c: 0.5 + 0 = .5 and a: 0 + 0.5 = .5 (b first)
+    assert half["hit@1"] == 1.0 and half["mrr"] == 1.0
+
+
+def test_a_gold_outside_both_runs_counts_as_not_found(select: ModuleType) -> None:
+    held = [["anchor", "d", "docstring"]]
+    rows = select.fusion_scores(np.array([[0.3, 0.2, 0.1, 0.0]]), IDS + ["x"], [[("a", 1.0)]], held)
+    assert all(r["mrr"] == 0.0 and r["hit@5"] == 0.0 for r in rows)
