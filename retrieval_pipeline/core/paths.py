@@ -9,6 +9,7 @@ Rules:
 * :func:`check_name`: names that become one folder (datasets) are ``[A-Za-z0-9_.-]+``, start with a
   letter, digit or ``_``, hold no ``..`` and are at most :data:`MAX_NAME_LENGTH` characters.
 * :func:`child_path`: an output path ``root/part/part/...`` where every part is one plain path component.
+* :data:`PROJECT_ROOT` and :data:`CACHE_ROOT`: the checkout, and its ``data/cache`` (computed here only).
 * :func:`read_bounded`: reads a *regular* file of at most ``max_bytes`` (a FIFO, a device such as
   ``/dev/zero`` or an oversized file is refused before anything is read); with ``follow_symlinks=False``
   the last component must not be a symlink (a path checked at load time cannot be swapped for one later).
@@ -26,6 +27,10 @@ from pathlib import Path
 
 from retrieval_pipeline.core.errors import InputError
 
+#: The checkout this package runs from: ``data/config``, ``data/out`` and ``data/cache`` are under it.
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+#: The caches' default folder (models, ONNX graphs, embeddings, fine-tunes, corpora); each has its own sub-folder.
+CACHE_ROOT = PROJECT_ROOT / "data" / "cache"
 #: Longest dataset name accepted.
 MAX_NAME_LENGTH = 100
 #: Most characters of a hostile path (or name) repeated in a message.

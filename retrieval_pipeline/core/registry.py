@@ -38,13 +38,12 @@ from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metr
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS
 from retrieval_pipeline.core.frames import to_frame
 from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
-from retrieval_pipeline.core.paths import check_name, shown
+from retrieval_pipeline.core.paths import PROJECT_ROOT, check_name, shown
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
 from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.core.yaml_file import read_yaml_mapping
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
 DEFAULT_RETRIEVERS_PATH = PROJECT_ROOT / "data" / "config" / "retrievers.yaml"
 

@@ -42,13 +42,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from retrieval_pipeline.core.atomic import atomic_write, atomic_write_text, file_lock
+from retrieval_pipeline.core.paths import CACHE_ROOT
 
 #: Bytes read and written at a time while hashing and joining.
 BLOCK = 1 << 20
 #: Overrides the default folder of joined and assembled models.
 CACHE_ENV = "RETRIEVAL_PIPELINE_MODEL_CACHE"
-
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 T = TypeVar("T")
 
@@ -65,7 +64,7 @@ def default_cache_dir() -> Path:
     """Where split models are joined (the GGUF) or assembled (a zipped model folder): ``$RETRIEVAL_PIPELINE_MODEL_CACHE``
     when set, else ``<project>/data/cache/models``."""
     configured = os.environ.get(CACHE_ENV, "").strip()
-    return Path(configured).expanduser() if configured else _PROJECT_ROOT / "data" / "cache" / "models"
+    return Path(configured).expanduser() if configured else CACHE_ROOT / "models"
 
 
 def numbered(template: str, parts: int) -> tuple[str, ...]:

@@ -12,8 +12,8 @@ from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_models import DEFAULT_LOCAL_MODEL, serve_local_model
-from retrieval_pipeline.core.paths import child_path
-from retrieval_pipeline.core.registry import PROJECT_ROOT, registry_at
+from retrieval_pipeline.core.paths import CACHE_ROOT, PROJECT_ROOT, child_path
+from retrieval_pipeline.core.registry import registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.split_packages import default_cache_dir
@@ -22,7 +22,7 @@ from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
 
 DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "out"
-DEFAULT_CACHE_DIR = PROJECT_ROOT / "data" / "cache"
+DEFAULT_CACHE_DIR = CACHE_ROOT
 
 
 class PipelineSettings(dg.ConfigurableResource):

@@ -53,6 +53,7 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval_pipeline.core.atomic import atomic_write, atomic_write_text, file_lock
+from retrieval_pipeline.core.paths import CACHE_ROOT
 
 #: The encoder backends a dense retriever can choose.
 Backend = Literal["torch", "onnx_int8"]
@@ -87,13 +88,11 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 #: ``export(model_folder, onnx_path, tokenizer_path) -> manifest``: what :func:`ensure_exported` calls.
 Exporter = Callable[[Path, Path, Path], dict[str, Any]]
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[3]
-
 
 def default_cache_dir() -> Path:
     """``$RETRIEVAL_PIPELINE_ONNX_CACHE`` when set, else ``<project>/data/cache/onnx``."""
     configured = os.environ.get(CACHE_ENV, "").strip()
-    return Path(configured).expanduser() if configured else _PROJECT_ROOT / "data" / "cache" / "onnx"
+    return Path(configured).expanduser() if configured else CACHE_ROOT / "onnx"
 
 
 def default_threads() -> int | None:

@@ -48,11 +48,12 @@ from typing import Any
 from retrieval_pipeline.core.atomic import atomic_write, file_lock
 from retrieval_pipeline.core.datasets.known_item.introspect import list_groups
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.paths import CACHE_ROOT
 from retrieval_pipeline.core.progress import Progress
 from retrieval_pipeline.core.types import Document, Rejected
 
 #: The cache folder when none is given (the pipeline's ``data/cache``, see ``defs/resources.py``).
-DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[4] / "data" / "cache" / "installed_corpus"
+DEFAULT_CACHE_DIR = CACHE_ROOT / "installed_corpus"
 #: Left out unless listed in ``include``: test suites, and this project itself (it changes with every edit).
 DEFAULT_EXCLUDE = ("test", "tests", "examples", "retrieval_pipeline")
 #: Bumped when the cached file's layout or the documents' composition changes.
