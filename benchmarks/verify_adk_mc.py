@@ -326,7 +326,10 @@ def verify_every_other(questions: list[Case], settings: Any, suites: dict[str, s
                              "onto": "derived" if e.claim.kind in DERIVED_KINDS else "regular", "verdict": verdict,
                              "flagged": verdict in ("Incorrect", "Ambiguous")})  # fmt: skip
     frame = pd.DataFrame(rows)
-    print("moved answers: every marked answer moved to each other option in turn (one mutant per other option)")
+    unmodified = pd.DataFrame([{"case_id": v.case_id, "verdict": v.verdict} for v in run.verdicts])
+    print("the unmodified questions:")
+    print_suites(per_suite(unmodified, suites))
+    print("\nmoved answers: every marked answer moved to each other option in turn (one mutant per other option)")
     print(f"\nflagged {int(frame['flagged'].sum())} of {len(frame)} mutants ({frame['flagged'].mean():.0%}) of {len(run.verdicts)} questions; "
           f"wall {time.monotonic() - started:.1f} s")  # fmt: skip
     for key in ("suite", "onto"):
@@ -334,7 +337,7 @@ def verify_every_other(questions: list[Case], settings: Any, suites: dict[str, s
             print(f"  {key} {name}: {int(group['flagged'].sum())} of {len(group)} flagged ({group['flagged'].mean():.0%})")
     if args.json:
         summary = {"mode": "moved_every_other", "flagged": int(frame["flagged"].sum()), "total": len(frame),
-                   "questions": len(run.verdicts), "mutants": rows}  # fmt: skip
+                   "questions": len(run.verdicts), "unmodified": per_suite(unmodified, suites), "mutants": rows}  # fmt: skip
         args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return 0
 
