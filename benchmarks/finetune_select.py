@@ -110,18 +110,18 @@ def dev_ranks(model, texts: dict[str, str], queries: list[list]) -> list[dict]:
 FUSION_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 
 
-def lexical_runs(dataset: str, mining: dict, share: float, seed: int, name: str, anchors: list[str]) -> list[list]:
+def lexical_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[str]) -> list[list]:
     """Registry retriever ``name`` (no training: e.g. ``code_lexical``) built through the pipeline's factory on
-    the held-out corpus of the split, and its top 100 for each held-out anchor."""
+    the split's held-out corpus (the dataset's documents with the split's ``texts``), and its top 100 for each
+    held-out anchor."""
+    from dataclasses import replace
+
     from dev_eval import registry_specs
 
     from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
     from retrieval_pipeline.core.retrieval.factory import build_context, build_index, load_retriever
-    from retrieval_pipeline.core.retrieval.mined_pairs import MiningSettings, held_out_corpus, mine_pairs, split_pairs
 
-    corpus = corpus_of(dataset)
-    _, held = split_pairs(mine_pairs(corpus, MiningSettings(**mining)), share, seed)
-    documents = held_out_corpus(corpus, held)
+    documents = [replace(d, text=texts[d.doc_id]) for d in corpus_of(dataset)]
     specs = registry_specs()
     with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as cache:
         for part in specs.closure([name]):
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         lexical = None
         if args.fuse_with:
             anchors = [h[0] for h in split["held"]]
-            lexical = lexical_runs(args.dataset, split["mining"], args.held_out_share, args.split_seed, args.fuse_with, anchors)
+            lexical = lexical_runs(args.dataset, split["texts"], args.fuse_with, anchors)
         rows.append(run_config(name, split, base_folder, args.device, lexical=lexical))
         print(json.dumps(rows[-1]), flush=True)
         if args.json:

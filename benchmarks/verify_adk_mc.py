@@ -291,10 +291,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def verify_offline(questions: list[Case], settings: Any) -> Any:
+    """The questions proven with the dataset's verifier settings (no fixes proposed): :func:`run_verification`'s result."""
+    sandbox = SandboxSettings(python=Path(settings.python), timeout_s=settings.timeout_s, memory_mb=settings.memory_mb)
+    return run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+
+
 def verify_moved(questions: list[Case], settings: Any, suites: dict[str, str], args: argparse.Namespace, started: float) -> int:
     """Verify the copies with moved answers (no fixes proposed); print and record how many are flagged, per suite."""
-    sandbox = SandboxSettings(python=Path(settings.python), timeout_s=settings.timeout_s, memory_mb=settings.memory_mb)
-    run = run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+    run = verify_offline(questions, settings)
     frame = pd.DataFrame([{"case_id": v.case_id, "verdict": v.verdict, "marked": v.marked, "reasons": v.reasons} for v in run.verdicts])
     by_suite = per_suite(frame, suites)
     where = "the next option other than None/All of the above" if args.skip_derived else "the next option"
@@ -315,8 +320,7 @@ def verify_moved(questions: list[Case], settings: Any, suites: dict[str, str], a
 def verify_every_other(questions: list[Case], settings: Any, suites: dict[str, str], args: argparse.Namespace, started: float) -> int:
     """Prove the questions once, then decide every mutant (each other option marked in turn) on that evidence:
     how many of all the mutants are flagged (Incorrect or Ambiguous), per suite and by where the mark moved."""
-    sandbox = SandboxSettings(python=Path(settings.python), timeout_s=settings.timeout_s, memory_mb=settings.memory_mb)
-    run = run_verification(questions, sandbox_settings=sandbox, library=settings.library, import_name=settings.import_name)
+    run = verify_offline(questions, settings)
     rows = []
     for v in run.verdicts:
         for e in v.evidence:

@@ -265,7 +265,7 @@ def _run_proofs(
     """Run the proofs (one batch sandbox, shared when ``shared``, then alone what the batch did not settle); index -> execution."""
     runnable = [i for i, p in enumerate(proofs) if p.status == "proof" and p.test_source is not None and p.filename is not None]
     first: dict[int, Execution | None] = {}
-    if batch and len(runnable) > 1 and len({proofs[i].filename for i in runnable}) == len(runnable):
+    if batch and len(runnable) > 1:  # a batch matches results by position: file names may repeat
         tests = [(str(proofs[i].test_source), str(proofs[i].filename)) for i in runnable]
         first = dict(zip(runnable, (shared or SharedBatches(slots=1)).run(tests, settings)))
 
