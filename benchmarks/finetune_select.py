@@ -9,7 +9,9 @@ each held-out anchor removed from its gold's text (``held_out_corpus``): hit@1, 
 the untrained model. Prints one row per configuration (and the training time) and, with ``--json``, writes
 them. ``--fuse-with code_lexical`` also ranks the held-out anchors by the min-max fusion of each trained model with
 that registry retriever (built through the factory on the held-out corpus) at lexical weights 0, 0.1, ..., 1: how
-a ``kind: hybrid`` entry's weight is chosen without a dev question. Runs on CPU by default; ``--device cuda`` where a GPU is.
+a ``kind: hybrid`` entry's weight is chosen without a dev question. With several (``--fuse-with
+code_lexical,dense_mpnet --cache-dir data/cache``) it tries every weight vector of the 0.1 simplex grid over them
+and the model. Runs on CPU by default; ``--device cuda`` where a GPU is.
 
 On a machine with only torch and sentence-transformers (a GPU box with no project environment): write the
 splits here with ``--dump-splits DIR`` (one JSON file per mining variant: the held-out corpus texts, the
@@ -110,10 +112,21 @@ def dev_ranks(model, texts: dict[str, str], queries: list[list]) -> list[dict]:
 FUSION_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 
 
-def lexical_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[str]) -> list[list]:
-    """Registry retriever ``name`` (no training: e.g. ``code_lexical``) built through the pipeline's factory on
-    the split's held-out corpus (the dataset's documents with the split's ``texts``), and its top 100 for each
-    held-out anchor."""
+def weight_grid(n: int, steps: int = 10) -> list[tuple[float, ...]]:
+    """Every weight vector of ``n`` components in multiples of ``1 / steps`` that sums to 1 (the simplex grid), in
+    lexicographic order of the first components: ``n = 2`` gives ``(0, 1), (0.1, 0.9), ..., (1, 0)``."""
+
+    def parts(left: int, k: int) -> list[tuple[int, ...]]:
+        return [(left,)] if k == 1 else [(i, *rest) for i in range(left + 1) for rest in parts(left - i, k - 1)]
+
+    return [tuple(round(i / steps, 10) for i in p) for p in parts(steps, n)]
+
+
+def registry_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[str], cache_dir: Path | None = None) -> list[list]:
+    """Registry retriever ``name`` (one that needs no training: ``code_lexical``, ``dense_mpnet``) built through the
+    pipeline's factory on the split's held-out corpus (the dataset's documents with the split's ``texts``), and its
+    top 100 for each held-out anchor. ``cache_dir``: the embedding cache to use (content-keyed, so the project's is
+    safe and saves re-encoding the unchanged documents); default a temporary one."""
     from dataclasses import replace
 
     from dev_eval import registry_specs
@@ -123,34 +136,53 @@ def lexical_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[s
 
     documents = [replace(d, text=texts[d.doc_id]) for d in corpus_of(dataset)]
     specs = registry_specs()
-    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as scratch:
+        cache = cache_dir or Path(scratch)
         for part in specs.closure([name]):
-            ctx = build_context(specs, dataset, documents, Path(root), Path(cache), encoder_for_spec, part, log=lambda _: None)
+            ctx = build_context(specs, dataset, documents, Path(root), cache, encoder_for_spec, part, log=print)
             build_index(specs.get(part), ctx)
-        retriever = load_retriever(specs, name, dataset, documents, Path(root), Path(cache), encoder_for_spec)
+        retriever = load_retriever(specs, name, dataset, documents, Path(root), cache, encoder_for_spec)
         return [list(hits) for hits in retriever.search(anchors, 100)]
 
 
-def fusion_scores(scores: np.ndarray, ids: list[str], lexical: list[list], held: list[list[str]]) -> list[dict]:
-    """Per lexical weight w of :data:`FUSION_WEIGHTS`: hit@1, hit@5 and MRR@100 of the held-out anchors ranked by
-    ``minmax_fuse([lexical, dense], [w, 1 - w])`` over each run's top 100, as a ``kind: hybrid`` entry fuses them."""
+#: The name the first sweeps used (one lexical retriever).
+lexical_runs = registry_runs
+
+
+def _fused_rows(scores: np.ndarray, ids: list[str], components: list[list], held: list[list[str]], vectors, key) -> list[dict]:
     from retrieval_pipeline.core.retrieval.fusion import minmax_fuse
 
     top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
     dense = [[(ids[j], float(scores[i, j])) for j in row] for i, row in enumerate(top)]
     rows = []
-    for w in FUSION_WEIGHTS:
+    for weights in vectors:
         ranks = []
-        for (_, gold, _), lex, den in zip(held, lexical, dense):
-            order = [doc_id for doc_id, _ in minmax_fuse([lex, den], [w, 1.0 - w])]
+        for i, (_, gold, _) in enumerate(held):
+            order = [doc_id for doc_id, _ in minmax_fuse([c[i] for c in components] + [dense[i]], list(weights))]
             ranks.append(order.index(gold) + 1 if gold in order[:100] else None)
-        rows.append({
-            "lexical_weight": w,
+        rows.append(key(weights) | {
             "hit@1": round(float(np.mean([r is not None and r <= 1 for r in ranks])), 4),
             "hit@5": round(float(np.mean([r is not None and r <= 5 for r in ranks])), 4),
             "mrr": round(float(np.mean([1.0 / r if r else 0.0 for r in ranks])), 4),
         })  # fmt: skip
     return rows
+
+
+def fusion_scores(scores: np.ndarray, ids: list[str], lexical: list[list], held: list[list[str]]) -> list[dict]:
+    """Per lexical weight w of :data:`FUSION_WEIGHTS`: hit@1, hit@5 and MRR@100 of the held-out anchors ranked by
+    ``minmax_fuse([lexical, dense], [w, 1 - w])`` over each run's top 100, as a ``kind: hybrid`` entry fuses them."""
+    vectors = [(w, round(1.0 - w, 10)) for w in FUSION_WEIGHTS]
+    return _fused_rows(scores, ids, [lexical], held, vectors, lambda v: {"lexical_weight": v[0]})
+
+
+def fusion_grid_scores(
+    scores: np.ndarray, ids: list[str], components: list[list[list]], held: list[list[str]], grid: list[tuple[float, ...]] | None = None
+) -> list[dict]:
+    """The same over several retrievers: per weight vector of ``grid`` (default :func:`weight_grid` over
+    ``components`` and the dense model, the dense model last), the held-out anchors ranked by
+    ``minmax_fuse([*components, dense], weights)``; each row keyed ``weights``."""
+    vectors = grid or weight_grid(len(components) + 1)
+    return _fused_rows(scores, ids, components, held, vectors, lambda v: {"weights": list(v)})
 
 
 def mining_of(overrides: dict) -> dict:
@@ -185,8 +217,9 @@ def dump_splits(dataset: str, configs: list[str], share: float, seed: int, out: 
 
 
 def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None, lexical: list | None = None) -> dict:
-    """Train ``name`` on the split's training pairs and score the held-out ones (with ``lexical``, a lexical
-    retriever's runs of the held-out anchors: also their min-max fusion per weight); with ``dev``, train it
+    """Train ``name`` on the split's training pairs and score the held-out ones (with ``lexical``, the runs of the
+    held-out anchors by one or more other retrievers: also their min-max fusion with the model per weight or weight
+    vector); with ``dev``, train it
     again on ALL mined pairs and rank the dev queries (the model a registry entry would use)."""
     from sentence_transformers import SentenceTransformer
 
@@ -219,8 +252,10 @@ def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict
         else:
             ids, scores = anchor_scores(model, texts, split["held"])
             row |= {k: round(v, 4) for k, v in known_item_scores(ids, scores, split["held"]).items()}
-            if lexical is not None:
-                row["fusion"] = fusion_scores(scores, ids, lexical, split["held"])
+            if lexical is not None and len(lexical) == 1:
+                row["fusion"] = fusion_scores(scores, ids, lexical[0], split["held"])
+            elif lexical is not None:
+                row["fusion"] = fusion_grid_scores(scores, ids, lexical, split["held"])
     return row
 
 
@@ -238,8 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fuse-with",
         default=None,
-        help="a registry retriever that needs no training (e.g. code_lexical): also score its min-max fusion with each "
-        "trained model on the held-out anchors, per lexical weight (built on the held-out corpus, never on dev queries)",
+        help="registry retrievers that need no training, comma-separated (e.g. code_lexical or code_lexical,dense_mpnet): "
+        "also score their min-max fusion with each trained model on the held-out anchors, per weight vector (built on "
+        "the held-out corpus, never on dev queries)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="embedding cache for --fuse-with's dense retrievers (content-keyed; e.g. data/cache; default a temporary one)",
     )
     parser.add_argument(
         "--dev-json",
@@ -268,9 +310,12 @@ def main(argv: list[str] | None = None) -> int:
         lexical = None
         if args.fuse_with:
             anchors = [h[0] for h in split["held"]]
-            lexical = lexical_runs(args.dataset, split["texts"], args.fuse_with, anchors)
+            names = args.fuse_with.split(",")
+            lexical = [registry_runs(args.dataset, split["texts"], n, anchors, args.cache_dir) for n in names]
         rows.append(run_config(name, split, base_folder, args.device, lexical=lexical))
-        print(json.dumps(rows[-1]), flush=True)
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "fusion"}), flush=True)
+        for fused in sorted(rows[-1].get("fusion", []), key=lambda r: (-r["mrr"], -r["hit@1"]))[:5]:
+            print(f"  fused with {args.fuse_with} + {name}: {json.dumps(fused)}", flush=True)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     if args.dev_json:

@@ -56,3 +56,28 @@ def test_a_gold_outside_both_runs_counts_as_not_found(select: ModuleType) -> Non
     held = [["anchor", "d", "docstring"]]
     rows = select.fusion_scores(np.array([[0.3, 0.2, 0.1, 0.0]]), IDS + ["x"], [[("a", 1.0)]], held)
     assert all(r["mrr"] == 0.0 and r["hit@5"] == 0.0 for r in rows)
+
+
+def test_the_weight_grid_is_every_vector_of_tenths_that_sums_to_one(select: ModuleType) -> None:
+    two = select.weight_grid(2)
+    assert two == [(round(0.1 * i, 10), round(1 - 0.1 * i, 10)) for i in range(11)]
+    three = select.weight_grid(3)
+    assert len(three) == 66 and len(set(three)) == 66  # C(12, 2) points of the 0.1 simplex
+    assert all(abs(sum(v) - 1.0) < 1e-9 and min(v) >= 0 for v in three)
+    assert (0.0, 0.0, 1.0) in three and (1.0, 0.0, 0.0) in three and (0.1, 0.3, 0.6) in three
+
+
+def test_a_three_way_sweep_reduces_to_the_two_way_one_and_a_third_run_can_decide(select: ModuleType) -> None:
+    two_way = select.fusion_scores(DENSE, IDS, LEXICAL, HELD)
+    # a third retriever with weight 0 changes nothing: each (w, 0, 1 - w) row equals the two-way row at w
+    silent = [[("c", 1.0)], [("a", 1.0)]]
+    three = select.fusion_grid_scores(DENSE, IDS, [LEXICAL, silent], HELD)
+    for row in two_way:
+        w = row["lexical_weight"]
+        match = next(r for r in three if r["weights"] == [w, 0.0, round(1 - w, 10)])
+        assert {k: v for k, v in match.items() if k != "weights"} == {k: v for k, v in row.items() if k != "lexical_weight"}
+    # the third run alone ranks each gold first: its corner scores 1.0, the lexical corner does not
+    oracle = [[("a", 1.0), ("b", 0.0)], [("b", 1.0), ("c", 0.0)]]
+    rows = select.fusion_grid_scores(DENSE, IDS, [LEXICAL, oracle], HELD)
+    corner = next(r for r in rows if r["weights"] == [0.0, 1.0, 0.0])
+    assert corner["mrr"] == 1.0 and next(r for r in rows if r["weights"] == [1.0, 0.0, 0.0])["mrr"] == 0.75
