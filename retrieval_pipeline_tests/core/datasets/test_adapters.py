@@ -173,7 +173,7 @@ def test_context_qa_adds_query_columns_and_similarity_metadata():
 def test_context_qa_pairs_report_the_relevance_ceiling():
     config = DatasetConfig(name="c", kind="context_qa", context_qa={"qa": "qa.json", "pydoc_topics": ["*"]})
     pairs = [
-        QAPair("q1", "qa", "context_qa", "f", "q", ["c1", "c2"], "resolved", "m"),
+        QAPair("q1", "qa", "context_qa", "f", "q", ["c1", "c2"], "resolved", "m", evidence={"answer_outside_gold": ["c3"]}),
         QAPair("q2", "qa", "context_qa", "f", "q", [], "unresolved", "m"),
     ]
     assert adapter_for(config).pairs_report(pairs) == {
@@ -181,6 +181,7 @@ def test_context_qa_pairs_report_the_relevance_ceiling():
         "contexts_matched": 1,
         "relevance_ceiling": 0.5,
         "relevant_chunks_per_pair": 1.0,
+        "answer_outside_gold": 1,
     }
 
 

@@ -155,6 +155,8 @@ class ContextQAAdapter(DatasetAdapter):
             "contexts_matched": matched,
             "relevance_ceiling": matched / len(pairs),
             "relevant_chunks_per_pair": sum(len(p.gold_doc_ids) for p in pairs) / len(pairs),
+            # pairs with a chunk that holds the answer verbatim outside their gold (ContextMatcher.answer_outside_gold)
+            "answer_outside_gold": sum(1 for p in pairs if p.evidence.get("answer_outside_gold")),
         }
 
     def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval_pipeline.core.datasets.base import gold_pair
-from retrieval_pipeline.core.datasets.context_qa.similarity import SimilarityIndex, SimilaritySettings
+from retrieval_pipeline.core.datasets.context_qa.similarity import SimilarityIndex, SimilaritySettings, normalise_text
 from retrieval_pipeline.core.result_cache import ResultCache, content_key
 from retrieval_pipeline.core.types import Case, Document, QAPair
 
@@ -25,6 +25,8 @@ from retrieval_pipeline.core.types import Case, Document, QAPair
 MATCH_VERSION = "context-match/1"
 #: The result cache namespace of context matches.
 CACHE_NAMESPACE = "context_pairs"
+#: An answer shorter than this (normalised) is not looked for in the chunks: "Yes." or "30 days" is in many.
+MIN_ANSWER_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class ContextMatcher:
         self.index = SimilarityIndex(self.chunks, settings)  # prepared on the first miss only
         self.hits = self.misses = 0
         self._corpus_key: str | None = None
+        self._normalised: list[str] | None = None
 
     @property
     def corpus_key(self) -> str:
@@ -128,6 +131,19 @@ class ContextMatcher:
         self.misses += not hit
         return found
 
+    def answer_outside_gold(self, case: Case, gold: set[str]) -> list[str]:
+        """Chunks that hold the case's answer verbatim (both normalised; answers of at least
+        :data:`MIN_ANSWER_CHARS`) but are not in ``gold``, in corpus order: a label the similarity rule misses,
+        because a chunk holding the answer sentence can hold too little of a long context to reach the threshold.
+        Reported, not made gold: the relevance rule stays the one the settings name."""
+        answer = case.extra.get("answer")
+        needle = normalise_text(answer) if isinstance(answer, str) else ""
+        if len(needle) < MIN_ANSWER_CHARS:
+            return []
+        if self._normalised is None:
+            self._normalised = [normalise_text(c.text) for c in self.chunks]
+        return [c.doc_id for c, text in zip(self.chunks, self._normalised) if needle in text and c.doc_id not in gold]
+
     def pair(self, case: Case) -> QAPair:
         """The case's pair: gold = the matched chunks; unresolved, with a warning, when none matches."""
         expected = str(case.extra.get("expected_context", ""))
@@ -137,6 +153,15 @@ class ContextMatcher:
             "matches": [{"chunk": d, "ratio": round(r, 4)} for d, r in found.matches],
         }
         warnings: list[str] = []
+        outside = self.answer_outside_gold(case, {d for d, _ in found.matches})
+        if outside:
+            evidence["answer_outside_gold"] = outside
+            warnings.append(
+                f"{case.source_file} row {case.index + 1} ({case.case_id}): the answer is verbatim in {', '.join(outside)}, "
+                f"which {'is' if len(outside) == 1 else 'are'} not gold (too little of the expected context for "
+                f"similarity >= {self.settings.threshold:g}); retrieving {'it' if len(outside) == 1 else 'them'} counts as "
+                "retrieving nothing relevant"
+            )
         if found.best is not None:
             best_id, best = found.best
             evidence["best"] = {"chunk": best_id, "ratio": round(best, 4)}

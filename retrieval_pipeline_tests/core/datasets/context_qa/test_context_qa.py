@@ -265,6 +265,54 @@ def test_matches_and_best_are_derived_by_hand_on_a_fake_corpus() -> None:
     assert pair.warnings == ["qa.json row 5 (qa_0004): the expected context matches no chunk at threshold 0.5 (best ratio 0.250 in b)"]
 
 
+ANSWER = "The Insured must notify the Insurer within twenty-four hours of any incident."
+CONTEXT = (
+    "Reporting. " + ANSWER + " Claims may be reported through the customer service hotline, the online portal or an "
+    "authorised agent. Every claim must be accompanied by a completed form, a written account of the incident with its "
+    "date, time and place, photographs of the damage and, where applicable, a police report."
+)
+
+
+def test_a_chunk_holding_the_answer_outside_the_gold_is_reported_not_made_gold() -> None:
+    chunks = [
+        Document("x#0", CONTEXT + " Forms are signed and dated."),
+        Document("x#1", "Intro.\n\n**the insured MUST notify** the insurer within twenty-four hours of any incident.  "),
+        Document("x#2", "Unrelated text about premiums and grace periods that shares no sentence with the answer."),
+    ]
+    case = dataclasses.replace(context_case(CONTEXT, 2), extra={"expected_context": CONTEXT, "answer": ANSWER})
+    pair = ContextMatcher(chunks, SimilaritySettings()).pair(case)
+    # x#1 holds the answer (markdown, case and whitespace normalised away) but too little of the context to be gold
+    assert pair.gold_doc_ids == ["x#0"] and pair.evidence["answer_outside_gold"] == ["x#1"]
+    assert pair.warnings == [
+        "qa.json row 3 (qa_0002): the answer is verbatim in x#1, which is not gold (too little of the expected context "
+        "for similarity >= 0.5); retrieving it counts as retrieving nothing relevant"
+    ]
+    short = dataclasses.replace(case, extra={"expected_context": CONTEXT, "answer": "twenty-four hours"})
+    assert ContextMatcher(chunks, SimilaritySettings()).pair(short).warnings == []  # a short answer is in too many chunks
+
+
+@pytest.mark.integration
+def test_insurance_reports_the_chunk_that_holds_an_answer_outside_its_gold(shared_data: Path) -> None:
+    config = DatasetConfig(
+        name="insurance",
+        kind="context_qa",
+        context_qa={
+            "qa": str(shared_data / "insurance" / "filtered_qa_pairs.json"),
+            "documents": [str(shared_data / "insurance" / "documents" / f"{d}.md") for d in ("auto", "home")],
+            "chunking": {"size": 400, "overlap": 100},
+        },
+    )
+    adapter = adapter_for(config)
+    documents = list(adapter.build_corpus(config).documents)
+    builder = adapter.pair_builder(config, documents)
+    assert builder is not None
+    pairs = [builder(c) for c in adapter.load_cases(config).cases]
+    flagged = {p.query_id: p.evidence["answer_outside_gold"] for p in pairs if p.evidence.get("answer_outside_gold")}
+    # qa_0000's answer is the first sentence of its 625-character context and opens home#5 (ratio below 0.5)
+    assert flagged.get("qa_0000") == ["home#5"]
+    assert adapter.pairs_report(pairs)["answer_outside_gold"] == len(flagged)
+
+
 def test_cache_hit_returns_exactly_the_fresh_pairs_on_the_embedded_sample(tmp_path: Path) -> None:
     cases, chunks = sample_cases_and_chunks()
     fresh = [ContextMatcher(chunks, SimilaritySettings()).pair(c) for c in cases]
