@@ -27,6 +27,7 @@ from retrieval_pipeline.core.evaluation.stats import paired_bootstrap_ci, random
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
+from retrieval_pipeline.core.progress import progress_to
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, build_context, build_index, load_retriever, load_retriever_specs
@@ -86,7 +87,8 @@ def per_query(specs: RetrieverRegistry, names: Sequence[str], dev: DevSet, index
     order = [p.query_id for p in dev.pairs]
     for name in names:
         retriever = load_retriever(specs, name, dev.name, dev.documents, index_root, cache_dir, encoder_for_spec)
-        results = retriever.search([p.query for p in dev.pairs], 100)
+        with progress_to(print):  # a cross-encoder's scoring, query encoding: lines with rate and ETA
+            results = retriever.search([p.query for p in dev.pairs], 100)
         run = {p.query_id: list(r) for p, r in zip(dev.pairs, results)}
         frames[name] = per_query_metrics(run, dev.qrels).set_index("query_id").loc[order]
     return frames
