@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -145,11 +146,16 @@ def registry_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[
         return [list(hits) for hits in retriever.search(anchors, 100)]
 
 
-#: The name the first sweeps used (one lexical retriever).
-lexical_runs = registry_runs
-
-
-def _fused_rows(scores: np.ndarray, ids: list[str], components: list[list], held: list[list[str]], vectors, key) -> list[dict]:
+def _fused_rows(
+    scores: np.ndarray,
+    ids: list[str],
+    components: list[list],
+    held: list[list[str]],
+    vectors: Sequence[tuple[float, ...]],
+    key: Callable[[tuple[float, ...]], dict],
+) -> list[dict]:
+    """hit@1, hit@5 and MRR@100 of the held-out anchors ranked by ``minmax_fuse([*components, dense], weights)``, one
+    row per weight vector of ``vectors``, each row keyed by ``key(weights)``."""
     from retrieval_pipeline.core.retrieval.fusion import minmax_fuse
 
     top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
@@ -216,11 +222,11 @@ def dump_splits(dataset: str, configs: list[str], share: float, seed: int, out: 
         print(f"{split_name(json.loads(mining))}: mining {mining}: {len(train)} train pairs, {len(held)} held out")
 
 
-def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None, lexical: list | None = None) -> dict:
-    """Train ``name`` on the split's training pairs and score the held-out ones (with ``lexical``, the runs of the
-    held-out anchors by one or more other retrievers: also their min-max fusion with the model per weight or weight
-    vector); with ``dev``, train it
-    again on ALL mined pairs and rank the dev queries (the model a registry entry would use)."""
+def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None, others: list | None = None) -> dict:
+    """Train ``name`` on the split's training pairs and score the held-out ones (with ``others``, the runs of the
+    held-out anchors by one or more other retrievers: also their min-max fusion with the model per weight, or per
+    weight vector for several); with ``dev``, train it again on ALL mined pairs and rank the dev queries (the model
+    a registry entry would use)."""
     from sentence_transformers import SentenceTransformer
 
     from retrieval_pipeline.core.retrieval.mnrl_train import train_pairs
@@ -252,10 +258,10 @@ def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict
         else:
             ids, scores = anchor_scores(model, texts, split["held"])
             row |= {k: round(v, 4) for k, v in known_item_scores(ids, scores, split["held"]).items()}
-            if lexical is not None and len(lexical) == 1:
-                row["fusion"] = fusion_scores(scores, ids, lexical[0], split["held"])
-            elif lexical is not None:
-                row["fusion"] = fusion_grid_scores(scores, ids, lexical, split["held"])
+            if others is not None and len(others) == 1:
+                row["fusion"] = fusion_scores(scores, ids, others[0], split["held"])
+            elif others is not None:
+                row["fusion"] = fusion_grid_scores(scores, ids, others, split["held"])
     return row
 
 
@@ -307,12 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in configs:
         split = json.loads((splits / split_name(mining_of(CONFIGS[name]))).read_text(encoding="utf-8"))
-        lexical = None
+        others = None
         if args.fuse_with:
             anchors = [h[0] for h in split["held"]]
-            names = args.fuse_with.split(",")
-            lexical = [registry_runs(args.dataset, split["texts"], n, anchors, args.cache_dir) for n in names]
-        rows.append(run_config(name, split, base_folder, args.device, lexical=lexical))
+            others = [registry_runs(args.dataset, split["texts"], n, anchors, args.cache_dir) for n in args.fuse_with.split(",")]
+        rows.append(run_config(name, split, base_folder, args.device, others=others))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "fusion"}), flush=True)
         for fused in sorted(rows[-1].get("fusion", []), key=lambda r: (-r["mrr"], -r["hit@1"]))[:5]:
             print(f"  fused with {args.fuse_with} + {name}: {json.dumps(fused)}", flush=True)
