@@ -145,7 +145,8 @@ class ContextMatcher:
         return [c.doc_id for c, text in zip(self.chunks, self._normalised) if needle in text and c.doc_id not in gold]
 
     def pair(self, case: Case) -> QAPair:
-        """The case's pair: gold = the matched chunks; unresolved, with a warning, when none matches."""
+        """The case's pair: gold = the matched chunks; unresolved, with a warning, when none matches; a warning (and
+        ``answer_outside_gold`` in the evidence) when a chunk outside the gold holds the answer verbatim."""
         expected = str(case.extra.get("expected_context", ""))
         found = self.match(expected)
         evidence: dict[str, Any] = {
