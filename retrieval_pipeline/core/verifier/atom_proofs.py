@@ -26,6 +26,7 @@ What makes an atom false, and only that (everything else leaves it undecided):
   of the class and of its bases in its distribution, and every module of the distribution they import;
 * a field said to be deprecated that pydantic does not mark deprecated, whose setting gives no deprecation
   warning, and whose defining class's source never mentions deprecation;
+* a parameter said to take a list (``takes_list``) whose declared type admits none (``dict``, ``str``; not ``Any``);
 * a value said to be valid for a field that the class rejects with an error at that field, or one said to be
   invalid that it accepts (``valid_value``, :mod:`~retrieval_pipeline.core.verifier.value_claims`).
 

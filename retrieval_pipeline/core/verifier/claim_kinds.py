@@ -18,7 +18,8 @@ claim it makes carries ``details["atoms"]``: the checks its proof runs against t
 * ``env_var`` (``name``): some installed source mentions the variable; ``cli_option`` (``command``, ``option``):
   a console script's (sub)command has that flag; ``import`` (``module``);
 * ``mentions`` (``path``, ``patterns``, ``what``): the code behind a class mentions a technology;
-  ``holds`` (``path``, ``type``): an instance built without arguments holds a ``dict``;
+  ``holds`` (``path``, ``type``): an instance built without arguments holds a ``dict``; ``takes_list`` (``owner``,
+  ``name``): a parameter or field declares a type that takes a list;
 * ``abstract`` (``path``): a class is abstract (abstract methods, ``abc.ABC`` among its bases, a method that
   raises ``NotImplementedError``);
 * ``presence`` (``owner``, ``sets``, ``controls``) and ``deprecated`` (``owner``, ``name``): which combinations of
@@ -77,6 +78,7 @@ ATOM_CHECKS: tuple[str, ...] = (
     "abstract",
     "mentions",
     "holds",
+    "takes_list",
 )
 
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")

@@ -106,6 +106,38 @@ def storage_claim(case_id: str, letter: str, text: str, option: str, frame: _Fra
                   decides="necessary")  # fmt: skip
 
 
+#: "How should sub-agents be passed to `SequentialAgent`?", "... How do you pass them?": how things are handed over.
+_PASS_QUESTION = re.compile(r"\bhow\b[^?]*\b(?:pass|passed|provide|provided|supply|supplied|give|given)\b", re.I)
+#: "As a list to the `sub_agents` parameter.", "Pass a list containing the tool instances to the `tools` parameter."
+_LIST_TO_PARAMETER = re.compile(
+    r"^\s*(?:(?:pass|provide|supply|give)\s+(?:them\s+)?)?(?:as\s+)?an?\s+(?:list|sequence)\b[^`]*?\bto\s+(?:the\s+)?"
+    r"`(?P<name>[a-z_]\w*)`\s+(?:parameter|argument|field|keyword(?:\s+argument)?)\s*\.?\s*$",
+    re.I,
+)
+
+
+def names_the_things(name: str, question: str) -> bool:
+    """The question names what it hands over with the parameter's own name: ``sub_agents`` in "sub-agents",
+    ``tools`` in "a set of tools" (not ``agents`` in "sub-agents")."""
+    words = [re.escape(w) for w in name.rstrip("s").split("_") if w]
+    return bool(words) and re.search(r"(?<![\w-])" + r"[-_ ]".join(words) + r"s?(?![\w-])", question, re.I) is not None
+
+
+def list_parameter_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
+    """ "As a list to the `p` parameter", answering how things are passed to the question's class: ``p`` is a parameter
+    or field of it whose declared type takes a list. That proves the answer (``truth``) when ``p`` is named for the
+    very things the question hands over ("sub-agents" and ``sub_agents``); otherwise it is only ``necessary``."""
+    match = _LIST_TO_PARAMETER.match(option)
+    owner = frame.subject
+    if match is None or frame.negated or not _PASS_QUESTION.search(frame.question) or not owner or not _owner_like(owner):
+        return None
+    name = match.group("name")
+    atoms = [{"check": "member", "owner": owner, "name": name}, {"check": "takes_list", "owner": owner, "name": name}]
+    named = names_the_things(name, frame.question)
+    hypothesis = f"`{owner}` takes a list through `{name}`" + (", the parameter named for what the question passes" if named else "")
+    return _claim(case_id, letter, text, "compound", hypothesis, owner, atoms, frame, decides="truth" if named else "necessary")
+
+
 def prose_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
     """Atoms for each piece of code a prose option names; the option needs all of them (``necessary``)."""
     atoms, bindings = prose_atoms(option, frame)
@@ -270,6 +302,8 @@ __all__ = [
     "abstract_class_claim",
     "call_sketch_claim",
     "clean_name_option",
+    "list_parameter_claim",
+    "names_the_things",
     "prose_atoms",
     "prose_claim",
     "storage_claim",

@@ -116,6 +116,7 @@ def builders() -> tuple[Builder, ...]:
         compound_claims.call_sketch_claim,
         _call_claim,
         field_claims.field_pair_claim,
+        compound_claims.list_parameter_claim,
         compound_claims.prose_claim,
     )
 

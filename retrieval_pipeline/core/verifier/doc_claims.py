@@ -8,6 +8,11 @@ resolved through the library index, and its documentation is read ONCE in the sa
 a pydantic ``Field(description=...)``, a property's or method's docstring). Each option is then compared on the
 host by its key terms (:func:`coverage`; a shared stem of five letters counts, ``configure``/``configuration``):
 
+* ``true`` when the documentation singles it out: it holds at least :data:`DESCRIBES` of the option's key terms,
+  and at least :data:`DESCRIBING_TERMS` of them, while no other option reaches even :data:`DESCRIBED`. What a
+  setting or a class is *for* is what its library says it is for: no run shows it, and the documentation is the
+  source the question is graded against. A wrong option the documentation happens to echo is caught by the
+  uniqueness: two options the documentation speaks to leave both merely consistent;
 * ``consistent`` when the documentation holds at least :data:`DESCRIBED` of its key terms: the documentation says
   so, which is no proof of behaviour, so the question can only be Valid by elimination;
 * ``false`` when it holds none of them AND another option is what the documentation describes (:data:`DESCRIBES`
@@ -110,10 +115,15 @@ def decide(claims: Sequence[Claim], docs: str) -> list[tuple[OptionState, str]]:
         i for i, (share, (found, _)) in enumerate(zip(shares, counts))
         if share is not None and (share >= DESCRIBES or (share >= DESCRIBED and found >= DESCRIBING_TERMS))
     ]  # fmt: skip
+    echoed = [i for i, share in enumerate(shares) if share is not None and share >= DESCRIBED]
     out: list[tuple[OptionState, str]] = []
     for i, share in enumerate(shares):
+        found, total = counts[i]
         if share is None:
             out.append(("undecided", "undecided: the option has no key term to compare"))
+        elif share >= DESCRIBES and found >= DESCRIBING_TERMS and echoed == [i]:
+            out.append(("true", f"the documentation singles it out: it holds {found} of its {total} key terms, and no other "
+                                f"option's: {docs[:200]!r}"))  # fmt: skip
         elif share >= DESCRIBED:
             out.append(("consistent", f"the documentation holds {share:.0%} of its key terms: {docs[:200]!r}"))
         elif share == 0 and [j for j in described if j != i]:

@@ -2,7 +2,8 @@
 
 Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 
-* ``true``: a ``truth`` proof passed (the import works, the expression returns that value);
+* ``true``: a ``truth`` proof passed (the import works, the expression returns that value), or, for a question
+  about what something is for, the library's documentation singles the option out (:mod:`.doc_claims`);
 * ``false``: a proof failed by its own recorded assertion (the name is missing, the value differs);
 * ``consistent``: a ``necessary`` proof passed (the name exists, the parameter is there), which does
   not show the behaviour the question describes;

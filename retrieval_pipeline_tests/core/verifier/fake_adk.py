@@ -26,6 +26,8 @@ import pytest
 
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.library_index import probe_environment
+from retrieval_pipeline.core.verifier.provers import OfflineProver
 
 DISTRIBUTION = "acme-adk"
 IMPORT_NAME = "acme.adk"
@@ -69,7 +71,7 @@ FILES: dict[str, str] = {
     """,
     "acme/adk/agents/base_agent.py": """
         class BaseAgent:
-            def __init__(self, *, name: str, sub_agents=None):
+            def __init__(self, *, name: str, sub_agents: list | None = None):
                 self.name, self.sub_agents = name, list(sub_agents or [])
     """,
     "acme/adk/agents/llm_agent.py": """
@@ -173,6 +175,12 @@ def pytest_site() -> Path:
 
 def sandbox_settings(python: Path, timeout_s: float = 60.0) -> SandboxSettings:
     return SandboxSettings(python=python, timeout_s=timeout_s, extra_ro_binds=(pytest_site(),))
+
+
+def offline_prover(where: Path) -> tuple[SandboxSettings, OfflineProver]:
+    """The sandbox settings of a fresh environment under ``where``, and an offline prover on its probed library."""
+    settings = sandbox_settings(make_env(where))
+    return settings, OfflineProver(probe_environment(settings, DISTRIBUTION, import_name=IMPORT_NAME))
 
 
 def mc(slug: str, question: str, options: dict[str, str], answer: str) -> Case:

@@ -6,11 +6,7 @@ import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import applies, coverage, decide, purpose_target
-from retrieval_pipeline.core.verifier.library_index import probe_environment
-from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
-from retrieval_pipeline_tests.core.conftest import require_sandbox
-from retrieval_pipeline_tests.core.verifier import fake_adk
 
 
 @pytest.mark.parametrize(
@@ -48,26 +44,35 @@ def test_a_prose_option_is_false_only_when_the_docs_describe_another():
         "c", "What does `RunConfig.max_llm_calls` control?", {"A": "Limit total LLM calls.", "B": "Tool selection.", "C": "Agent name."}
     )
     docs = "A limit on the total number of llm calls for a given run, and the agent it applies to."
-    assert [state for state, _ in decide(claims, docs)] == ["consistent", "false", "consistent"]  # "agent" is in the docs
+    # "agent" is in the docs too: C is consistent with them, so A is not singled out
+    assert [state for state, _ in decide(claims, docs)] == ["consistent", "false", "consistent"]
     assert [state for state, _ in decide(claims, "Something else entirely.")] == ["undecided", "undecided", "undecided"]
 
 
-@pytest.fixture(scope="module")
-def acme(tmp_path_factory):
-    require_sandbox()
-    settings = fake_adk.sandbox_settings(fake_adk.make_env(tmp_path_factory.mktemp("acme")))
-    return settings, OfflineProver(probe_environment(settings, fake_adk.DISTRIBUTION, import_name=fake_adk.IMPORT_NAME))
-
-
-def test_a_purpose_question_is_valid_by_elimination_against_the_class_docstring(acme):
-    settings, prover = acme
+def test_a_purpose_question_is_decided_by_the_class_docstring(acme_offline):
+    settings, prover = acme_offline
     question = "What is `ParallelAgent` used for?"
     options = {"A": "Runs its sub-agents concurrently.", "B": "Tool selection.", "C": "Nothing.", "D": "None of the above"}
     verdict = verify_question("c", question, options, "A", prover, settings)
-    assert {e.letter: e.state for e in verdict.evidence} == {"A": "consistent", "B": "false", "C": "false", "D": "undecided"}
+    assert {e.letter: e.state for e in verdict.evidence} == {"A": "true", "B": "false", "C": "false", "D": "false"}
     assert verdict.verdict == "Valid"
     assert verify_question("c", question, options, "B", prover, settings).verdict == "Incorrect"
+    # the docstring singles A out, so "None of the above" marked is a wrong key too
+    assert verify_question("c", question, options, "D", prover, settings).verdict == "Incorrect"
     assert verify_question("c", "What is `NoSuchAgent` used for?", options, "A", prover, settings).verdict == "Unverifiable"
+
+
+def test_the_docs_make_an_option_true_only_when_they_single_it_out():
+    question = "What does `RunConfig.support_cfc` control?"
+    options = {"A": "Nothing.", "B": "Agent name.", "C": "Enable compositional function calling.", "D": "None of the above"}
+    claims = [c for c in decompose("c", question, options) if c.letter != "D"]
+    docs = "Whether to support CFC (Compositional Function Calling). Only applicable for StreamingMode.SSE."
+    states = [state for state, _ in decide(claims, docs)]
+    assert states == ["false", "false", "true"]  # 3 of 4 key terms, and no other option's
+    echoing = docs + " The agent name is logged."  # now B is consistent with the docs as well: neither is singled out
+    assert [state for state, _ in decide(claims, echoing)] == ["false", "consistent", "consistent"]
+    one_term = [c for c in decompose("c", question, {"A": "Compositional.", "B": "Agent name."}) if c.letter == "A"]
+    assert [state for state, _ in decide(one_term, docs)] == ["consistent"]  # one word in common proves nothing
 
 
 def test_one_shared_word_describes_nothing():

@@ -575,6 +575,60 @@ def _atom_holds(atom, names):
     raise _Open(atom["path"] + "() holds no dict in its attributes")
 
 
+def _declared_type(owner, name):
+    """The type ``owner`` declares for its parameter or field ``name`` (_Open when it declares none)."""
+    import typing
+
+    fields = _model_fields(owner)
+    if fields and name in fields:
+        return fields[name][0]
+    params = _parameters(owner)
+    if params is None or name not in params or params[name].annotation is inspect.Parameter.empty:
+        raise _Open("no declared type for " + name)
+    declared = params[name].annotation
+    if isinstance(declared, str):  # postponed annotations
+        try:
+            declared = typing.get_type_hints(owner.__init__ if isinstance(owner, type) else owner).get(name, declared)
+        except Exception as exc:
+            raise _Open("cannot resolve the declared type " + repr(declared) + ": " + type(exc).__name__) from None
+    return declared
+
+
+def _admits_list(declared):
+    """True when a declared type takes a list (``list[X]``, ``Sequence[X]``, ``Optional[list[X]]``), False when it
+    names only types that are not lists (``dict``, ``str``), None when it says nothing (``Any``, a forward reference)."""
+    import collections.abc
+    import typing
+
+    if declared is typing.Any:
+        return None
+    origin = typing.get_origin(declared) or declared
+    if origin is typing.Annotated:
+        return _admits_list(typing.get_args(declared)[0])
+    if origin in (typing.Union, _types_module.UnionType):
+        found = [_admits_list(arg) for arg in typing.get_args(declared)]
+        return True if True in found else (None if None in found else False)
+    if origin is type(None):
+        return False
+    sequences = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable, collections.abc.Collection)
+    if isinstance(origin, type):
+        return origin in sequences
+    return None
+
+
+def _atom_takes_list(atom, names):
+    """A parameter or field declares a type that takes a list; false when its declared type admits none."""
+    owner = _get(atom["owner"], names)
+    declared = _declared_type(owner, atom["name"])
+    shown = atom["owner"] + "." + atom["name"] + " is declared " + repr(declared)[:160]
+    admits = _admits_list(declared)
+    if admits is True:
+        return shown + ": it takes a list"
+    if admits is False:
+        raise _No(shown + ", which takes no list")
+    raise _Open(shown + ": whether it takes a list cannot be read from it")
+
+
 _SAMPLE_DEPTH = 4
 
 
@@ -762,6 +816,7 @@ _ATOM_CHECKS = {
     "abstract": _atom_abstract,
     "mentions": _atom_mentions,
     "holds": _atom_holds,
+    "takes_list": _atom_takes_list,
     "deprecated": _atom_deprecated,
 }
 
