@@ -124,8 +124,8 @@ def names_the_things(name: str, question: str) -> bool:
 
 
 def list_parameter_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
-    """ "As a list to the `p` parameter", answering how things are passed to the question's class: ``p`` is a parameter
-    or field of it whose declared type takes a list. That proves the answer (``truth``) when ``p`` is named for the
+    """The option "As a list to the `p` parameter", answering how things are passed to the question's class: ``p`` is a
+    parameter or field of it whose declared type takes a list. That proves the answer (``truth``) when ``p`` is named for the
     very things the question hands over ("sub-agents" and ``sub_agents``); otherwise it is only ``necessary``."""
     match = _LIST_TO_PARAMETER.match(option)
     owner = frame.subject

@@ -123,7 +123,7 @@ def decide(claims: Sequence[Claim], docs: str) -> list[tuple[OptionState, str]]:
             out.append(("undecided", "undecided: the option has no key term to compare"))
         elif share >= DESCRIBES and found >= DESCRIBING_TERMS and echoed == [i]:
             out.append(("true", f"the documentation singles it out: it holds {found} of its {total} key terms, and no other "
-                                f"option's: {docs[:200]!r}"))  # fmt: skip
+                                f"option a third of its own: {docs[:200]!r}"))  # fmt: skip
         elif share >= DESCRIBED:
             out.append(("consistent", f"the documentation holds {share:.0%} of its key terms: {docs[:200]!r}"))
         elif share == 0 and [j for j in described if j != i]:
