@@ -10,6 +10,7 @@ verdicts do not change when every core is busy.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -22,6 +23,7 @@ from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.library_index import LibrarySettingError
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
+from retrieval_pipeline.core.verifier.verdict import decide
 from retrieval_pipeline.core.verifier.verify import run_verification
 from retrieval_pipeline_tests.core.verifier.fake_adk import cpu_hog
 
@@ -147,3 +149,26 @@ def test_atom_claim_kinds_settle_more_adk_questions_and_disprove_no_marked_answe
     assert [v.case_id for v in adk_run.verdicts if v.verdict == "Incorrect"] == []
     plugin = verdicts["which_plugin_would_you_use_to_log_all_agent_intera"]
     assert "BasePlugin" in {e.letter: e.note for e in plugin.evidence}["A"]  # EventsCompactionConfig is no plugin
+
+
+#: Keys proven by the library's own words or declared types (the same in google-adk 1.20 and 2.13): the field
+#: descriptions of ``RunConfig.support_cfc`` ("Compositional Function Calling") and ``RunConfig.proactivity``, the
+#: docstring of ``App`` ("the top-level container ... application"), and ``LlmAgent.tools``, declared ``list[...]``.
+PROVEN_KEYS = {
+    "what_does_runconfig_support_cfc_control": "D",
+    "what_does_runconfig_proactivity_control": "D",
+    "what_is_app_primarily_used_for": "D",
+    "you_want_to_configure_an_llmagent_with_a_specific_": "D",
+}
+
+
+@pytest.mark.integration
+def test_real_keys_proven_by_docs_or_declared_types_catch_a_mark_moved_to_none_of_the_above(adk_run):
+    verdicts = {v.case_id.split(":", 1)[1]: v for v in adk_run.verdicts}
+    for name, key in PROVEN_KEYS.items():
+        verdict = verdicts[name]
+        states = {e.letter: e.state for e in verdict.evidence}
+        assert verdict.marked == key and [letter for letter, state in states.items() if state == "true"] == [key], (name, states)
+        assert {e.letter: e.decided_by for e in verdict.evidence}[key] == "offline"
+        # the same evidence with the mark on "None of the above" (E): a planted fault the verifier must catch
+        assert decide(verdict.case_id, "E", copy.deepcopy(verdict.evidence)).verdict == "Incorrect", name
