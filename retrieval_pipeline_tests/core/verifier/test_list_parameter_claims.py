@@ -44,7 +44,8 @@ def test_admits_list_reads_declared_types():
     assert atoms._admits_list(list) is True
     assert atoms._admits_list(dict[str, int] | None) is False
     assert atoms._admits_list(str) is False
-    assert atoms._admits_list(typing.Any) is None
+    assert atoms._admits_list(tuple[int, ...]) is False and atoms._admits_list(typing.Iterable[int]) is True  # noqa: UP006
+    assert atoms._admits_list(typing.Any) is None and atoms._admits_list(object) is None
     assert atoms._admits_list(typing.Union[typing.Any, dict]) is None  # noqa: UP007
 
 

@@ -595,12 +595,12 @@ def _declared_type(owner, name):
 
 
 def _admits_list(declared):
-    """True when a declared type takes a list (``list[X]``, ``Sequence[X]``, ``Optional[list[X]]``), False when it
-    names only types that are not lists (``dict``, ``str``), None when it says nothing (``Any``, a forward reference)."""
-    import collections.abc
+    """True when a declared type takes a list (``list[X]``, ``Sequence[X]``, ``Optional[list[X]]``: a list is an
+    instance of it), False when it names only types a list is not (``dict``, ``str``, ``tuple``), None when it says
+    nothing (``Any``, ``object``, a forward reference)."""
     import typing
 
-    if declared is typing.Any:
+    if declared is typing.Any or declared is object:
         return None
     origin = typing.get_origin(declared) or declared
     if origin is typing.Annotated:
@@ -610,10 +610,12 @@ def _admits_list(declared):
         return True if True in found else (None if None in found else False)
     if origin is type(None):
         return False
-    sequences = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable, collections.abc.Collection)
-    if isinstance(origin, type):
-        return origin in sequences
-    return None
+    if not isinstance(origin, type):
+        return None
+    try:
+        return issubclass(list, origin)
+    except TypeError:  # a protocol or a special form that issubclass cannot read
+        return None
 
 
 def _atom_takes_list(atom, names):
