@@ -119,7 +119,7 @@ _LIST_TO_PARAMETER = re.compile(
 def names_the_things(name: str, question: str) -> bool:
     """The question names what it hands over with the parameter's own name: ``sub_agents`` in "sub-agents",
     ``tools`` in "a set of tools" (not ``agents`` in "sub-agents")."""
-    words = [re.escape(w) for w in name.rstrip("s").split("_") if w]
+    words = [re.escape(w) for w in name.removesuffix("s").split("_") if w]
     return bool(words) and re.search(r"(?<![\w-])" + r"[-_ ]".join(words) + r"s?(?![\w-])", question, re.I) is not None
 
 

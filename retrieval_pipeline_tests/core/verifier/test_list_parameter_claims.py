@@ -25,6 +25,7 @@ def test_names_the_things_matches_the_parameter_name_not_a_part_of_it():
     assert names_the_things("tools", "You want an `LlmAgent` with a set of tools. How do you pass them?")
     assert names_the_things("tools", "How is a tool given to `LlmAgent`?")  # singular
     assert not names_the_things("plugins", QUESTION)
+    assert names_the_things("address", "How should the address be passed to `Client`?")  # only one final s is a plural
 
 
 def test_a_list_to_the_parameter_named_for_the_things_decides_the_truth():
