@@ -8,9 +8,13 @@ same 61 questions and checks its verdicts, so running it here too would double t
 
 from __future__ import annotations
 
+import math
+
 import dagster as dg
+import pandas as pd
 import pytest
 
+from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
 from retrieval_pipeline_tests.defs.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]
@@ -33,3 +37,25 @@ def test_real_adk_suites_against_ranked_targets_v1_24_1(shared_data, real_resour
     assert (fix["method"] == "ast:ast").all() and (fix["status"] == "resolved").all()  # targets read from the code
     assert (fix["status"] == "resolved").sum() == pairs["fix_error_targets_found"]
     assert_checks_agree_with_metrics(result, "adk_v1_24_1")
+    assert_lifting_to_classes_never_lowers_a_class_gold(result.asset_value("retrieval_runs"), result.asset_value("retrieval_dataset"))
+
+
+def assert_lifting_to_classes_never_lowers_a_class_gold(runs: pd.DataFrame, dataset: pd.DataFrame) -> None:
+    """Every ADK gold is a class; lifted to classes, each ranks as high as before or higher, and some higher.
+
+    Each hit above a class gold lifts to at most one class, so the gold's rank cannot fall; it rises when a
+    method of its class, or two members of another class, rank above it.
+    """
+    qrels = evaluated_qrels(runs, dataset)
+
+    def best_gold_rank(retriever: str) -> dict[str, float]:
+        best = {query_id: math.inf for query_id in qrels}
+        for row in runs[runs["retriever"] == retriever].itertuples():
+            if qrels.get(row.query_id, {}).get(row.doc_id, 0) > 0:
+                best[row.query_id] = min(best[row.query_id], row.rank)
+        return best
+
+    for base in ("code_lexical", "dense_minilm"):
+        plain, lifted = best_gold_rank(base), best_gold_rank(f"{base}_classes")
+        assert all(lifted[q] <= plain[q] for q in qrels), base
+        assert sum(lifted[q] < plain[q] for q in qrels) >= 1, base

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -41,3 +41,19 @@ class Retriever(Protocol):
 
 class RetrieverError(RuntimeError):
     """A retriever failed or broke its contract; the message names the retriever and the dataset."""
+
+
+def each_from_base(
+    base: Retriever, queries: Sequence[str], k: int, depth: int, answer: Callable[[str, list[Hit], int], list[Hit]]
+) -> list[QueryResult]:
+    """What a retriever built on another one answers: ``answer(query, hits, k)`` per query.
+
+    ``base`` is searched ``max(depth, k)`` deep in one batch; a query it failed on keeps its
+    :class:`QueryError`; no query, or ``k <= 0``, asks the base nothing.
+    """
+    if not queries:
+        return []
+    if k <= 0:
+        return [[] for _ in queries]
+    answers = base.search(queries, max(depth, k))
+    return [hits if isinstance(hits, QueryError) else answer(query, list(hits), k) for query, hits in zip(queries, answers)]

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever
+from retrieval_pipeline.core.retrieval.base import QueryResult, Retriever, each_from_base
 from retrieval_pipeline.core.retrieval.fusion import minmax_normalise
 from retrieval_pipeline.core.retrieval.tokenize import split_camel
 from retrieval_pipeline.core.types import Document, Hit
@@ -232,12 +232,7 @@ class CodeLexicalRetriever:
 
     def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
         """Top-``k`` hits per query, by the combined score (a query the base failed on keeps its error)."""
-        if not queries:
-            return []
-        if k <= 0:
-            return [[] for _ in queries]
-        answers = self.base.search(queries, max(self.depth, k))
-        return [self._rank(query, answer, k) for query, answer in zip(queries, answers)]
+        return each_from_base(self.base, queries, k, self.depth, self._rank)
 
     def scores(self, query: str, base_hits: Sequence[Hit]) -> np.ndarray:
         """The combined score of every document (corpus order) for a query and the base's hits for it."""
@@ -253,10 +248,7 @@ class CodeLexicalRetriever:
             total += w.prior * self.prior
         return total
 
-    def _rank(self, query: str, answer: QueryResult, k: int) -> QueryResult:
-        if isinstance(answer, QueryError):
-            return answer
-        hits = list(answer)
+    def _rank(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
         total = self.scores(query, hits)
         base_rank = np.full(len(self.doc_ids), len(hits), dtype=np.int64)
         for rank, (doc_id, _) in enumerate(hits):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult
 from retrieval_pipeline.core.retrieval.factory import (
     CheckedRetriever,
     RetrieverRegistry,
@@ -45,6 +46,21 @@ REAL_DOCS = [
     Document("oom", "The container was OOMKilled because it exceeded its memory limit."),
 ]
 """A tiny real-language corpus for the integration tests of real models."""
+
+
+class StubBase:
+    """A base retriever with fixed answers per query (none for a query it does not know), each cut at ``k``;
+    records the ``k`` it was asked for."""
+
+    name = "stub"
+
+    def __init__(self, answers: Mapping[str, QueryResult]) -> None:
+        self.answers = dict(answers)
+        self.asked: list[int] = []
+
+    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
+        self.asked.append(k)
+        return [a if isinstance(a, QueryError) else list(a)[:k] for a in (self.answers.get(q, []) for q in queries)]
 
 
 def docs_of(corpus: Mapping[str, str]) -> list[Document]:

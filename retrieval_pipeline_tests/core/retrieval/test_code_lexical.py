@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult
+from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.identifiers import (
     CodeLexicalRetriever,
     FeatureWeights,
@@ -23,7 +23,7 @@ from retrieval_pipeline.core.retrieval.kinds.code_lexical import PRIOR_FILE, Cod
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
-from retrieval_pipeline_tests.core.retrieval.kit import parse_as, registry_of
+from retrieval_pipeline_tests.core.retrieval.kit import StubBase, parse_as, registry_of
 
 
 def api(fqn: str, text: str = "", aliases: Sequence[str] = ()) -> Document:
@@ -41,18 +41,6 @@ DOCS = [
     api("pkg.agents.base_agent.BaseAgent", "The base of every agent; runs nothing itself."),
     api("pkg.runners.Runner", "Runs an agent in a loop of events."),
 ]
-
-
-class Fixed:
-    """A base retriever with fixed answers per query."""
-
-    name = "fixed"
-
-    def __init__(self, answers: dict[str, QueryResult]) -> None:
-        self.answers = answers
-
-    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
-        return [self.answers.get(q, []) for q in queries]
 
 
 def ranked(retriever: CodeLexicalRetriever, query: str, k: int = 10) -> list[str]:
@@ -84,14 +72,14 @@ def test_name_words_split_dots_snake_and_camel() -> None:
 
 
 def test_exact_name_beats_part_match() -> None:
-    retriever = CodeLexicalRetriever("cl", Fixed({}), DOCS)
+    retriever = CodeLexicalRetriever("cl", StubBase({}), DOCS)
     top = ranked(retriever, "What limits a `LoopAgent`?")
     assert top[0] == "pkg.agents.loop_agent.LoopAgent"
     assert top.index("pkg.agents.loop_agent.LoopAgentConfig") > 0  # shares both words, not the name
 
 
 def test_dotted_path_suffix_match_picks_the_member_of_the_named_class() -> None:
-    retriever = CodeLexicalRetriever("cl", Fixed({}), DOCS)
+    retriever = CodeLexicalRetriever("cl", StubBase({}), DOCS)
     assert ranked(retriever, "What does `LlmAgent.run_async` yield?")[0] == "pkg.agents.llm_agent.LlmAgent.run_async"
     assert ranked(retriever, "What does `LoopAgent.run_async` yield?")[0] == "pkg.agents.loop_agent.LoopAgent.run_async"
 
@@ -112,13 +100,13 @@ def test_component_feature_marks_members_of_the_named_class() -> None:
 
 
 def test_a_query_without_identifiers_keeps_the_base_order() -> None:
-    base = Fixed({"how do agents loop": [("pkg.runners.Runner", 3.0), ("pkg.agents.loop_agent.LoopAgent", 2.0)]})
+    base = StubBase({"how do agents loop": [("pkg.runners.Runner", 3.0), ("pkg.agents.loop_agent.LoopAgent", 2.0)]})
     retriever = CodeLexicalRetriever("cl", base, DOCS)
     assert ranked(retriever, "how do agents loop") == ["pkg.runners.Runner", "pkg.agents.loop_agent.LoopAgent"]
 
 
 def test_text_score_breaks_ties_between_equal_names() -> None:
-    base = Fixed({"`run_async` of the model": [("pkg.agents.llm_agent.LlmAgent.run_async", 5.0), ("pkg.runners.Runner", 1.0)]})
+    base = StubBase({"`run_async` of the model": [("pkg.agents.llm_agent.LlmAgent.run_async", 5.0), ("pkg.runners.Runner", 1.0)]})
     retriever = CodeLexicalRetriever("cl", base, DOCS)
     assert ranked(retriever, "`run_async` of the model")[:2] == [
         "pkg.agents.llm_agent.LlmAgent.run_async",
@@ -128,7 +116,7 @@ def test_text_score_breaks_ties_between_equal_names() -> None:
 
 def test_query_errors_of_the_base_pass_through() -> None:
     error = QueryError("boom")
-    retriever = CodeLexicalRetriever("cl", Fixed({"q": error}), DOCS)
+    retriever = CodeLexicalRetriever("cl", StubBase({"q": error}), DOCS)
     assert retriever.search(["q"], 5) == [error]
     assert retriever.search(["q"], 0) == [[]]
     assert retriever.search([], 5) == []
@@ -148,9 +136,9 @@ def test_prior_is_off_by_default_and_breaks_ties_when_on() -> None:
     assert FeatureWeights().prior == 0.0
     prior = np.zeros(len(DOCS))
     prior[4] = 1.0  # LlmAgent.run_async is the more used one
-    without = CodeLexicalRetriever("cl", Fixed({}), DOCS, prior=prior)
+    without = CodeLexicalRetriever("cl", StubBase({}), DOCS, prior=prior)
     assert ranked(without, query)[0] == "pkg.agents.loop_agent.LoopAgent.run_async"  # corpus order
-    with_prior = CodeLexicalRetriever("cl", Fixed({}), DOCS, FeatureWeights(prior=0.1), prior=prior)
+    with_prior = CodeLexicalRetriever("cl", StubBase({}), DOCS, FeatureWeights(prior=0.1), prior=prior)
     assert ranked(with_prior, query)[0] == "pkg.agents.llm_agent.LlmAgent.run_async"
 
 

@@ -26,7 +26,7 @@ from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer, check_
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverSpec
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
-from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, docs_of, fake_model_folder, parse_as, registry_of
+from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, StubBase, docs_of, fake_model_folder, parse_as, registry_of
 from retrieval_pipeline_tests.fakes.encoders import KeywordScorer
 
 CORPUS = {
@@ -66,20 +66,6 @@ class Scorers:
     def __call__(self, spec: Any) -> KeywordScorer:
         assert spec.kind == "rerank", f"{spec.kind} asked for an encoder"
         return self.made.setdefault(spec.name, KeywordScorer(self.model_id))
-
-
-class StubBase:
-    """A base retriever with fixed answers per query; records the ``k`` it was asked for."""
-
-    name = "stub"
-
-    def __init__(self, answers: dict[str, QueryResult]) -> None:
-        self.answers = answers
-        self.asked: list[int] = []
-
-    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
-        self.asked.append(k)
-        return [a if isinstance(a, QueryError) else list(a)[:k] for a in (self.answers[q] for q in queries)]
 
 
 def build_all(registry: RetrieverRegistry, name: str, root: Path, encoder_for: EncoderFor) -> dict[str, Any]:
