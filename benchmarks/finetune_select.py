@@ -11,7 +11,8 @@ them. ``--fuse-with code_lexical`` also ranks the held-out anchors by the min-ma
 that registry retriever (built through the factory on the held-out corpus) at lexical weights 0, 0.1, ..., 1: how
 a ``kind: hybrid`` entry's weight is chosen without a dev question. With several (``--fuse-with
 code_lexical,dense_mpnet --cache-dir data/cache``) it tries every weight vector of the 0.1 simplex grid over them
-and the model. Runs on CPU by default; ``--device cuda`` where a GPU is.
+and the model. ``--code-lexical-over`` also ranks them by ``kind: code_lexical`` (its default weights) with each
+trained model as its base instead of BM25. Runs on CPU by default; ``--device cuda`` where a GPU is.
 
 On a machine with only torch and sentence-transformers (a GPU box with no project environment): write the
 splits here with ``--dump-splits DIR`` (one JSON file per mining variant: the held-out corpus texts, the
@@ -191,6 +192,64 @@ def fusion_grid_scores(
     return _fused_rows(scores, ids, components, held, vectors, lambda v: {"weights": list(v)})
 
 
+def code_lexical_over_scores(documents: Sequence, scores: np.ndarray, ids: list[str], held: list[list[str]]) -> dict:
+    """hit@1, hit@5 and MRR@100 of the held-out anchors ranked by ``kind: code_lexical`` (its default feature
+    weights, set before any measurement) with the trained model's top 100 as its base, as ``code_lexical_ft`` ranks
+    (``documents``: the split's held-out corpus, for the names); also the model alone, and both over the anchors
+    that name an identifier and those that name none."""
+    from retrieval_pipeline.core.retrieval.identifiers import CodeLexicalRetriever, query_identifiers
+
+    class ModelRun:  # the model's ranking of each anchor, as a base retriever
+        name = "model"
+
+        def __init__(self) -> None:
+            top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
+            self.runs = {held[i][0]: [(ids[j], float(scores[i, j])) for j in row] for i, row in enumerate(top)}
+
+        def search(self, queries: Sequence[str], k: int) -> list[list]:
+            return [self.runs[q][:k] for q in queries]
+
+    base = ModelRun()
+    hits = CodeLexicalRetriever("code_lexical_over_model", base, documents).search([h[0] for h in held], 100)
+    over = [next((r for r, (doc_id, _) in enumerate(answer, start=1) if doc_id == h[1]), None) for h, answer in zip(held, hits)]
+    model = [next((r for r, (doc_id, _) in enumerate(base.runs[h[0]], start=1) if doc_id == h[1]), None) for h in held]
+    naming = np.array([bool(query_identifiers(h[0])) for h in held])
+    out: dict = {}
+    for label, mask in (("", np.ones(len(held), dtype=bool)), ("naming_an_identifier:", naming), ("naming_none:", ~naming)):
+        for who, ranks in (("", over), ("model_alone_", model)):
+            chosen = [r for r, m in zip(ranks, mask) if m]
+            if not chosen:
+                continue
+            out |= {
+                f"{label}{who}hit@1": round(float(np.mean([r is not None and r <= 1 for r in chosen])), 4),
+                f"{label}{who}hit@5": round(float(np.mean([r is not None and r <= 5 for r in chosen])), 4),
+                f"{label}{who}mrr": round(float(np.mean([1.0 / r if r else 0.0 for r in chosen])), 4),
+            }
+    return out | {"anchors_naming_an_identifier": int(naming.sum())} | named_what(held)
+
+
+def named_what(held: list[list[str]]) -> dict[str, int]:
+    """Of the anchors that name an identifier, how many name their gold's own name, only an enclosing one (its class
+    or module), or only other objects (the last component of each identifier against the gold's dotted id)."""
+    from retrieval_pipeline.core.retrieval.identifiers import query_identifiers
+
+    counts = {"names_its_own_object": 0, "names_an_enclosing_object": 0, "names_other_objects_only": 0}
+    for anchor, gold, _ in held:
+        names = {i.text.rsplit(".", 1)[-1].lower() for i in query_identifiers(anchor)}
+        if not names:
+            continue
+        *enclosing, own = gold.lower().split(".")
+        key = (
+            "names_its_own_object"
+            if own in names
+            else "names_an_enclosing_object"
+            if names & set(enclosing)
+            else "names_other_objects_only"
+        )
+        counts[key] += 1
+    return counts
+
+
 def mining_of(overrides: dict) -> dict:
     return dict(overrides.get("mining", {}))
 
@@ -222,11 +281,16 @@ def dump_splits(dataset: str, configs: list[str], share: float, seed: int, out: 
         print(f"{split_name(json.loads(mining))}: mining {mining}: {len(train)} train pairs, {len(held)} held out")
 
 
-def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None, others: list | None = None) -> dict:
+def run_config(
+    name: str, split: dict, base_folder: Path, device: str, dev: dict | None = None, others: list | None = None, over: str | None = None
+) -> dict:
     """Train ``name`` on the split's training pairs and score the held-out ones (with ``others``, the runs of the
     held-out anchors by one or more other retrievers: also their min-max fusion with the model per weight, or per
     weight vector for several); with ``dev``, train it again on ALL mined pairs and rank the dev queries (the model
-    a registry entry would use)."""
+    a registry entry would use). ``over``: the dataset whose corpus gives ``code_lexical`` its names, to rank the
+    held-out anchors by code_lexical over the model too."""
+    from dataclasses import replace
+
     from sentence_transformers import SentenceTransformer
 
     from retrieval_pipeline.core.retrieval.mnrl_train import train_pairs
@@ -262,6 +326,9 @@ def run_config(name: str, split: dict, base_folder: Path, device: str, dev: dict
                 row["fusion"] = fusion_scores(scores, ids, others[0], split["held"])
             elif others is not None:
                 row["fusion"] = fusion_grid_scores(scores, ids, others, split["held"])
+            if over:
+                documents = [replace(d, text=texts[d.doc_id]) for d in corpus_of(over)]
+                row["code_lexical_over_model"] = code_lexical_over_scores(documents, scores, ids, split["held"])
     return row
 
 
@@ -282,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         help="registry retrievers that need no training, comma-separated (e.g. code_lexical or code_lexical,dense_mpnet): "
         "also score their min-max fusion with each trained model on the held-out anchors, per weight vector (built on "
         "the held-out corpus, never on dev queries)",
+    )
+    parser.add_argument(
+        "--code-lexical-over",
+        action="store_true",
+        help="also rank the held-out anchors by code_lexical (default weights) with each trained model as its base",
     )
     parser.add_argument(
         "--cache-dir",
@@ -317,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.fuse_with:
             anchors = [h[0] for h in split["held"]]
             others = [registry_runs(args.dataset, split["texts"], n, anchors, args.cache_dir) for n in args.fuse_with.split(",")]
-        rows.append(run_config(name, split, base_folder, args.device, others=others))
+        over = args.dataset if args.code_lexical_over else None
+        rows.append(run_config(name, split, base_folder, args.device, others=others, over=over))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "fusion"}), flush=True)
         for fused in sorted(rows[-1].get("fusion", []), key=lambda r: (-r["mrr"], -r["hit@1"]))[:5]:
             print(f"  fused with {args.fuse_with} + {name}: {json.dumps(fused)}", flush=True)

@@ -14,6 +14,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from retrieval_pipeline.core.types import Document
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -81,3 +83,38 @@ def test_a_three_way_sweep_reduces_to_the_two_way_one_and_a_third_run_can_decide
     rows = select.fusion_grid_scores(DENSE, IDS, [LEXICAL, oracle], HELD)
     corner = next(r for r in rows if r["weights"] == [0.0, 1.0, 0.0])
     assert corner["mrr"] == 1.0 and next(r for r in rows if r["weights"] == [1.0, 0.0, 0.0])["mrr"] == 0.75
+
+
+def _api(fqn: str) -> Document:
+    name = fqn.rsplit(".", 1)[-1]
+    return Document(fqn, f"{name}\n{fqn}", title=name, kind="class")
+
+
+API = [_api("pkg.loop.LoopAgent"), _api("pkg.loop.LoopAgentConfig"), _api("pkg.run.Runner")]
+API_IDS = [d.doc_id for d in API]
+
+
+def test_code_lexical_over_the_model_ranks_a_named_identifier_first_and_is_split_by_naming(select: ModuleType) -> None:
+    held = [
+        ["Which parameter limits the iterations of a `LoopAgent`?", "pkg.loop.LoopAgent", "docstring"],  # names its gold
+        ["The config for the YAML schema of a LoopAgent.", "pkg.loop.LoopAgentConfig", "docstring"],  # names another object
+        ["Runs agents in a session.", "pkg.run.Runner", "docstring"],  # names nothing
+    ]
+    scores = np.array([[0.5, 0.6, 0.1], [0.5, 0.6, 0.1], [0.1, 0.2, 0.9]])  # the model ranks the golds 2nd, 1st, 1st
+    row = select.code_lexical_over_scores(API, scores, API_IDS, held)
+    assert row["anchors_naming_an_identifier"] == 2
+    assert row["naming_an_identifier:model_alone_mrr"] == 0.75  # ranks 2 and 1
+    assert row["naming_an_identifier:mrr"] == 0.75  # the named LoopAgent moves up (1st), and misleads the other (2nd)
+    assert row["naming_an_identifier:hit@1"] == 0.5 and row["naming_an_identifier:model_alone_hit@1"] == 0.5
+    assert row["naming_none:mrr"] == row["naming_none:model_alone_mrr"] == 1.0  # no identifier: the model's order
+    assert (row["names_its_own_object"], row["names_other_objects_only"]) == (1, 1)
+
+
+def test_named_what_tells_own_enclosing_and_other_objects_apart(select: ModuleType) -> None:
+    held = [
+        ["Returns the `run_async` result.", "pkg.run.Runner.run_async", "member"],
+        ["A helper of `Runner`.", "pkg.run.Runner.helper", "member"],
+        ["Builds a `LoopAgent`.", "pkg.run.make", "docstring"],
+        ["No identifier here.", "pkg.run.Runner", "docstring"],
+    ]
+    assert select.named_what(held) == {"names_its_own_object": 1, "names_an_enclosing_object": 1, "names_other_objects_only": 1}
