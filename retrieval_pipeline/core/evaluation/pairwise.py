@@ -204,6 +204,13 @@ def p_text(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"= {p:.2g}"
 
 
+#: Beside a matrix of every pair (the report, the markdown), a verdict line spells out at most this many
+#: indistinguishable pairs (more are one clause) and this many significant ones (more are counted): ten retrievers
+#: make 45 pairs a metric.
+TIES_SPELLED_OUT = 3
+WINS_SPELLED_OUT = 6
+
+
 def pair_sentence(pair: Mapping[str, Any], digits: int = 3, with_metric: bool = True, label: str | None = None, higher: bool = True) -> str:
     """``dense beats bm25 on hit_rate@5 by +0.220 [+0.120, +0.310], p < 0.001`` or ``a and b are indistinguishable (p = 0.41)``.
 
@@ -231,21 +238,38 @@ def pair_sentence(pair: Mapping[str, Any], digits: int = 3, with_metric: bool = 
 
 
 def verdict(
-    pairs: Iterable[Mapping[str, Any]], digits: int = 3, label: str | None = None, higher: bool = True, limit: int | None = None
+    pairs: Iterable[Mapping[str, Any]],
+    digits: int = 3,
+    label: str | None = None,
+    higher: bool = True,
+    limit: int | None = None,
+    fold_ties: int | None = None,
 ) -> str:
     """One line on one metric's pairs: significant ones first (largest delta first), clauses joined by ``;``.
 
     The first clause names the metric. Pairs without a test (too few queries) make one clause with the note.
-    With ``limit``, the clauses past the first ``limit`` become one: ``3 more pairs (1 significant)``.
+    With ``limit``, the clauses past the first ``limit`` become one: ``3 more pairs (1 significant)``. With
+    ``fold_ties``, more than that many indistinguishable pairs become one last clause, ``32 other pairs are
+    indistinguishable`` (and ``limit`` counts ``5 more significant pairs``), for a reader who has the matrix of
+    every pair beside the line.
     """
     ordered = sorted(pairs, key=lambda p: (not p["significant"], -abs(p["delta"]) if not math.isnan(p["delta"]) else 0.0))
     if ordered and all(p.get("note") for p in ordered):
         return f"{label or ordered[0]['metric']}: no test ({ordered[0]['note']})"
-    clauses = [pair_sentence(p, digits, i == 0, label, higher) for i, p in enumerate(ordered)]
+    ties = [p for p in ordered if not p["significant"] and not p.get("note")]
+    folded = fold_ties is not None and len(ties) > fold_ties
+    shown = [p for p in ordered if p["significant"] or p.get("note")] if folded else ordered
+    if not shown:
+        return f"{label or ordered[0]['metric']}: all {len(ties)} pairs are indistinguishable"
+    clauses = [pair_sentence(p, digits, i == 0, label, higher) for i, p in enumerate(shown)]
     if limit is not None and len(clauses) > limit:
-        rest = ordered[limit:]
+        rest = shown[limit:]
+        plural = "s" if len(rest) > 1 else ""
         wins = sum(bool(p["significant"]) for p in rest)
-        clauses = clauses[:limit] + [f"{len(rest)} more pair{'s' if len(rest) > 1 else ''} ({wins} significant)"]
+        more = f"{len(rest)} more significant pair{plural}" if folded else f"{len(rest)} more pair{plural} ({wins} significant)"
+        clauses = clauses[:limit] + [more]
+    if folded:
+        clauses.append(f"{len(ties)} other pairs are indistinguishable")
     return "; ".join(clauses)
 
 
@@ -297,7 +321,9 @@ def retriever_pairs(
     return compare_all(values, PairwiseSettings.of(statistics)).pairs
 
 
-def metric_verdicts(pairs: pd.DataFrame, metrics: Iterable[str] | None = None, limit: int | None = None, digits: int = 3) -> dict[str, str]:
+def metric_verdicts(
+    pairs: pd.DataFrame, metrics: Iterable[str] | None = None, limit: int | None = None, digits: int = 3, fold_ties: int | None = None
+) -> dict[str, str]:
     """``{metric: verdict line}`` of a :func:`retriever_pairs` frame, each metric under its registry label and direction.
 
     Args:
@@ -305,12 +331,18 @@ def metric_verdicts(pairs: pd.DataFrame, metrics: Iterable[str] | None = None, l
         metrics: The metrics to give, in this order (default: the frame's, in its order); absent ones are skipped.
         limit: Clauses per line before the rest is counted (see :func:`verdict`).
         digits: Decimals of the deltas.
+        fold_ties: More indistinguishable pairs than this become one clause (see :func:`verdict`).
     """
     present = list(dict.fromkeys(pairs["metric"])) if len(pairs) else []
     chosen = present if metrics is None else [m for m in metrics if m in present]
     return {
         name: verdict(
-            pairs[pairs["metric"] == name].to_dict("records"), digits, metric_label(name), higher_is_better(name) is not False, limit
+            pairs[pairs["metric"] == name].to_dict("records"),
+            digits,
+            metric_label(name),
+            higher_is_better(name) is not False,
+            limit,
+            fold_ties,
         )
         for name in chosen
     }

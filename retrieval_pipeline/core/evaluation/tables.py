@@ -10,7 +10,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, spread_text
-from retrieval_pipeline.core.evaluation.pairwise import flip, matrix_cell, metric_verdicts
+from retrieval_pipeline.core.evaluation.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label
 
 
@@ -108,7 +108,7 @@ def pairs_md(pairs: pd.DataFrame, retrievers: Sequence[str], settings: Any) -> s
     """
     if pairs.empty:
         return "_fewer than two retrievers: nothing to compare_"
-    verdicts = metric_verdicts(pairs)
+    verdicts = metric_verdicts(pairs, limit=WINS_SPELLED_OUT, fold_ties=TIES_SPELLED_OUT)
     parts = ["\n".join(f"- {line}" for line in verdicts.values())]
     for name in verdicts:
         cells = {}

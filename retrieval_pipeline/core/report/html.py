@@ -32,7 +32,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, latency_spread, spread_text
-from retrieval_pipeline.core.evaluation.pairwise import flip, matrix_cell, metric_verdicts
+from retrieval_pipeline.core.evaluation.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.metric_registry import (
     UnknownMetricError,
     describe_metric,
@@ -267,7 +267,7 @@ def pairs_section(data: ReportData) -> Context:
     if not len(data.pairs):
         return _empty("No pairwise comparison for this dataset (fewer than two retrievers, or not computed).")
     retrievers = [r for r in data.retriever_order() if r in set(data.pairs["a"]) | set(data.pairs["b"])]
-    verdicts = metric_verdicts(data.pairs)
+    verdicts = metric_verdicts(data.pairs, limit=WINS_SPELLED_OUT, fold_ties=TIES_SPELLED_OUT)
     matrices = []
     for metric in verdicts:
         seen = {}

@@ -106,6 +106,17 @@ def test_sentences_and_verdict() -> None:
     line = verdict([tie, win], digits=2, label="hit@5")
     assert line == "dense beats bm25 on hit@5 by +0.22 [+0.12, +0.31], p < 0.001; hyb_b and hyb_a are indistinguishable (p = 0.41)"
     assert verdict([tie, win, tie], limit=1).endswith("; 2 more pairs (0 significant)")
+    # beside a matrix of every pair: past fold_ties, the indistinguishable pairs are one clause, the wins all shown
+    ties = [tie | {"a": f"r{i}"} for i in range(4)]
+    assert verdict([*ties, win], digits=2, label="hit@5", fold_ties=4).count("indistinguishable") == 4
+    folded = verdict([*ties, win], digits=2, label="hit@5", fold_ties=3)
+    assert folded == "dense beats bm25 on hit@5 by +0.22 [+0.12, +0.31], p < 0.001; 4 other pairs are indistinguishable"
+    assert verdict(ties, label="hit@5", fold_ties=3) == "hit@5: all 4 pairs are indistinguishable"
+    wins = [win | {"a": f"w{i}"} for i in range(3)]
+    counted = verdict([*ties, *wins], digits=2, label="hit@5", limit=1, fold_ties=3)
+    assert counted.startswith("dense beats w0 on hit@5") and counted.endswith(
+        "; 2 more significant pairs; 4 other pairs are indistinguishable"
+    )
 
 
 def test_too_few_queries_give_cis_without_p_values_and_say_so() -> None:
