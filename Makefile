@@ -66,15 +66,11 @@ $(DAGSTER_HOME)/dagster.yaml: Makefile
 run: install
 	@$(BIN)/python -m retrieval_pipeline.cli.run --datasets $(DATASETS)
 
-# build and evaluate one retriever on materialised datasets; nothing else is recomputed:
+# build and evaluate one retriever (the indexes of those it is built on first) on materialised datasets:
 #   make add-retriever RETRIEVER=bm25_code DATASETS=stdlib
 add-retriever: install
 	@test -n "$(RETRIEVER)" || (echo "usage: make add-retriever RETRIEVER=<name in data/config/retrievers.yaml> [DATASETS=...]"; exit 2)
-	@for d in $(DATASETS); do \
-	  echo "== adding retriever $(RETRIEVER) to dataset $$d"; \
-	  $(BIN)/dagster asset materialize -m retrieval_pipeline.definitions --partition $$d \
-	    --select 'retrievers/$(RETRIEVER)_index,retrievers/$(RETRIEVER)_runs,retrieval_runs*' || exit 1; \
-	done
+	@$(BIN)/python -m retrieval_pipeline.cli.run --datasets $(DATASETS) --add-retriever $(RETRIEVER)
 
 # mutation score per module of the evaluation path (slow: not part of `make test`); copies under /tmp
 mutation: install

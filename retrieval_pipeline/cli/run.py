@@ -143,6 +143,7 @@ def run_datasets(
     datasets: Sequence[str],
     *,
     select: str = "*",
+    add_retriever: str | None = None,
     log_path: Path,
     out: TextIO,
     resources: Mapping[str, object] | None = None,
@@ -154,6 +155,7 @@ def run_datasets(
     Args:
         datasets: Partition keys (dataset names of the registry), run in this order.
         select: An asset selection in ``dagster asset materialize --select`` syntax.
+        add_retriever: A retriever to add instead of ``select``: :func:`add_retriever_selection`.
         log_path: The file the full Dagster event stream goes to (appended to).
         out: Where the progress lines go.
         resources: Resources replacing the project's (tests: temporary folders, the keyword encoder, another registry).
@@ -164,12 +166,15 @@ def run_datasets(
         One :class:`DatasetRun` per dataset, in order (a run that could not start has ``run_id`` ``""``).
 
     Raises:
-        UsageError: An unknown dataset, or a selection that is invalid or empty.
+        UsageError: An unknown dataset, or a selection that is invalid or empty, or a retriever to add that is
+            unknown or not listed by a dataset.
     """
     with logging_to(log_path) as file_handler:
         stream = EventStream(out, file_handler)
         definitions = project_definitions(resources)
         repository = definitions.get_repository_def()
+        if add_retriever:
+            select = add_retriever_selection(definitions.resources["settings"].registry(), add_retriever, datasets)
         try:
             keys = dg.AssetSelection.from_coercible(select.split(",")).resolve(repository.asset_graph)
         except Exception as exc:  # Dagster raises several types for a bad selection string or unknown key
@@ -216,6 +221,33 @@ def run_datasets(
                     logging.getLogger("dagster").exception(f"run of {dataset} failed")
                     runs.append(DatasetRun(dataset, "", False, 0.0, list(stream.steps), [], None, exports, error=str(exc)))
         return runs
+
+
+def add_retriever_selection(registry: Any, name: str, datasets: Sequence[str]) -> str:
+    """What adding retriever ``name`` to ``datasets`` materialises: the index of each retriever it needs, components
+    first (``retrievers/<part>_index``), its runs, and everything downstream of ``retrieval_runs``.
+
+    A component never built for a dataset is built here, so an entry on others (``code_lexical_ft_classes`` on
+    ``code_lexical_ft`` on ``dense_minilm_ft``) is added in one command; a component already built rebuilds from
+    its caches (embeddings, fine-tuned models).
+
+    Raises:
+        UsageError: ``name`` is unknown or invalid, or a dataset does not list it (it would only record "not
+            evaluated"): the message says where to add it.
+    """
+    try:
+        parts = registry.retrievers.closure([name])
+    except RetrieverError as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+    for dataset in datasets:
+        with contextlib.suppress(InputError):  # an unknown or invalid dataset is reported where datasets are checked
+            listed = registry.get(dataset).retrievers
+            if name not in listed:
+                raise UsageError(
+                    f"dataset {dataset} does not list retriever {name}: add it to `retrievers:` of {dataset} in "
+                    f"{shown_path(Path(registry.path))}, then run this again (it lists {', '.join(listed)})"
+                )
+    return ",".join([*(f"retrievers/{part}_index" for part in parts), f"retrievers/{name}_runs", "retrieval_runs*"])
 
 
 def _invalid_datasets(settings: Any, datasets: Sequence[str]) -> dict[str, str]:
@@ -352,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--select", default="*", help="asset selection, as `dagster asset materialize --select` (default: '*', everything)")
     parser.add_argument(
+        "--add-retriever",
+        default=None,
+        metavar="NAME",
+        help="instead of --select: build retriever NAME (the indexes of its components first), run it and re-evaluate; "
+        "each dataset must list it (`retrievers:` in data/config/datasets.yaml)",
+    )
+    parser.add_argument(
         "--config-json", type=json.loads, default=None, help="run config of every run, as `dagster asset materialize --config-json`"
     )
     parser.add_argument(
@@ -414,9 +453,12 @@ def main(
     datasets = list(dict.fromkeys(args.datasets))
     try:
         with stop_on_signals(), bars_on_the_terminal():
+            if args.add_retriever and args.select != "*":
+                raise UsageError("--add-retriever chooses the assets itself: give it or --select, not both")
             runs = run_datasets(
                 datasets,
                 select=args.select,
+                add_retriever=args.add_retriever,
                 log_path=log_path,
                 out=out,
                 resources=overrides or None,

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, format_summary, metrics_table
-from retrieval_pipeline.cli.run import main, used_by_dataset
+from retrieval_pipeline.cli.run import UsageError, add_retriever_selection, main, used_by_dataset
+from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.automation import failed_checks_of_run
 from retrieval_pipeline.defs.retrieval import REGISTRY, retriever_step
@@ -275,3 +276,37 @@ def test_a_run_leaves_out_the_steps_of_retrievers_the_dataset_does_not_use() -> 
     assert unused == ["unused"]
     # asked for explicitly, an unused retriever's steps still run (and say "not evaluated here")
     assert used_by_dataset(steps("unused"), _Registry(), "toy") == (steps("unused"), [])
+
+
+def test_adding_a_retriever_builds_the_indexes_it_needs_first_and_refuses_what_a_dataset_does_not_list() -> None:
+    registry = load_registry()  # the project's: adk_v1_24_1 lists code_lexical_classes, not code_lexical_ft_classes
+    assert add_retriever_selection(registry, "code_lexical_classes", ["adk_v1_24_1"]) == (
+        "retrievers/bm25_code_index,retrievers/code_lexical_index,retrievers/code_lexical_classes_index,"
+        "retrievers/code_lexical_classes_runs,retrieval_runs*"
+    )
+    with pytest.raises(
+        UsageError,
+        match=r"adk_v1_24_1 does not list retriever code_lexical_ft_classes: add it to `retrievers:` of adk_v1_24_1 in data/config/datasets.yaml",
+    ):
+        add_retriever_selection(registry, "code_lexical_ft_classes", ["adk_v1_24_1"])
+    with pytest.raises(UsageError, match=r"unknown retriever 'no_such_retriever'; known: bm25"):
+        add_retriever_selection(registry, "no_such_retriever", ["stdlib"])
+
+
+def test_add_retriever_on_the_command_line(tmp_path: Path, dagster_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    resources = tiny_resources(tmp_path)
+    code, _, err = run(resources, tmp_path / "a.log", capfd, args=("--add-retriever", "no_such_retriever"))
+    assert code == 2 and "unknown retriever 'no_such_retriever'" in err
+    code, _, err = run(resources, tmp_path / "b.log", capfd, args=("--add-retriever", "bm25", "--select", "corpus"))
+    assert code == 2 and "give it or --select, not both" in err
+    assert run(resources, tmp_path / "c.log", capfd)[0] == 0  # the dataset materialised, then one retriever re-added
+    code, out, _ = run(resources, tmp_path / "d.log", capfd, args=("--add-retriever", "hybrid_rrf_k60"))
+    assert code == 0
+    steps = [m.group(1) for line in out.splitlines() if (m := re.match(r"\s+\[\s*\d+/\d+\]\s+\S+\s+(\S+)", line))]
+    assert steps[:4] == [
+        "retrievers/bm25_index",
+        "retrievers/dense_minilm_index",
+        "retrievers/hybrid_rrf_k60_index",
+        "retrievers/hybrid_rrf_k60_runs",
+    ]
+    assert "retrieval_runs" in steps and "retrievers/bm25_runs" not in steps
