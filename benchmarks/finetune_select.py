@@ -147,6 +147,26 @@ def registry_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[
         return [list(hits) for hits in retriever.search(anchors, 100)]
 
 
+def top_runs(scores: np.ndarray, ids: list[str], depth: int = 100) -> list[list[tuple[str, float]]]:
+    """Each anchor's ``depth`` best texts by ``scores`` (anchors x ``ids``), as a retriever's hits."""
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+    return [[(ids[j], float(scores[i, j])) for j in row] for i, row in enumerate(top)]
+
+
+def gold_rank(hits: Sequence[tuple[str, float]], gold: str, depth: int = 100) -> int | None:
+    """The 1-based rank of ``gold`` among the first ``depth`` hits, or None."""
+    return next((r for r, (doc_id, _) in enumerate(hits[:depth], start=1) if doc_id == gold), None)
+
+
+def rank_metrics(ranks: Sequence[int | None]) -> dict[str, float]:
+    """hit@1, hit@5 and MRR of gold ranks (None: not found), rounded to 4 places."""
+    return {
+        "hit@1": round(float(np.mean([r is not None and r <= 1 for r in ranks])), 4),
+        "hit@5": round(float(np.mean([r is not None and r <= 5 for r in ranks])), 4),
+        "mrr": round(float(np.mean([1.0 / r if r else 0.0 for r in ranks])), 4),
+    }
+
+
 def _fused_rows(
     scores: np.ndarray,
     ids: list[str],
@@ -159,19 +179,11 @@ def _fused_rows(
     row per weight vector of ``vectors``, each row keyed by ``key(weights)``."""
     from retrieval_pipeline.core.retrieval.fusion import minmax_fuse
 
-    top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
-    dense = [[(ids[j], float(scores[i, j])) for j in row] for i, row in enumerate(top)]
+    dense = top_runs(scores, ids)
     rows = []
     for weights in vectors:
-        ranks = []
-        for i, (_, gold, _) in enumerate(held):
-            order = [doc_id for doc_id, _ in minmax_fuse([c[i] for c in components] + [dense[i]], list(weights))]
-            ranks.append(order.index(gold) + 1 if gold in order[:100] else None)
-        rows.append(key(weights) | {
-            "hit@1": round(float(np.mean([r is not None and r <= 1 for r in ranks])), 4),
-            "hit@5": round(float(np.mean([r is not None and r <= 5 for r in ranks])), 4),
-            "mrr": round(float(np.mean([1.0 / r if r else 0.0 for r in ranks])), 4),
-        })  # fmt: skip
+        fused = [minmax_fuse([c[i] for c in components] + [dense[i]], list(weights)) for i in range(len(held))]
+        rows.append(key(weights) | rank_metrics([gold_rank(hits, gold) for hits, (_, gold, _) in zip(fused, held)]))
     return rows
 
 
@@ -201,30 +213,21 @@ def code_lexical_over_scores(documents: Sequence, scores: np.ndarray, ids: list[
 
     class ModelRun:  # the model's ranking of each anchor, as a base retriever
         name = "model"
-
-        def __init__(self) -> None:
-            top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
-            self.runs = {held[i][0]: [(ids[j], float(scores[i, j])) for j in row] for i, row in enumerate(top)}
+        runs = dict(zip((h[0] for h in held), top_runs(scores, ids)))
 
         def search(self, queries: Sequence[str], k: int) -> list[list]:
             return [self.runs[q][:k] for q in queries]
 
-    base = ModelRun()
-    hits = CodeLexicalRetriever("code_lexical_over_model", base, documents).search([h[0] for h in held], 100)
-    over = [next((r for r, (doc_id, _) in enumerate(answer, start=1) if doc_id == h[1]), None) for h, answer in zip(held, hits)]
-    model = [next((r for r, (doc_id, _) in enumerate(base.runs[h[0]], start=1) if doc_id == h[1]), None) for h in held]
+    hits = CodeLexicalRetriever("code_lexical_over_model", ModelRun(), documents).search([h[0] for h in held], 100)
+    over = [gold_rank(answer, h[1]) for h, answer in zip(held, hits)]
+    model = [gold_rank(ModelRun.runs[h[0]], h[1]) for h in held]
     naming = np.array([bool(query_identifiers(h[0])) for h in held])
     out: dict = {}
     for label, mask in (("", np.ones(len(held), dtype=bool)), ("naming_an_identifier:", naming), ("naming_none:", ~naming)):
         for who, ranks in (("", over), ("model_alone_", model)):
             chosen = [r for r, m in zip(ranks, mask) if m]
-            if not chosen:
-                continue
-            out |= {
-                f"{label}{who}hit@1": round(float(np.mean([r is not None and r <= 1 for r in chosen])), 4),
-                f"{label}{who}hit@5": round(float(np.mean([r is not None and r <= 5 for r in chosen])), 4),
-                f"{label}{who}mrr": round(float(np.mean([1.0 / r if r else 0.0 for r in chosen])), 4),
-            }
+            if chosen:
+                out |= {f"{label}{who}{metric}": value for metric, value in rank_metrics(chosen).items()}
     return out | {"anchors_naming_an_identifier": int(naming.sum())} | named_what(held)
 
 
@@ -239,14 +242,12 @@ def named_what(held: list[list[str]]) -> dict[str, int]:
         if not names:
             continue
         *enclosing, own = gold.lower().split(".")
-        key = (
-            "names_its_own_object"
-            if own in names
-            else "names_an_enclosing_object"
-            if names & set(enclosing)
-            else "names_other_objects_only"
-        )
-        counts[key] += 1
+        if own in names:
+            counts["names_its_own_object"] += 1
+        elif names & set(enclosing):
+            counts["names_an_enclosing_object"] += 1
+        else:
+            counts["names_other_objects_only"] += 1
     return counts
 
 
