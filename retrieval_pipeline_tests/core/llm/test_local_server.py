@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
 import textwrap
@@ -11,21 +12,24 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.llm.local_server import (
+    PORTABLE_CMAKE_ARGS,
     LocalLlamaServer,
     LocalServerError,
     _group_has_live_process,
     check_loopback_host,
+    exit_description,
     find_packaged_gguf,
     llama_server_available,
     llama_server_unavailable_reason,
     server_environment,
 )
 
-# A stand-in for llama.cpp's server: answers GET /v1/models, and starts a child in its process group
+# A stand-in for llama.cpp's server: answers GET /v1/models and POST /v1/completions (mode "sigill": dies of
+# SIGILL on its first completion, as a llama.cpp built for instructions the CPU lacks does), and starts a child in its process group
 # (writing the child's pid to a file) so the test can prove the whole group is stopped.
 FAKE_SERVER = textwrap.dedent(
     """
-    import json, signal, subprocess, sys, time
+    import json, os, signal, subprocess, sys, time
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     host, port, mode, pid_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -45,6 +49,20 @@ FAKE_SERVER = textwrap.dedent(
         def do_GET(self):
             body = json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
             self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with open(pid_file + ".posts", "a") as f:
+                f.write(self.path + "\\n")
+            if mode == "sigill":
+                print("llama_perf_context_print: load time", flush=True)
+                os.kill(os.getpid(), signal.SIGILL)
+            body = json.dumps({"choices": [{"text": "ok", "index": 0}]}).encode()
+            self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -158,6 +176,42 @@ def test_startup_crash_surfaces_log_tail(fake):
     assert server.log_path is not None and server.log_path.exists()  # kept for reading; named in the error
     assert str(server.log_path) in msg
     server.log_path.unlink()
+
+
+def test_startup_asks_for_one_token_before_the_server_is_used(fake):
+    with fake("ok", startup_timeout_s=20):
+        posts = Path(str(fake.pid_file) + ".posts").read_text().split()
+    assert posts == ["/v1/completions"]
+
+
+def test_a_server_killed_by_sigill_on_its_first_token_names_the_cause_and_the_portable_build(fake):
+    server = fake("sigill", startup_timeout_s=20, stop_grace_s=1.0)
+    with pytest.raises(LocalServerError) as info:
+        with server:
+            pytest.fail("the body must not run when the server cannot generate")
+    msg = str(info.value)
+    assert "was killed by SIGILL (illegal instruction)" in msg and "on its first completion" in msg
+    assert f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}"' in msg and "--no-cache-dir" in msg
+    assert "llama_perf_context_print" in msg  # the log's tail
+    child = int(fake.pid_file.read_text())  # the group is gone: its surviving child too
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+    server.log_path.unlink()
+
+
+def test_exit_descriptions():
+    assert exit_description(3) == "exited with status 3"
+    assert exit_description(-signal.SIGKILL) == "was killed by SIGKILL"
+    assert exit_description(-signal.SIGILL).startswith("was killed by SIGILL (illegal instruction)")
+
+
+def test_the_makefile_builds_llama_cpp_with_the_portable_flags():
+    makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
+    assert f"LLAMA_CMAKE_ARGS ?= {PORTABLE_CMAKE_ARGS}\n" in makefile
+    installs = [line for line in makefile.splitlines() if "local-llm" in line and "pip install" in line]
+    assert len(installs) == 2 and all('CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)"' in line and "--no-cache-dir" in line for line in installs)
 
 
 def test_startup_timeout_stops_the_group_and_surfaces_log_tail(fake):
