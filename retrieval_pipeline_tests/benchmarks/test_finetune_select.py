@@ -6,9 +6,6 @@ can rescue an anchor that neither ranks first on its own, exactly as a ``kind: h
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -16,20 +13,10 @@ import pytest
 
 from retrieval_pipeline.core.types import Document
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def select() -> ModuleType:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("finetune_select_benchmark", BENCHMARKS / "finetune_select.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+def select(load_benchmark) -> ModuleType:
+    return load_benchmark("finetune_select.py")
 
 
 IDS = ["a", "b", "c"]

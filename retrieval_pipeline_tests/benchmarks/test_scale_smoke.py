@@ -8,8 +8,6 @@ change re-embeds exactly the changed documents.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,18 +18,12 @@ import pytest
 from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 VOCABULARY = [f"w{i}" for i in range(40)]
 
 
 @pytest.fixture(scope="module")
-def scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scale_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def scale(load_benchmark) -> ModuleType:
+    return load_benchmark("scale.py")
 
 
 def fake_corpus(scale: ModuleType, n_docs: int = 600, n_queries: int = 40) -> Any:
