@@ -96,16 +96,21 @@ def find_packaged_gguf(package: str = DEFAULT_GGUF_PACKAGE) -> Path:
     return found[0]
 
 
+def llama_cpp_install_command() -> str:
+    """The pip command that installs llama.cpp's server portably (what the Makefile's local-LLM targets run)."""
+    return f"CMAKE_ARGS=\"{PORTABLE_CMAKE_ARGS}\" pip install --no-cache-dir '{LLAMA_CPP_REQUIREMENT}'"
+
+
 def llama_cpp_unavailable_reason() -> str | None:
     """Why llama.cpp's server (``python -m llama_cpp.server``) cannot run here, or ``None`` (nothing is imported)."""
     spec = importlib.util.find_spec("llama_cpp")
     if spec is None:
-        return f"llama_cpp is not installed: pip install '{LLAMA_CPP_REQUIREMENT}'"
+        return f"llama_cpp is not installed: {llama_cpp_install_command()}"
     if spec.origin is None or not (Path(spec.origin).parent / "server" / "__main__.py").is_file():
-        return f"llama_cpp.server is missing from the llama_cpp install: pip install '{LLAMA_CPP_REQUIREMENT}'"
+        return f"llama_cpp.server is missing from the llama_cpp install: {llama_cpp_install_command()}"
     missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
-        return f"llama_cpp.server needs {', '.join(missing)}: pip install '{LLAMA_CPP_REQUIREMENT}'"
+        return f"llama_cpp.server needs {', '.join(missing)}: {llama_cpp_install_command()}"
     return None
 
 
@@ -199,8 +204,7 @@ def exit_description(code: int) -> str:
     return (
         f"was killed by {name} (illegal instruction): llama.cpp was compiled for instructions this CPU does not "
         "execute (a native build on a machine that reports more than it enables, or a wheel built elsewhere and "
-        f'reused from pip\'s cache); reinstall it portable: CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install '
-        f"--no-cache-dir --force-reinstall --no-deps '{LLAMA_CPP_REQUIREMENT}'"
+        f"reused from pip's cache); reinstall it portable: {llama_cpp_install_command()} --force-reinstall --no-deps"
     )
 
 
