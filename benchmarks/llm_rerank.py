@@ -4,14 +4,14 @@
     python benchmarks/llm_rerank.py --dataset insurance --base dense_mpnet --scores-from /tmp/llm_rerank.json
 
 Builds ``--base`` through the pipeline's factory (``dev_eval``), runs the dataset's resolved cases at depth 100,
-serves the local model with llama.cpp on loopback (``serve_local_model``; the ``local-llm-qwen`` extra), and asks,
-for each of the base's first ``k`` hits, :data:`PROMPT` with one token to answer; a pair's score is
-P(Yes) / (P(Yes) + P(No)) read from the answer token's top log-probabilities (0 when neither is among them).
-Two runs come out of the scores: the ``k`` hits sorted by score (ties keep the base's order) and the reciprocal
-rank fusion of the base's and the LLM's orders (k = 60); the hits below ``k`` follow in the base's order. Nothing
-is tuned: the prompt and ``k`` were fixed before any score was seen. The table gives hit@1, hit@5, MRR and
-nDCG@10 with 95% percentile-bootstrap CIs and each run's paired difference to the base (``dev_eval.paired_table``).
-``--json`` keeps the scores, so ``--scores-from`` prints the table again without the model.
+serves the local model with llama.cpp on loopback (``serve_local_model``; the ``local-llm-qwen`` extra), and reranks
+the base's first ``k`` hits with the ``rerank`` kind's own :class:`CrossEncoderReranker`, whose scorer here is
+:class:`LlmScorer`: for each pair, :data:`PROMPT` with one token to answer, scored P(Yes) / (P(Yes) + P(No)) from the
+answer token's top log-probabilities (0 when neither is among them). A second run is the reciprocal rank fusion
+(``rrf_fuse``, k = 60) of the base's and the reranked orders. Nothing is tuned: the prompt and ``k`` were fixed
+before any score was seen. The table gives hit@1, hit@5, MRR and nDCG@10 with 95% percentile-bootstrap CIs and each
+run's paired difference to the base (``dev_eval.paired_table``). ``--json`` keeps the scores, so ``--scores-from``
+prints the table again without the model.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,11 +36,13 @@ from dev_eval import build_indexes, dev_pairs, paired_table, registry_specs, tab
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import load_retriever  # noqa: E402
+from retrieval_pipeline.core.retrieval.fusion import rrf_fuse  # noqa: E402
+from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker  # noqa: E402
+from retrieval_pipeline.core.types import Hit  # noqa: E402
 
 PROMPT = "Question: {query}\n\nPassage:\n{passage}\n\nDoes the passage answer the question? Answer Yes or No."
 #: Characters of a document put in the prompt.
 MAX_PASSAGE_CHARS = 1500
-RRF_K = 60
 
 
 def p_yes(client, model: str, query: str, passage: str) -> float:
@@ -55,37 +60,53 @@ def p_yes(client, model: str, query: str, passage: str) -> float:
     return mass["yes"] / total if total > 0 else 0.0
 
 
-def llm_scores(queries: list[str], heads: list[list[str]], texts: dict[str, str], local_model: str, threads: int) -> list[list[float]]:
-    """Every (query, head document) pair's score, from the local model served on loopback."""
-    from openai import OpenAI
+class LlmScorer:
+    """A rerank scorer (``model_id``, ``score(pairs)``): :func:`p_yes` of every pair, with a progress line per 100;
+    ``scores`` keeps the last call's."""
 
-    from retrieval_pipeline.core.llm.local_models import serve_local_model
+    def __init__(self, client, model: str) -> None:
+        self.client, self.model, self.model_id = client, model, f"llm:{model}"
 
-    scores: list[list[float]] = []
-    started, done = time.perf_counter(), 0
-    with serve_local_model(local_model, ROOT / "data" / "cache", n_threads=threads) as server:
-        client = OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=600)
-        for i, (query, head) in enumerate(zip(queries, heads)):
-            scores.append([p_yes(client, str(server.model), query, texts[d]) for d in head])
-            done += len(head)
-            if i % 10 == 0 or i == len(queries) - 1:
-                print(f"{i + 1}/{len(queries)} queries, {done / (time.perf_counter() - started):.2f} pairs/s", flush=True)
-    return scores
-
-
-def reranked(run: list[str], scores: list[float]) -> list[str]:
-    """The scored head sorted by score (stable: ties keep the base's order), then the base's tail."""
-    head = run[: len(scores)]
-    order = sorted(range(len(head)), key=lambda j: -scores[j])
-    return [head[j] for j in order] + run[len(head) :]
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        started, scores = time.perf_counter(), []
+        for i, (query, passage) in enumerate(pairs, start=1):
+            scores.append(p_yes(self.client, self.model, query, passage))
+            if i % 100 == 0 or i == len(pairs):
+                print(f"{i}/{len(pairs)} pairs, {i / (time.perf_counter() - started):.2f} pairs/s", flush=True)
+        self.scores = np.asarray(scores)
+        return self.scores
 
 
-def fused(run: list[str], scores: list[float]) -> list[str]:
-    """Reciprocal rank fusion (k = 60) of the base's order and the LLM's order of the head, then the base's tail."""
-    head = run[: len(scores)]
-    llm_rank = {d: r for r, d in enumerate(reranked(head, scores))}
-    fusion = {d: 1 / (RRF_K + 1 + r) + 1 / (RRF_K + 1 + llm_rank[d]) for r, d in enumerate(head)}
-    return sorted(head, key=lambda d: -fusion[d]) + run[len(head) :]
+class SavedScorer:
+    """The scores of an earlier run, in the order the reranker asks for them (its queries, then each head's hits)."""
+
+    model_id = "saved"
+
+    def __init__(self, scores: Sequence[float]) -> None:
+        self.scores = np.asarray(scores, dtype=np.float64)
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        if len(pairs) != len(self.scores):
+            raise ValueError(f"{len(self.scores)} saved scores for {len(pairs)} pairs")
+        return self.scores
+
+
+class Recorded:
+    """A base retriever that answers from runs already made (the reranker asks its base again)."""
+
+    name = "recorded"
+
+    def __init__(self, queries: Sequence[str], runs: Sequence[list[Hit]]) -> None:
+        self.runs = dict(zip(queries, runs))
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return [self.runs[q][:k] for q in queries]
+
+
+def rerank_runs(queries: list[str], runs: list[list[Hit]], scorer, texts: dict[str, str], k: int) -> tuple[list, list]:
+    """The base's runs with their top ``k`` reranked by ``scorer``, and the RRF of the base's and the reranked orders."""
+    reranked = CrossEncoderReranker("llm", Recorded(queries, runs), scorer, texts, k).search(queries, 100)
+    return reranked, [rrf_fuse([base, llm]) for base, llm in zip(runs, reranked)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,27 +126,32 @@ def main(argv: list[str] | None = None) -> int:
     specs, index_root = registry_specs(), Path(tempfile.mkdtemp(prefix="llm-rerank-"))
     build_indexes(specs, [args.base], dev, index_root, args.cache_dir)
     retriever = load_retriever(specs, args.base, dev.name, dev.documents, index_root, args.cache_dir, encoder_for_spec)
-    queries = [p.query for p in dev.pairs]
-    runs = [[doc_id for doc_id, _ in result] for result in retriever.search(queries, 100)]
+    queries, texts = [p.query for p in dev.pairs], {d.doc_id: d.text for d in dev.documents}
+    runs = [list(result) for result in retriever.search(queries, 100)]
+    heads = [[doc_id for doc_id, _ in run[: args.k]] for run in runs]
     seconds = None
     if args.scores_from:
         saved = json.loads(args.scores_from.read_text(encoding="utf-8"))
-        if saved["query_ids"] != [p.query_id for p in dev.pairs] or saved["heads"] != [r[: args.k] for r in runs]:
+        if saved["query_ids"] != [p.query_id for p in dev.pairs] or saved["heads"] != heads:
             raise SystemExit(f"{args.scores_from} scored other queries or other hits than {args.base} returns now")
-        scores = saved["scores"]
+        scorer = SavedScorer([s for row in saved["scores"] for s in row])
+        reranked, fused = rerank_runs(queries, runs, scorer, texts, args.k)
     else:
-        texts = {d.doc_id: d.text for d in dev.documents}
+        from openai import OpenAI
+
+        from retrieval_pipeline.core.llm.local_models import serve_local_model
+
         started = time.perf_counter()
-        scores = llm_scores(queries, [r[: args.k] for r in runs], texts, args.local_model, args.threads)
+        with serve_local_model(args.local_model, args.cache_dir, n_threads=args.threads) as server:
+            client = OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=600)
+            scorer = LlmScorer(client, str(server.model))
+            reranked, fused = rerank_runs(queries, runs, scorer, texts, args.k)
         seconds = time.perf_counter() - started
     names = [args.base, f"llm_top{args.k}", f"rrf_{args.base}_llm"]
-    variants = {names[0]: runs, names[1]: list(map(reranked, runs, scores)), names[2]: list(map(fused, runs, scores))}
     order = [p.query_id for p in dev.pairs]
     frames = {
-        name: per_query_metrics({q: [(d, -float(i)) for i, d in enumerate(r)] for q, r in zip(order, ranked)}, dev.qrels)
-        .set_index("query_id")
-        .loc[order]
-        for name, ranked in variants.items()
+        name: per_query_metrics(dict(zip(order, ranked)), dev.qrels).set_index("query_id").loc[order]
+        for name, ranked in zip(names, (runs, reranked, fused))
     }
     table = paired_table(frames, names)
     print(f"\n{args.dataset}: {len(dev.pairs)} resolved cases; {args.local_model} scoring the top {args.k} of {args.base}")
@@ -135,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in table_lines(table, names):
         print(line)
     if args.json and not args.scores_from:
-        report = {"query_ids": order, "heads": [r[: args.k] for r in runs], "scores": scores, "seconds": seconds, "metrics": table}
+        flat = iter(scorer.scores.tolist())  # in the reranker's order: each query's head, base order
+        scores = [[next(flat) for _ in head] for head in heads]
+        report = {"query_ids": order, "heads": heads, "scores": scores, "seconds": seconds, "metrics": table}
         args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -49,9 +49,16 @@ def test_the_passage_is_cut_for_the_prompt(bench):
     assert client.prompts[0].count("x") == bench.MAX_PASSAGE_CHARS
 
 
+def _orders(bench, run: list[str], scores: list[float]) -> tuple[list[str], list[str]]:
+    """The reranked and the fused order of one query whose base run is ``run``, its head scored by ``scores``."""
+    hits = [(doc, float(len(run) - i)) for i, doc in enumerate(run)]
+    reranked, fused = bench.rerank_runs(["q"], [hits], bench.SavedScorer(scores), {d: d for d in run}, len(scores))
+    return [d for d, _ in reranked[0]], [d for d, _ in fused[0]]
+
+
 def test_reranked_sorts_the_head_stably_and_keeps_the_tail(bench):
     run = ["a", "b", "c", "d", "e"]
-    assert bench.reranked(run, [0.1, 0.9, 0.9]) == ["b", "c", "a", "d", "e"]
+    assert _orders(bench, run, [0.1, 0.9, 0.9])[0] == ["b", "c", "a", "d", "e"]
 
 
 def test_fused_is_rrf_of_the_base_and_the_llm_orders(bench):
@@ -59,6 +66,19 @@ def test_fused_is_rrf_of_the_base_and_the_llm_orders(bench):
     # base order a, b, c; LLM order c, b, a: a and c tie above b (1/61 + 1/63 > 2/62) and keep the base's order
     expected = {d: 1 / (61 + r) + 1 / (61 + lr) for d, r, lr in (("a", 0, 2), ("b", 1, 1), ("c", 2, 0))}
     assert expected["a"] == expected["c"] and expected["b"] < expected["a"]
-    assert bench.fused(run, [0.0, 0.5, 1.0]) == ["a", "c", "b", "d"]
+    assert _orders(bench, run, [0.0, 0.5, 1.0])[1] == ["a", "c", "b", "d"]
     # a head the LLM agrees with is unchanged
-    assert bench.fused(run, [0.9, 0.5, 0.1]) == run
+    assert _orders(bench, run, [0.9, 0.5, 0.1])[1] == run
+
+
+def test_saved_scores_must_match_the_pairs(bench):
+    with pytest.raises(ValueError, match="2 saved scores for 3 pairs"):
+        bench.SavedScorer([0.1, 0.2]).score([("q", "a"), ("q", "b"), ("q", "c")])
+
+
+def test_the_llm_scorer_reranks_through_the_rerank_kinds_reranker_and_keeps_its_scores(bench):
+    scorer = bench.LlmScorer(FakeClient([("Yes", 0.25), ("No", 0.75)]), "m")
+    hits = [("a", 2.0), ("b", 1.0)]
+    reranked, _ = bench.rerank_runs(["q"], [hits], scorer, {"a": "text a", "b": "text b"}, 2)
+    assert scorer.scores.tolist() == pytest.approx([0.25, 0.25])
+    assert [d for d, _ in reranked[0]] == ["a", "b"]  # equal scores keep the base's order
