@@ -12,7 +12,8 @@ PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-x")
 #: The environment every proof's pytest runs with, besides the sandbox's own: no plugin is loaded from the
 #: environment's entry points (anyio, xdist, ...). A proof is a plain pytest file; each such plugin would cost an
 #: import in every sandbox and an entry-point scan in every proof, and could change how a proof runs.
-PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+#: ``RP_GUARD``: a proof that carries the verifier's guard installs it (the host's own tests of the same code do not).
+PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "RP_GUARD": "1"}
 
 
 class SandboxError(RuntimeError):

@@ -69,7 +69,7 @@ FORBIDDEN_CALLS = frozenset(
 #: Names of the wrapper (and of the evidence protocol) a generated check may not touch.
 WRAPPER_NAMES = frozenset(
     "_record _true _false _undecided _from_generated_assert _run_generated _assert_lines _prove_generated _outcome EVIDENCE GENERATED_FILE "
-    "REFUTATION_FILE PROOF "
+    "REFUTATION_FILE PROOF _rp_guard_install _RP_GUARDED GUARD_EXIT "
     "environ environb".split()
 )
 

@@ -25,11 +25,23 @@ EVIDENCE_FILE: str = proof_prelude.EVIDENCE
 PRELUDE_SOURCE = source("proof_prelude.py")
 #: The proofs of the kinds proven by their own bodies (``sandbox_files/proof_kinds.py``).
 KINDS_SOURCE = source("proof_kinds.py")
+#: The guard of the evidence file (``sandbox_files/guard.py``), put before the prelude.
+GUARD_SOURCE = source("guard.py")
+#: A proof's last statement: in the sandbox (``RP_GUARD=1``, :data:`~retrieval_pipeline.core.sandbox.settings.PYTEST_ENV`),
+#: once every function of the proof is defined and before its test runs, the guard is installed; from then on only the
+#: proof's own code, called from its test, writes the evidence file (the option's code cannot write or pre-empt it).
+GUARD_INSTALL = """if os.environ.get("RP_GUARD") == "1":
+    _RP_GUARDED = True
+    _rp_guard_install(sys._getframe(0).f_code.co_filename, ("file", EVIDENCE), entry="test_option_", protected=(EVIDENCE,),
+                      watched=(sys.modules[__name__], builtins, json))
+"""
 
 
 def compose(doc: str, *parts: str) -> str:
-    """A proof's source: ``doc`` as its docstring, the prelude, then ``parts`` (sandbox files' text, the test)."""
-    return "\n\n\n".join([docstring(doc) + "\n" + PRELUDE_SOURCE.rstrip("\n"), *(p.rstrip("\n") for p in parts)]) + "\n"
+    """A proof's source: ``doc`` as its docstring, the guard, the prelude, then ``parts`` (sandbox files' text, the test),
+    then :data:`GUARD_INSTALL`."""
+    texts = [docstring(doc) + "\n" + GUARD_SOURCE.rstrip("\n"), PRELUDE_SOURCE.rstrip("\n"), *(p.rstrip("\n") for p in parts)]
+    return "\n\n\n".join([*texts, GUARD_INSTALL.rstrip("\n")]) + "\n"
 
 
 def proof_test(letter: str, function: str, data: Mapping[str, Any]) -> str:

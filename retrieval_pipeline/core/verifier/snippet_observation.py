@@ -50,15 +50,17 @@ import ast
 import dataclasses
 import json
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.sandbox.bubblewrap import sandboxed
 from retrieval_pipeline.core.sandbox.redaction import safe_text
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox_files import source
+from retrieval_pipeline.core.verifier.sandbox_files.guard import GUARD_EXIT
 from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 
@@ -66,6 +68,10 @@ from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL
 #: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
 SECTION_SEPARATOR = "# ---- retrieval_pipeline: the section under test starts below ----\n"
 RUNNER_FILE = "observe_snippet.py"
+#: The guard the observer imports (:mod:`.sandbox_files.guard`), beside it in the working directory.
+GUARD_FILE = "rp_guard.py"
+#: The most bytes of the observation channel read back.
+CHANNEL_BYTES = 2**21
 REQUEST_FILE = "snippet_request.json"
 OBSERVATION_FILE = "snippet.observation.json"
 #: A run stopped by the wall clock is run once more with this many times the limit (a busy machine).
@@ -118,7 +124,12 @@ def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
 def observe(
     snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None, extra: Sequence[str] = ()
 ) -> tuple[dict[str, Any] | None, Execution]:
-    """Run the snippet once in the sandbox; the observation (None when the run wrote none) and the execution.
+    """Run the snippet once in the sandbox; the observation (None when the run sent none) and the execution.
+
+    The observation comes back on the run's result channel, in front of a nonce made for the run
+    (:mod:`.sandbox_files.observe_snippet`, :mod:`.sandbox_files.guard`): a file of the working directory is never read.
+    When it does not come back so, the observation is ``{"tampered": why}`` (something else wrote on the channel, or
+    the snippet wrote the observation file itself) or None (the run ended before the observer wrote it).
 
     ``index`` (a :class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) says where a class the question
     names is defined now, should the context's import of it fail (:func:`moved_names`). ``extra``: expressions to
@@ -128,24 +139,58 @@ def observe(
     expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"} | set(extra))
     rebind = moved_names(claims[0].question if claims else "", context, index)
     request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions, "rebind": rebind}
-    files = {RUNNER_FILE: source(RUNNER_FILE), REQUEST_FILE: json.dumps(request)}
-    argv = [str(settings.python), RUNNER_FILE]
-    execution = run_in_sandbox(files, argv, settings, collect_suffix=".observation.json", max_artifact_bytes=2**20)
+
+    def run(limits: SandboxSettings) -> tuple[dict[str, Any] | None, Execution]:
+        nonce = secrets.token_hex(16)
+        files = {RUNNER_FILE: source(RUNNER_FILE), GUARD_FILE: source("guard.py"), REQUEST_FILE: json.dumps({**request, "nonce": nonce})}
+        execution, channel = sandboxed(files, [str(limits.python), RUNNER_FILE], limits, collect_suffix=".observation.json",
+                                       max_artifact_bytes=2**10, channel_bytes=CHANNEL_BYTES)  # fmt: skip
+        return read_channel(channel, nonce, execution), execution
+
+    observation, execution = run(settings)
     if execution.outcome == "timeout" and execution.limit == "wall_clock":
-        slower = dataclasses.replace(settings, timeout_s=settings.timeout_s * TIMEOUT_RETRY_FACTOR)
-        execution = run_in_sandbox(files, argv, slower, collect_suffix=".observation.json", max_artifact_bytes=2**20)
+        observation, execution = run(dataclasses.replace(settings, timeout_s=settings.timeout_s * TIMEOUT_RETRY_FACTOR))
+    return observation, execution
+
+
+def read_channel(channel: bytes, nonce: str, execution: Execution) -> dict[str, Any] | None:
+    """The observation the observer's guard sent (``RPOBS <nonce> <json>``), ``{"tampered": why}``, or None."""
+    if OBSERVATION_FILE in execution.artifacts:
+        return {"tampered": f"the snippet wrote {OBSERVATION_FILE} itself (the observer never writes it)"}
+    lines = channel.decode("utf-8", errors="replace").splitlines()
+    prefix = f"RPOBS {nonce} "
+    if any(not line.startswith(prefix) for line in lines) or len(lines) > 1:
+        return {"tampered": "something other than the observer's guard wrote on the observation channel"}
+    if not lines:
+        return None
     try:
-        observation = json.loads(execution.artifacts.get(OBSERVATION_FILE, "null"))
+        observation = json.loads(lines[0][len(prefix) :])
     except ValueError:
-        observation = None
-    return (observation if isinstance(observation, dict) else None), execution
+        return {"tampered": "the observation on the channel is not JSON"}
+    return observation if isinstance(observation, dict) else {"tampered": "the observation on the channel is not an object"}
 
 
 def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None = None) -> str | None:
-    """Why the observation decides nothing, or None when it can be trusted."""
+    """Why the observation decides nothing, or None when it can be trusted.
+
+    Besides what the observation says: a run that hit a limit (wall clock, CPU, memory, processes, file size: what it
+    did is not what it would do), a run the guard stopped (:mod:`.sandbox_files.guard`), a tampered observation, and a
+    run that ended before the observer wrote one (``os._exit``, a signal, a crash) decide nothing.
+    """
+    limit = limit_hit(execution)
+    if limit is not None:
+        return f"the snippet's run hit a limit ({limit}), so what it did is not what it would do unlimited"
+    refused = guard_refusal(execution)
+    if refused is not None:
+        return f"the snippet tried to get round the observer's guard ({refused}): its observation cannot be trusted"
+    if observation is not None and observation.get("threads_running"):
+        return (f"{observation['threads_running']} thread(s) of the snippet were still running when the observer described "
+                "what it did, and could have changed the description")  # fmt: skip
+    if observation is not None and "tampered" in observation:
+        return f"the observation was tampered with: {observation['tampered']}"
     if observation is None:
-        why = f"the snippet's run wrote no observation (outcome {getattr(execution, 'outcome', None)!r}"
-        return why + (f", limit hit: {execution.limit})" if execution is not None and execution.limit else ")")
+        return (f"the snippet's run ended before the observer wrote its observation (outcome {getattr(execution, 'outcome', None)!r}, "
+                f"exit code {getattr(execution, 'exit_code', None)!r}: os._exit, a signal or a crash)")  # fmt: skip
     if observation.get("stage") == "compile":
         return f"the snippet does not compile: {observation.get('compile_error')}"
     if observation.get("only_defines") and not observation.get("called") and not observation.get("raised"):
@@ -160,6 +205,25 @@ def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None
         errors = "; ".join(f["error"] for f in observation["context_failures"] if raised["name"] in f.get("names", []))
         return f"the snippet's module context does not run here ({errors}), so {raised['name']!r} is undefined"
     return None
+
+
+def limit_hit(execution: Execution | None) -> str | None:
+    """The limit a run hit (``wall_clock``, ``cpu``, ``memory``, ``processes``, ``file_size``), or None."""
+    if execution is None:
+        return None
+    if execution.limit:
+        return execution.limit
+    if execution.memory_limit_hit:
+        return "memory"
+    return "processes" if execution.pids_limit_hit else None
+
+
+def guard_refusal(execution: Execution | None) -> str | None:
+    """What the guard refused, when it ended the run (exit status :data:`GUARD_EXIT`); None otherwise."""
+    if execution is None or execution.exit_code != GUARD_EXIT:
+        return None
+    found = re.findall(r"\[rp-guard\] refused: ([^\n]*)", execution.stderr)
+    return found[-1][:200] if found else "the guard ended the run"
 
 
 def what_happened(observation: Mapping[str, Any]) -> str:
@@ -437,7 +501,7 @@ def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSet
     decided: list[Decision] = (
         [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
     )
-    record = {} if observation is None else {
+    record = {} if observation is None or "tampered" in observation or "threads_running" in observation else {
         "observed": what_happened(observation),
         "ran": None if described is None else split(described)[1],
         "called": observation.get("called"),
@@ -455,7 +519,7 @@ def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSet
                 note=safe_text(note if state != "undecided" or note.startswith("undecided") else f"undecided: {note}", EVIDENCE_CHARS),
                 stdout=safe_text(execution.stdout, OUTPUT_TAIL_CHARS, keep="tail"),
                 stderr=safe_text(execution.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
-                exit_code=execution.exit_code, outcome=execution.outcome, limit=execution.limit, duration_s=execution.duration_s,
+                exit_code=execution.exit_code, outcome=execution.outcome, limit=limit_hit(execution), duration_s=execution.duration_s,
                 record=safe_record(record), prover="offline",
             )
         )  # fmt: skip

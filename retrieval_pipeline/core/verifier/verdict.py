@@ -7,7 +7,9 @@ Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 * ``false``: a proof failed by its own recorded assertion (the name is missing, the value differs);
 * ``consistent``: a ``necessary`` proof passed (the name exists, the parameter is there), which does
   not show the behaviour the question describes;
-* ``undecided``: no proof (prose), or the proof could not decide (crash, timeout, limit, missing subject).
+* ``undecided``: no proof (prose), or the proof could not decide (crash, timeout, missing subject); and a proof whose
+  run hit a limit (wall clock, CPU, memory, processes, file size: ``limit`` says which) or that the guard stopped
+  (:mod:`.sandbox_files.guard`: the option's own code tried to write or pre-empt the evidence), whatever it recorded.
   A failed proof of a *disjunctive* option ("``X`` (or a custom plugin)") is undecided too: the alternative
   it offers was not checked.
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,6 +47,7 @@ from retrieval_pipeline.core.sandbox.redaction import safe_text
 from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
+from retrieval_pipeline.core.verifier.sandbox_files.guard import GUARD_EXIT
 
 VerdictLabel = Literal["Valid", "Ambiguous", "Incorrect", "Unverifiable"]
 VERDICTS: tuple[str, ...] = ("Valid", "Ambiguous", "Incorrect", "Unverifiable")
@@ -112,7 +116,16 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
     note = safe_text(raw.get("reason", ""), EVIDENCE_CHARS)
     state: OptionState = "undecided"
     option_true: bool | None = None
-    if execution.passed and raw.get("option_true") is True:
+    limit = execution.limit or ("memory" if execution.memory_limit_hit else "processes" if execution.pids_limit_hit else None)
+    refused = re.findall(r"\[rp-guard\] refused: ([^\n]*)", execution.stderr) if execution.exit_code == GUARD_EXIT else []
+    if limit or refused:  # a run a limit distorted, or one the guard stopped, decides nothing (whatever it recorded)
+        why = (
+            f"the proof's run hit a limit ({limit})"
+            if limit
+            else f"the guard stopped the proof (the option's code tried: {refused[-1][:200]})"
+        )
+        note = safe_text(f"undecided: {why}" + (f"; it had recorded: {note}" if note else ""), EVIDENCE_CHARS)
+    elif execution.passed and raw.get("option_true") is True:
         if claim.decides == "truth":
             state, option_true = "true", True
         else:
@@ -123,10 +136,7 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
     elif execution.outcome == "failed" and raw.get("option_true") is False:
         state, option_true = "false", False
     else:
-        why = note or f"the proof ended with outcome {execution.outcome!r}"
-        if execution.limit:
-            why += f" (limit hit: {execution.limit})"
-        note = f"undecided: {why}"
+        note = f"undecided: {note or f'the proof ended with outcome {execution.outcome!r}'}"
     fingerprint = raw.get("fingerprint")
     return OptionEvidence(
         letter=claim.letter,
@@ -140,7 +150,7 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
         stderr=safe_text(execution.stderr, OUTPUT_TAIL_CHARS, keep="tail"),
         exit_code=execution.exit_code,
         outcome=execution.outcome,
-        limit=execution.limit,
+        limit=limit,
         duration_s=execution.duration_s,
         fingerprint=None if fingerprint is None else safe_text(fingerprint, EVIDENCE_CHARS),
         record=safe_record(raw),

@@ -169,7 +169,7 @@ def test_an_observation_that_cannot_be_trusted_decides_nothing():
     failed["context_failures"] = [{"line": 1, "error": "ImportError: cannot import name 'Agent'", "names": ["Agent"], "rebound": {}}]
     assert "module context does not run here" in str(untrusted(failed))
     assert "does not compile" in str(untrusted({"stage": "compile", "compile_error": "SyntaxError"}))
-    assert "wrote no observation" in str(untrusted(None))
+    assert "ended before the observer wrote its observation" in str(untrusted(None))
     assert untrusted(observed()) is None
     no_key = {"type": "ValueError", "mro": ["ValueError"], "message": "Missing key inputs argument! provide (`api_key`)", "errors": []}
     offline = {"type": "ConnectError", "mro": ["ConnectError", "TransportError", "Exception"], "message": "[Errno -3]", "errors": []}
