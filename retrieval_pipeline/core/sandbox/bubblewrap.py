@@ -56,6 +56,7 @@ from pathlib import Path
 from retrieval_pipeline.core.sandbox.batch import BATCH_CONFIG_FILE, BATCH_RUNNER_FILE, batch_files, batch_results
 from retrieval_pipeline.core.sandbox.cgroups import MemoryCgroup, PidsCgroup, memory_cgroup, process_limit
 from retrieval_pipeline.core.sandbox.layout import bwrap_command, environment_paths, reachable, seccomp_program
+from retrieval_pipeline.core.sandbox.leftovers import PREFIX, owner_tag, sweep_once
 from retrieval_pipeline.core.sandbox.results import Execution, collect_artifacts, make_execution, read_truncated
 from retrieval_pipeline.core.sandbox.settings import PYTEST_ARGS, PYTEST_ENV, SandboxError, SandboxSettings
 
@@ -68,9 +69,13 @@ _CLONE_NEWNS = 0x00020000
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MNT_DETACH = 2
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 _LIBC.unshare.argtypes = [ctypes.c_int]
+_LIBC.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 
 @dataclass(frozen=True)
@@ -191,11 +196,13 @@ def sandboxed(
     drop_to = _host_user(settings)
     extras = tuple(Path(os.path.abspath(p)) for p in settings.extra_ro_binds if os.path.lexists(p))
     binds = environment_paths(Path(settings.python)) + extras
-    base = Path(tempfile.mkdtemp(prefix="rp_sandbox_"))
+    sweep_once()
+    base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{owner_tag()}_"))
     plan: _RunPlan | None = None
     channel: int | None = None
+    mounted = False
     try:
-        workdir = _prepare_base(base, files, drop_to)
+        workdir, mounted = _prepare_base(base, files, drop_to, settings.workdir_mb * 2**20)
         plan = _plan(base, binds, settings, drop_to)
         if channel_bytes is not None:
             channel = os.open(base / "channel", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
@@ -211,6 +218,8 @@ def sandboxed(
             plan.cgroup.remove()
         if plan is not None and plan.memory is not None:
             plan.memory.remove()
+        if mounted:
+            _LIBC.umount2(os.fsencode(base / "work"), _MNT_DETACH)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -321,16 +330,25 @@ def _host_user(settings: SandboxSettings) -> int | None:
     return settings.sandbox_uid if os.geteuid() == 0 else None
 
 
-def _prepare_base(base: Path, files: Mapping[str, str], drop_to: int | None) -> Path:
-    """Fill the run's folder: the working directory with ``files``, owned by the sandbox user.
+def _prepare_base(base: Path, files: Mapping[str, str], drop_to: int | None, size: int) -> tuple[Path, bool]:
+    """Fill the run's folder: the working directory with ``files``, owned by the sandbox user; and whether the working
+    directory is a tmpfs of its own.
 
     ``base`` (0711) can be walked through but not listed by the sandbox user; the working directory is
-    the sandbox user's.
+    the sandbox user's. As root it is a tmpfs of ``size`` bytes (``workdir_mb``), mounted here and detached after
+    the run: a run that fills it gets ENOSPC, and the host's disk is not touched. A caller that is not root cannot
+    mount one; its runs' working directories are capped per file only (``file_mb``).
     """
     base.chmod(0o711)
     workdir = base / "work"
     workdir.mkdir()
     workdir.chmod(0o700)
+    mounted = False
+    if os.geteuid() == 0:
+        options = f"size={size},mode=0700,uid={drop_to or 0},gid={drop_to or 0}".encode()
+        if _LIBC.mount(b"rp_sandbox", os.fsencode(workdir), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+            raise SandboxError(f"the working directory's tmpfs could not be mounted: {os.strerror(ctypes.get_errno())}")
+        mounted = True
     for name, text in files.items():
         _check_filename(name)
         target = workdir / name
@@ -340,7 +358,7 @@ def _prepare_base(base: Path, files: Mapping[str, str], drop_to: int | None) -> 
             os.chown(target, drop_to, drop_to)
     if drop_to is not None:
         os.chown(workdir, drop_to, drop_to)
-    return workdir
+    return workdir, mounted
 
 
 def _plan(base: Path, binds: Sequence[Path], settings: SandboxSettings, drop_to: int | None) -> _RunPlan:

@@ -14,7 +14,8 @@ enables ``+memory``. Past the limit the kernel's OOM killer ends a process of th
 read-only or absent memory controller) only ``RLIMIT_AS`` binds, per process: n processes may then use n
 times ``memory_mb``.
 
-Concurrent runs share no cgroup: each is named by pid, a counter and the clock, and removed after the run.
+Concurrent runs share no cgroup: each is named by its owner (pid and start time), a counter and the clock, and removed
+after the run; those a killed run left are swept by the next (:mod:`~retrieval_pipeline.core.sandbox.leftovers`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import signal
 import time
 from pathlib import Path
 
+from retrieval_pipeline.core.sandbox.leftovers import PREFIX, owner_tag
 from retrieval_pipeline.core.sandbox.settings import SandboxError
 
 _counter = itertools.count()
@@ -180,7 +182,7 @@ def memory_cgroup(pids: PidsCgroup | None, limit_bytes: int) -> MemoryCgroup | N
             if pids is None or pids.path.parent != parent:
                 return None
             return MemoryCgroup(pids.path, limit_bytes, v2=True, own=False)
-        name = f"rp_sandbox_{os.getpid()}_{next(_counter)}_{time.monotonic_ns()}"
+        name = f"{PREFIX}{owner_tag()}_{next(_counter)}_{time.monotonic_ns()}"
         return MemoryCgroup(parent / name, limit_bytes, v2=False, own=True)
     except OSError:
         return None
@@ -194,7 +196,7 @@ def process_limit(max_processes: int, drop_to: int | None) -> tuple[PidsCgroup |
     """
     parent = pids_cgroup_parent()
     if parent is not None:
-        name = f"rp_sandbox_{os.getpid()}_{next(_counter)}_{time.monotonic_ns()}"
+        name = f"{PREFIX}{owner_tag()}_{next(_counter)}_{time.monotonic_ns()}"
         try:
             return PidsCgroup(parent / name, max_processes), None
         except OSError:

@@ -34,6 +34,8 @@ class SandboxSettings:
         cpu_s: CPU-seconds limit (``RLIMIT_CPU``) per process.
         file_mb: Largest file the run may write, captured output included (``RLIMIT_FSIZE``); also the
             size of the private /tmp.
+        workdir_mb: Size of the run's working directory, a tmpfs of its own (when the verifier is root: see
+            :func:`~retrieval_pipeline.core.sandbox.bubblewrap.sandboxed`): past it a write fails with ENOSPC.
         max_output_chars: Captured stdout/stderr kept per stream; the rest is cut with a marker.
         sandbox_uid: The uid/gid the code runs as: inside the sandbox, and on the host too when the
             verifier is root (65534, "nobody"/"nogroup"). Never 0.
@@ -52,6 +54,7 @@ class SandboxSettings:
     max_processes: int = 64
     cpu_s: int = 20
     file_mb: int = 64
+    workdir_mb: int = 64
     max_output_chars: int = 20_000
     sandbox_uid: int = 65534
     extra_ro_binds: tuple[Path, ...] = ()
