@@ -27,6 +27,15 @@ stored), including the seconds its proofs took when it was proven.
 
 Storage and safety are those of :class:`~retrieval_pipeline.core.result_cache.ResultCache` (namespace
 :data:`NAMESPACE`): atomic entries, checksums, a corrupt entry deleted with a warning and proven again.
+
+**The trust boundary.** The sha256 of a row catches corruption, not tampering: whoever can write the cache folder could
+rewrite a verdict and its checksum. So each row also carries an HMAC-SHA256, under a key the cache folder does not hold
+(:func:`key_path`: ``$RP_VERDICT_CACHE_KEY``, else ``$DAGSTER_HOME/verdict_cache.key``, else
+``~/.config/retrieval_pipeline/verdict_cache.key``; made once, 0600), of the row's question key and its verdict. A row
+whose HMAC does not match (rewritten, copied under another question's key, or written with another key) is refused
+with a warning naming the HMAC, deleted, and the question proven again. Whoever can read the key can still forge rows:
+the key is as private as the user's config folder (or ``DAGSTER_HOME``). The sandbox reaches neither the key nor the
+cache folder. Without a key that can be read or made, the cache is not used (:meth:`VerdictCache.status`).
 """
 
 from __future__ import annotations
@@ -34,8 +43,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
 import threading
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -52,7 +64,7 @@ from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 #: The result cache's namespace of verdicts.
 NAMESPACE = "verifier_verdicts"
 #: Bumped by hand when the key's layout changes (the source digest covers every other code change).
-KEY_VERSION = "verdict-cache-1"
+KEY_VERSION = "verdict-cache-2"
 #: The verifier's own folder: every ``.py`` in it, sub-folders included, is part of the key.
 VERIFIER_DIR = Path(__file__).resolve().parent
 #: The sandbox that runs the proofs (the runner, the limits): every ``.py`` in it is part of the key too.
@@ -238,6 +250,52 @@ def decode_verdict(data: Mapping[str, Any]) -> Verdict:
     return Verdict(**fields, evidence=evidence)
 
 
+#: The environment variable that names the key file (else ``$DAGSTER_HOME/verdict_cache.key``, else the config folder's).
+KEY_ENV = "RP_VERDICT_CACHE_KEY"
+KEY_FILE = "verdict_cache.key"
+
+
+def key_path() -> Path:
+    """Where the verdict cache's HMAC key is kept: outside the cache folder (see the module docstring)."""
+    named = os.environ.get(KEY_ENV)
+    if named:
+        return Path(named)
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        return Path(home) / KEY_FILE
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "retrieval_pipeline" / KEY_FILE
+
+
+def load_key(path: Path | None = None) -> bytes:
+    """The HMAC key at ``path`` (default :func:`key_path`), made there (32 random bytes, 0600) when it is missing.
+
+    Raises:
+        OSError: The key can be neither read nor made; ValueError: the file holds no usable key.
+    """
+    path = path or key_path()
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:  # another process made it meanwhile
+            key = path.read_bytes()
+        else:
+            key = secrets.token_bytes(32)
+            with open(fd, "wb") as handle:
+                handle.write(key)
+    if len(key) < 16:
+        raise ValueError(f"the verdict cache's key {path} holds {len(key)} bytes; remove it to make a new one")
+    return key
+
+
+def row_mac(secret: bytes, key: str, data: Any) -> str:
+    """HMAC-SHA256 of a row: its question key and its verdict's canonical JSON."""
+    return hmac.new(secret, key.encode() + b"\0" + canonical_json(data).encode(), hashlib.sha256).hexdigest()
+
+
 class VerdictCache:
     """Verdicts stored under their question keys, in a :class:`ResultCache`.
 
@@ -248,11 +306,18 @@ class VerdictCache:
     Args:
         cache: The result cache (the project's ``results.sqlite``); not closed by this object.
         source: The verifier's source digest; default :func:`source_digest`, computed once here.
+        secret: The HMAC key of the rows; default :func:`load_key` (the cache is not used when it fails).
     """
 
-    def __init__(self, cache: ResultCache, *, source: str | None = None) -> None:
+    def __init__(self, cache: ResultCache, *, source: str | None = None, secret: bytes | None = None) -> None:
         self.cache = cache
         self.source = source or source_digest()
+        self.secret, self.key_problem = secret, None
+        if secret is None:
+            try:
+                self.secret = load_key()
+            except (OSError, ValueError) as exc:
+                self.key_problem = f"{type(exc).__name__}: {exc}"
         self._runs: dict[tuple[int, str, bool], tuple[LibraryIndex, dict[str, Any] | None]] = {}
         self._lock = threading.Lock()
 
@@ -265,6 +330,8 @@ class VerdictCache:
 
     def status(self, prover: Prover, settings: SandboxSettings, *, fallback: Prover | None = None, batch: bool = True) -> str:
         """``used``, or ``not used: <why>`` for questions proven by ``prover`` (and ``fallback``) in ``settings``."""
+        if self.secret is None:
+            return f"not used: the verdict cache's key ({key_path()}) can be neither read nor made: {self.key_problem}"
         if fallback is not None:
             return "not used: a second (LLM) prover runs"
         if type(prover) is not OfflineProver or prover.index is None:
@@ -305,8 +372,19 @@ class VerdictCache:
         return None if run is None else question_key(run, case_id, question, options, marked, snippet)
 
     def get(self, key: str) -> Verdict | None:
-        """The stored verdict, or None (missing; or corrupt: deleted with a warning)."""
-        return self.cache.get_many(NAMESPACE, [key], decode=decode_verdict).get(key)
+        """The stored verdict, or None (missing; or corrupt, or its HMAC does not match: deleted with a warning)."""
+        return self.cache.get_many(NAMESPACE, [key], decode=lambda row: decode_verdict(self._verified(key, row))).get(key)
+
+    def _verified(self, key: str, row: Any) -> Any:
+        """The verdict data of a stored row whose HMAC matches; ValueError (the row is then refused) otherwise."""
+        if self.secret is None or not isinstance(row, dict) or set(row) != {"verdict", "mac"}:
+            raise ValueError("not a verdict row with an HMAC")
+        if not hmac.compare_digest(str(row["mac"]), row_mac(self.secret, key, row["verdict"])):
+            raise ValueError(
+                f"the row's HMAC does not match under the key {key_path()}: it was rewritten (tampered with), copied from "
+                "another question, or written with another key; it is not reused, and the question is proven again"
+            )
+        return row["verdict"]
 
     def put(self, key: str, verdict: Verdict) -> bool:
         """Store a verdict when :func:`cacheable` and its JSON reads back equal; returns whether it was stored."""
@@ -318,7 +396,9 @@ class VerdictCache:
                 return False
         except (TypeError, ValueError):
             return False
-        self.cache.put(NAMESPACE, key, data)
+        if self.secret is None:
+            return False
+        self.cache.put(NAMESPACE, key, {"verdict": data, "mac": row_mac(self.secret, key, data)})
         return True
 
 

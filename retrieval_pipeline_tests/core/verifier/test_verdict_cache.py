@@ -7,6 +7,8 @@ counting fake, so they run no sandbox; one proves a tiny standard-library questi
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import platform
 import sqlite3
 import sys
@@ -17,7 +19,7 @@ import pytest
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.datasets.config import VerifierSettings
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
+from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, canonical_json
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
 from retrieval_pipeline.core.verifier import questions as questions_module
@@ -29,6 +31,7 @@ from retrieval_pipeline.core.verifier.questions import check_questions, verdict_
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verdict_cache import (
+    KEY_ENV,
     NAMESPACE,
     VerdictCache,
     cacheable,
@@ -420,3 +423,67 @@ def test_a_real_hit_is_the_fresh_verdict_row(sandbox, tmp_path):
         warnings.simplefilter("error")  # no corrupt-entry warning on a sound cache
         with VerdictCache.open(tmp_path) as cache:
             assert run_verification([case], index=index, sandbox_settings=sandbox, cache=cache).reused == ["json:dumps"]
+
+
+# -- the trust boundary: rows bound to a key the cache folder does not hold -----------------------------------------
+
+
+@pytest.fixture
+def incorrect(monkeypatch) -> list[str]:
+    """prove_question stands in: every question comes out Incorrect (what a tampered row would turn Valid)."""
+    calls: list[str] = []
+
+    def fake(case_id, question, options, marked, prover, settings, **_):
+        calls.append(case_id)
+        return dataclasses.replace(fake_verdict(case_id, options, marked), verdict="Incorrect", reasons=["proven false"])
+
+    monkeypatch.setattr(verify_module, "prove_question", fake)
+    return calls
+
+
+def _rewrite(path: Path, change) -> None:
+    """Rewrite every verdict row with ``change(row) -> row`` and recompute its sha256, as whoever writes the folder could."""
+    with sqlite3.connect(path) as conn:
+        for key, payload in conn.execute("SELECT key, payload FROM results WHERE namespace = ?", (NAMESPACE,)).fetchall():
+            text = canonical_json(change(key, json.loads(payload)))
+            conn.execute("UPDATE results SET payload = ?, sha256 = ? WHERE namespace = ? AND key = ?",
+                         (text, hashlib.sha256(text.encode()).hexdigest(), NAMESPACE, key))  # fmt: skip
+
+
+def test_a_row_rewritten_to_valid_with_its_sha256_recomputed_is_refused_and_proven_again(incorrect, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, str(tmp_path / "config" / "verdict.key"))
+    with VerdictCache.open(tmp_path / "cache") as cache:
+        assert run([mc()], cache).verdicts[0].verdict == "Incorrect"
+
+    def to_valid(key, row):
+        row["verdict"]["verdict"], row["verdict"]["reasons"] = "Valid", ["tampered"]
+        return row
+
+    _rewrite(tmp_path / "cache" / RESULTS_FILE, to_valid)
+    with VerdictCache.open(tmp_path / "cache") as cache, pytest.warns(CorruptFileWarning, match="HMAC does not match"):
+        again = run([mc()], cache)
+    assert again.reused == [] and again.verdicts[0].verdict == "Incorrect" and incorrect == ["q:1", "q:1"]
+    assert not list((tmp_path / "cache").glob("*.key")), "the key is not kept in the cache folder"
+
+
+def test_a_row_copied_under_another_question_or_made_with_another_key_is_refused(incorrect, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, str(tmp_path / "verdict.key"))
+    with VerdictCache.open(tmp_path / "cache") as cache:
+        run([mc("q:1"), mc("q:2", answer="B")], cache)
+    rows = {}
+    _rewrite(tmp_path / "cache" / RESULTS_FILE, lambda key, row: rows.setdefault(key, row))
+    first, second = list(rows)
+    _rewrite(tmp_path / "cache" / RESULTS_FILE, lambda key, row: rows[first] if key == second else row)  # q:1's row under q:2's key
+    with VerdictCache.open(tmp_path / "cache") as cache, pytest.warns(CorruptFileWarning, match="HMAC"):
+        assert sorted(run([mc("q:1"), mc("q:2", answer="B")], cache).reused) == ["q:1"]
+    with ResultCache(tmp_path / "cache" / RESULTS_FILE) as results, pytest.warns(CorruptFileWarning, match="HMAC"):
+        assert run([mc("q:1")], VerdictCache(results, secret=b"another key of 32 bytes, not it!")).reused == []
+
+
+def test_without_a_key_the_cache_is_not_used(prove, tmp_path, monkeypatch):
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "verdict.key").write_bytes(b"short")
+    monkeypatch.setenv(KEY_ENV, str(tmp_path / "ro" / "verdict.key"))
+    with VerdictCache.open(tmp_path / "cache") as cache:
+        assert run([mc()], cache).cache_status.startswith("not used: the verdict cache's key")
+        assert run([mc()], cache).reused == []
