@@ -23,10 +23,25 @@ proves nothing and is refused before it runs.
 exist, and such a refutation holds whether the option is true or not: paired with a check that has a wrong expected
 value (a small model writes both), it would make a true option false.
 
-**Screening** (defence in depth; the sandbox is the boundary): a script whose ``assert`` statements are at top level
-becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse, defines no ``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
-``eval``/``__import__``, names the evidence file or the wrapper's helpers, or exits the interpreter is refused:
-the option stays undecided, with the reason.
+**One model may be hostile** (docs/verifier.md, "Threat model"). Its check and its refutation come from the same model,
+so they are not independent: a model that wants an option true writes a check that holds and a refutation that fails.
+So a check of this prover decides no option alone: one that holds (with its refutation failing) makes the option
+``consistent`` only, never ``true``, and its "false" stands only beside an option proven true by the offline prover or
+the snippet's observation (:func:`~retrieval_pipeline.core.verifier.verify.second_opinion`). Against one hostile model
+the two answers then only keep an honest small model's wrong test from deciding; what decides a verdict is always
+an offline proof or the observation. Its checks run as every proof does: in the sandbox, under the guard (they
+cannot write the evidence file; :mod:`.sandbox_files.guard`).
+
+**Screening** (a filter of the obvious; the sandbox and the guard are the boundary): a script whose ``assert``
+statements are at top level becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse,
+defines no ``check()``, imports network, process or FFI modules, reads the environment, calls ``os.system``/``exec``/
+``eval``/``__import__``, names the evidence file or the wrapper's helpers, or exits the interpreter is refused; and
+so is one that reaches a name the screen cannot read: ``getattr``/``setattr``/``vars``/``globals`` with a computed
+name, ``chr``, introspection attributes (``__dict__``, ``__globals__``, ``__subclasses__``, frames), or a string
+built from literal parts (``'ki' + 'll'``, ``'/pr' + 'oc'``, ``''.join(...)``, a reversed slice). The option stays
+undecided, with the reason. A screen of source text cannot be complete (a check can compute a string in ways no
+rule lists): what a check that passes it can do is bounded by the sandbox and the guard, and it decides nothing
+alone.
 
 **Budget.** ``max_calls`` caps how many options one prover asks about (the client caps retries per call); past
 it, options stay undecided ("the LLM budget is spent").
@@ -143,9 +158,62 @@ def _import_problem(node: ast.AST) -> str | None:
     return None
 
 
+#: Calls that reach an attribute, a namespace or a character by a computed name or number.
+DYNAMIC_CALLS = frozenset(
+    "getattr setattr delattr hasattr globals locals vars chr operator.attrgetter operator.methodcaller attrgetter "
+    "methodcaller bytes.fromhex codecs.decode codecs.encode".split()
+)
+#: Attributes that lead from an object to namespaces, frames or every class (the ways out of a screened name).
+INTROSPECTION_ATTRS = frozenset(
+    "__dict__ __getattribute__ __getattr__ __globals__ __builtins__ __subclasses__ __bases__ __base__ __mro__ __code__ "
+    "__closure__ __import__ __loader__ __spec__ __self__ __func__ __reduce__ __reduce_ex__ f_globals f_locals f_back "
+    "f_builtins tb_frame gi_frame cr_frame ag_frame _getframe".split()
+)
+
+
+def _is_text(node: ast.AST) -> bool:
+    """A string or bytes literal, an f-string of literals only, or a concatenation/format of such."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str | bytes)
+    if isinstance(node, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod | ast.Mult):
+        return _is_text(node.left) or _is_text(node.right)
+    return False
+
+
+def _dynamic_problem(node: ast.AST) -> str | None:
+    """Why a node reaches something by a name the screen cannot read (a computed attribute, a string built from parts)."""
+    if isinstance(node, ast.Call):
+        called = dotted_name(node.func)
+        if called in DYNAMIC_CALLS:
+            literal_name = called in ("getattr", "hasattr") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            if not literal_name:
+                return f"calls {called} (an attribute, a namespace or a character reached by a computed name)"
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("join", "format", "decode", "translate", "replace"):
+            if _is_text(node.func.value):
+                return f"builds a string from parts with .{node.func.attr}(), which could spell a name the screen refuses"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod | ast.Mult) and _is_text(node.left) and _is_text(node.right):
+        return "builds a string from literal parts, which could spell a name or a path the screen refuses"
+    if (
+        isinstance(node, ast.JoinedStr)
+        and len(node.values) > 1
+        and all(isinstance(v, ast.Constant | ast.FormattedValue) for v in node.values)
+    ):
+        if all(isinstance(v, ast.Constant) or isinstance(v.value, ast.Constant) for v in node.values):
+            return "builds a string from literal parts in an f-string"
+    if isinstance(node, ast.Subscript) and _is_text(node.value) and isinstance(node.slice, ast.Slice) and node.slice.step is not None:
+        return "reorders a string literal with a slice step"
+    if isinstance(node, ast.Attribute) and node.attr in INTROSPECTION_ATTRS:
+        return f"uses the attribute {node.attr} (a way to namespaces, frames or every class)"
+    if isinstance(node, ast.Name) and node.id in ("__builtins__", "__import__", "__loader__", "__spec__"):
+        return f"uses the name {node.id}"
+    return None
+
+
 def _node_problem(node: ast.AST) -> str | None:
     """Why one node of a generated check is refused, or None."""
-    problem = _import_problem(node)
+    problem = _import_problem(node) or _dynamic_problem(node)
     if problem:
         return problem
     if isinstance(node, ast.Call):

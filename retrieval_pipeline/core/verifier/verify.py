@@ -29,9 +29,11 @@ documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`).
 
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
-result replaces the first one only when it settles more (true/false, or consistent where nothing was known), and
-its "false" results stand only when some option of the question is then proven true (else one wrong generated test
-could make the right answer false on its own); each option records which prover decided it.
+checks never decide alone: a check of its that holds makes the option ``consistent``, never ``true`` (the model may
+be hostile, and its check and refutation come from the same model), and its "false" results stand only when some
+option of the question is proven true by the first prover or the snippet's observation (else one wrong or hostile
+generated test could make the right answer false on its own). Its result replaces the first one only when it
+settles more (false, or consistent where nothing was known); each option records which prover decided it.
 
 **A verdict cache** (``cache``, :class:`~retrieval_pipeline.core.verifier.verdict_cache.VerdictCache`) returns the
 verdict of a question whose proofs cannot have changed (same question, library files, verifier source, sandbox
@@ -232,6 +234,9 @@ def second_opinion(
     by_second: list[int] = []
     for position, index in enumerate(open_):
         first, second = evidence[index], option_evidence(proofs[position], executions.get(position))
+        if second.state == "true":  # a model's check never makes an option true alone (docs/verifier.md, "Threat model")
+            note = f"{second.note} (the check {second.prover} wrote held: consistent only, a model's check alone makes no option true)"
+            second = dataclasses.replace(second, state="consistent", option_true=None, note=note)
         settles = second.state in ("true", "false") or (first.state == "undecided" and second.state == "consistent")
         if settles:
             second.note = f"{second.note} (the first proof, by {first.prover}, had: {first.state})"

@@ -231,18 +231,21 @@ def test_the_prompt_says_where_the_library_defines_the_names_it_uses(tmp_path):
 # Correct checks decide
 
 
-def test_correct_checks_decide_and_the_option_records_the_llm(sandbox, tmp_path):
+def test_correct_checks_never_decide_alone_and_the_option_records_the_llm(sandbox, tmp_path):
+    """One model writes both the check and the refutation: they are not independent, so its checks alone make no option
+    true (A: consistent) and, with no option proven true otherwise, its agreeing "false" pairs decide nothing either."""
     table = correct_table()
     with llm_client(table, tmp_path) as (client, server):
         verdict = verify(OPTIONS, "A", client, sandbox, library="the Python standard library")
         states = {e.letter: (e.state, e.decided_by) for e in verdict.evidence}
         assert states == {
-            "A": ("true", f"llm:{MODEL}"),
-            "B": ("false", f"llm:{MODEL}"),
-            "C": ("false", f"llm:{MODEL}"),
-            "E": ("false", "derived"),
+            "A": ("consistent", f"llm:{MODEL}"),
+            "B": ("undecided", None),
+            "C": ("undecided", None),
+            "E": ("undecided", None),
         }, [e.note for e in verdict.evidence]
-        assert verdict.verdict == "Valid"
+        assert "a model's check alone makes no option true" in verdict.evidence[0].note
+        assert verdict.verdict == "Unverifiable"
         asked = server.chat_count
         assert asked == 6  # a check and a refutation for A-C (the offline prover had no proof); E is derived, never asked
         # the marked answer and the other options never reach the LLM
@@ -316,7 +319,8 @@ def test_scripts_decide_like_checks_and_a_wrong_script_is_still_caught(sandbox, 
         decided = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
     with llm_client(wrong, tmp_path / "wrong") as (client, _):
         caught = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
-    assert {e.letter: e.state for e in decided.evidence} == {"A": "true", "B": "false"} and decided.verdict == "Valid"
+    assert {e.letter: e.state for e in decided.evidence} == {"A": "consistent", "B": "undecided"}  # held, as a check's would
+    assert "the check held and the independent refutation failed" in decided.evidence[0].note
     evidence = {e.letter: e for e in caught.evidence}
     assert evidence["A"].state == "undecided" and "disagree" in evidence["A"].note
     assert evidence["B"].state == "undecided" and "no option of the question true" in evidence["B"].note
@@ -341,14 +345,14 @@ def test_the_check_and_the_refutation_decide_only_together(sandbox, tmp_path):
     with llm_client(agreeing_false | refutation_errors | refutation_refused, tmp_path) as (client, _):
         verdict = verify(OPTIONS, "A", client, sandbox)
     with llm_client(correct_table(), tmp_path / "correct") as (client, _):
-        with_a_true = verify({k: OPTIONS[k] for k in "AB"}, "A", client, sandbox)
+        with_a_true = verify({"A": "from collections import Counter", "B": OPTIONS["B"]}, "A", client, sandbox)
     evidence = {e.letter: e for e in verdict.evidence}
     assert evidence["C"].state == "undecided" and "the refutation: the generated code errored (NameError" in evidence["C"].note
     assert evidence["A"].state == "undecided" and "generated refutation was refused" in evidence["A"].note
     # B's check failed and its refutation held, but no option is true: the lone "false" gives way
     assert evidence["B"].state == "undecided" and "independent refutation held" in evidence["B"].note
     assert "no option of the question true" in evidence["B"].note
-    # beside an option proven true, the same agreeing pair decides B false
+    # beside an option the offline prover proved true, the same agreeing pair decides B false
     decided = {e.letter: e for e in with_a_true.evidence}
     assert decided["A"].state == "true" and decided["B"].state == "false" and "independent refutation held" in decided["B"].note
 
@@ -431,9 +435,9 @@ def test_hostile_checks_are_refused_or_contained(sandbox, tmp_path, project_root
                 target.unlink()
         host_dir.rmdir()
     by_name = {name: e for name, e in zip(hostile, verdict.evidence)}
-    for name in ("network, plainly", "secrets, plainly"):
-        assert by_name[name].proof_status != "proof" and "was refused" in by_name[name].note  # never ran
-    for name in ("network, evasively", "writes outside", "a secret file"):
+    for name in ("network, plainly", "secrets, plainly", "network, evasively", "secrets, evasively"):
+        assert by_name[name].proof_status != "proof" and "was refused" in by_name[name].note  # never ran ('soc' + 'ket')
+    for name in ("writes outside", "a secret file"):
         assert by_name[name].state == "undecided" and "errored" in by_name[name].note, by_name[name].note  # contained
     # the sandbox's environment is empty: the hostile assertion fails (a false option), and nothing leaks
     assert by_name["secrets, evasively"].state in ("undecided", "false")
@@ -464,13 +468,8 @@ def test_the_llm_prover_runs_only_when_configured_and_an_endpoint_is_given(sandb
         chosen = check_questions(cases, llm, dataset="ds", llm=client, **out)
         assert server.chat_count == 6
         assert all("EXPLANATION-TOKEN" not in json.dumps(r.body) and '"correct_answer"' not in json.dumps(r.body) for r in server.requests)
-    assert chosen.verdicts.loc[0, "verdict"] == "Valid"
-    assert json.loads(chosen.verdicts.loc[0, "decided_by"]) == {
-        "A": f"llm:{MODEL}",
-        "B": f"llm:{MODEL}",
-        "C": f"llm:{MODEL}",
-        "E": "derived",
-    }
+    assert chosen.verdicts.loc[0, "verdict"] == "Unverifiable"  # the model's checks alone decide no verdict
+    assert json.loads(chosen.verdicts.loc[0, "decided_by"]) == {"A": f"llm:{MODEL}", "B": None, "C": None, "E": None}
     report = json.loads(out["report_path"].read_text())
     assert report["meta"]["prover"] == f"offline+llm:{MODEL}" and report["meta"]["llm"]["calls"] == 6
     assert report["cases"][0]["evidence"][0]["decided_by"] == f"llm:{MODEL}"
@@ -479,3 +478,55 @@ def test_the_llm_prover_runs_only_when_configured_and_an_endpoint_is_given(sandb
     assert report["meta"]["prover_warning"] == NO_ENDPOINT_WARNING and no_endpoint.verdicts.loc[0, "verdict"] == "Unverifiable"
     with pytest.raises(Exception, match="verifier.prover must be offline or llm"):
         check_questions(cases, VerifierSettings().model_copy(update={"prover": "gpt"}), dataset="ds", **out)
+
+
+# --------------------------------------------------------------------------------------------------
+# One hostile model: checks written slightly indirectly, and a check and a refutation written to agree
+
+
+#: What a hostile model writes to get past a screen of names: each names nothing the screen lists, literally.
+INDIRECT = {
+    "getattr with a built name": "def check():\n    import os\n    assert getattr(os, 'ki' + 'll')\n",
+    "a path built from parts": "def check():\n    assert open('/pr' + 'oc' + '/1/environ', 'rb').read()\n",
+    "a joined path": "def check():\n    assert open(''.join(['/pr', 'oc/self/mem']), 'rb')\n",
+    "a reversed name": "def check():\n    import os\n    assert getattr(os, 'llik'[::-1])\n",
+    "chr": "def check():\n    import os\n    assert getattr(os, chr(107) + 'ill')\n",
+    "vars": "def check():\n    import os\n    assert vars(os)['sys' + 'tem']\n",
+    "a computed getattr": "def check():\n    import os\n    name = 'kill'\n    assert getattr(os, name)\n",
+    "every class": "def check():\n    assert ().__class__.__bases__[0].__subclasses__()\n",
+    "a frame's globals": "def check():\n    import sys\n    assert sys._getframe(1).f_globals\n",
+    "an f-string of literals": "def check():\n    import os\n    assert getattr(os, f\"{'ki'}ll\")\n",
+}
+
+
+@pytest.mark.parametrize("name", list(INDIRECT))
+def test_screen_refuses_checks_that_build_the_names_they_use(name):
+    problem = screen_check(INDIRECT[name])
+    assert problem is not None, name
+
+
+def test_the_screen_still_lets_a_check_read_a_literal_attribute():
+    assert screen_check("def check():\n    import json\n    assert getattr(json, 'dumps')([1]) == '[1]'\n") is None
+
+
+def test_a_hostile_model_s_indirect_checks_are_refused_and_decide_nothing(sandbox, tmp_path):
+    table = {OPTIONS[k]: reply(INDIRECT[name]) for k, name in zip("ABC", ["getattr with a built name", "a path built from parts", "chr"])}
+    with llm_client(table, tmp_path) as (client, _):
+        verdict = verify(OPTIONS, "A", client, sandbox)
+    assert {e.letter: e.state for e in verdict.evidence} == {k: "undecided" for k in "ABCE"}
+    assert all("was refused" in e.note for e in verdict.evidence[:3]), [e.note for e in verdict.evidence]
+
+
+def test_a_model_that_writes_both_the_check_and_the_refutation_cannot_make_a_nonsense_option_valid(sandbox, tmp_path):
+    """The same model answers both requests: it makes the nonsense option's check hold and its refutation fail, and the
+    real answers' checks fail and their refutations hold. Its results alone decide no verdict."""
+    nonsense = {"A": "It sorts by the phase of the moon.", "B": OPTIONS["A"], "C": OPTIONS["B"]}
+    holds, fails = "def check():\n    assert 1 + 1 == 2\n", "def check():\n    assert 1 + 1 == 3\n"
+    table = {nonsense["A"]: reply(holds), (nonsense["A"], "refutation"): reply(fails)}
+    for k in "BC":
+        table |= {nonsense[k]: reply(fails), (nonsense[k], "refutation"): reply(holds)}
+    with llm_client(table, tmp_path) as (client, _):
+        verdict = verify(nonsense, "A", client, sandbox)
+    states = {e.letter: e.state for e in verdict.evidence}
+    assert states["A"] == "consistent" and states["B"] == states["C"] == "undecided", [e.note for e in verdict.evidence]
+    assert verdict.verdict == "Unverifiable", verdict.reasons
