@@ -6,6 +6,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.evaluation.pairwise import retriever_pairs as all_pairs
 from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
@@ -55,7 +56,9 @@ def query_results(
     config = settings.dataset(context.partition_key)
     adapter = adapter_for(config)
     with using_result_cache(settings.cache_path()):  # context-QA similarities computed once per (text, context, settings)
-        frame = per_query_results(retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus))
+        frame = per_query_results(
+            retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus, per_query_metrics)
+        )
     meta: dict = {"rows": len(frame), "queries": int(frame["query_id"].nunique())}
     if judge_cfg.judge_retrieved:
         with llm.open() as client, progress_to(context.log.info):

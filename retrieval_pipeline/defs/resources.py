@@ -8,12 +8,11 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.llm.cache import LLMCache
 from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.llm.local_models import DEFAULT_LOCAL_MODEL, serve_local_model
 from retrieval_pipeline.core.paths import CACHE_ROOT, PROJECT_ROOT, child_path
-from retrieval_pipeline.core.registry import registry_at
+from retrieval_pipeline.core.registry import DatasetConfig, Registry, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.split_packages import default_cache_dir

@@ -34,14 +34,13 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.datasets import adapter_for
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.nq.reader import load_nq_csv
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.registry import load_registry
+from retrieval_pipeline.core.registry import DatasetConfig, load_registry
 from retrieval_pipeline.core.types import Case, Document
 
 #: ``{unit: (read, accepted, rejected)}``, e.g. ``{"rows": (3, 2, 1)}``.

@@ -50,7 +50,9 @@ def context_frame() -> pd.DataFrame:
     """A context-QA frame on three tiny chunks (similarity to "abcd": c1 0.0, c2 1.0, c3 0.5)."""
     chunks = {d: Document(doc_id=d, text=t, kind="chunk") for d, t in {"c1": "wxyz", "c2": "abcd", "c3": "abxy"}.items()}
     run: Run = {"q1": [("c1", 0.9), ("c3", 0.8), ("c2", 0.7)]}
-    return context_qa_metrics(run, {"q1": {"c2": 1, "c3": 1}}, {"q1": "abcd"}, chunks, SimilaritySettings(threshold=0.5))
+    return context_qa_metrics(
+        run, {"q1": {"c2": 1, "c3": 1}}, {"q1": "abcd"}, chunks, SimilaritySettings(threshold=0.5), ranking=per_query_metrics
+    )
 
 
 def produced_columns() -> dict[str, set[str]]:

@@ -31,7 +31,7 @@ from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.types import Qrels, Run
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.evaluation.settings import EvaluatedSettings
 
 #: The LLM judge's per-query columns; null unless the retrieval judge ran.
 JUDGE_COLUMNS = ["judge", "judge_quality", "judge_completeness", "judge_relevance", "judge_pass", "judge_error"]
@@ -183,7 +183,7 @@ class EvaluatedDataset:
         }
 
 
-def evaluate_dataset(config: DatasetConfig, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
+def evaluate_dataset(config: EvaluatedSettings, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
     """The metric table of ``query_results``, the dataset's floors, and its drift check against the chosen baseline."""
     table = metric_table(query_results, config.retrievers)
     floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}

@@ -20,10 +20,10 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.asset_metadata import Markdown, StageResult, md_preview
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.filtering.judges.llm import LLMForwardRagJudge
 from retrieval_pipeline.core.filtering.judges.offline import FilterDecision, OfflineLexicalJudge, passthrough_decision
 from retrieval_pipeline.core.filtering.negatives import SiblingIndex, bm25_negatives
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
 from retrieval_pipeline.core.types import Document, QAPair

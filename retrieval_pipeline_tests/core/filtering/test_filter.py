@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.filtering.filter import (
     LLM_JUDGE_NOTE,
     NO_ENDPOINT_WARNING,
@@ -18,6 +17,7 @@ from retrieval_pipeline.core.filtering.filter import (
     judge_pairs,
     needs_llm,
 )
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.llm.client import LLMCall
 from retrieval_pipeline.core.types import Document, QAPair
 

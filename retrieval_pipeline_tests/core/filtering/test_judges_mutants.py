@@ -18,7 +18,6 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.filtering.filter import HardNegatives, filter_pairs, judge_pairs, verified_row
 from retrieval_pipeline.core.filtering.judges.llm import LLMForwardRagJudge, LLMRetrievalJudge
 from retrieval_pipeline.core.filtering.judges.offline import (
@@ -27,6 +26,7 @@ from retrieval_pipeline.core.filtering.judges.offline import (
     passthrough_decision,
     random_documents,
 )
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.llm.client import LLMCall
 from retrieval_pipeline.core.types import Document, QAPair
 

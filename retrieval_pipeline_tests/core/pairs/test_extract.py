@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.datasets.config import DatasetConfig, TargetSettings
 from retrieval_pipeline.core.llm.client import LLMCall
 from retrieval_pipeline.core.pairs.extract import NO_ENDPOINT_WARNING, extract_pairs, needs_llm
 from retrieval_pipeline.core.pairs.import_resolver import LibraryEnvironmentError
+from retrieval_pipeline.core.pairs.settings import TargetSettings
+from retrieval_pipeline.core.registry import DatasetConfig
 from retrieval_pipeline.core.types import Case, Document
 
 DOCS = [

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
-from retrieval_pipeline.core.datasets.config import VerifierSettings
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.types import Case
@@ -27,6 +26,7 @@ from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import check_questions, verdict_frame
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
+from retrieval_pipeline.core.verifier.settings import VerifierSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verdict_cache import (
     NAMESPACE,

@@ -38,7 +38,7 @@ from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.datasets.base import DatasetSettings, RankingMetrics
     from retrieval_pipeline.core.types import QAPair
 
 #: Columns of :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics` that per_query_metrics lacks.
@@ -97,12 +97,12 @@ class ContextQAAdapter(DatasetAdapter):
     kind = "context_qa"
     blocks = {"context_qa": Block(ContextQASource, path_keys=("qa", "documents"))}
 
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
 
         loaded = load_context_qa(_source(config).qa)
         return CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
 
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
 
         spec = _source(config)
         topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
@@ -135,7 +135,7 @@ class ContextQAAdapter(DatasetAdapter):
         where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
         return CorpusBuild(chunks, rejects, report, where)
 
-    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
         """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
 
         Matches are read from and stored in the cache made active by the asset
@@ -159,7 +159,9 @@ class ContextQAAdapter(DatasetAdapter):
             "answer_outside_gold": sum(1 for p in pairs if p.evidence.get("answer_outside_gold")),
         }
 
-    def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:
+    def extra_query_columns(
+        self, config: DatasetSettings, raw_cases: pd.DataFrame, corpus: pd.DataFrame, ranking: RankingMetrics
+    ) -> QueryColumns:
         """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
 
         The exact similarities of the retrieved chunks come from the active result cache when one is open
@@ -175,12 +177,12 @@ class ContextQAAdapter(DatasetAdapter):
         def columns(run: Run, qrels: Qrels) -> pd.DataFrame:
             if cache is not None:
                 cached_similarities(_retrieved_pairs(run, qrels, expected, chunks, max(CONTEXT_KS)), settings, cache)
-            frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS)
+            frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS, ranking=ranking)
             return frame[[c for c in frame.columns if c == "query_id" or c.startswith(_EXTRA_COLUMN_PREFIXES)]]
 
         return columns
 
-    def metadata(self, config: DatasetConfig) -> dict[str, Any]:
+    def metadata(self, config: DatasetSettings) -> dict[str, Any]:
         return {"similarity_settings": _source(config).similarity.model_dump()}
 
 
@@ -198,5 +200,5 @@ def _retrieved_pairs(
                 yield expected[query_id], chunks[doc_id].text
 
 
-def _source(config: DatasetConfig) -> ContextQASource:
+def _source(config: DatasetSettings) -> ContextQASource:
     return config.context_qa

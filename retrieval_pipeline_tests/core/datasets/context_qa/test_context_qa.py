@@ -15,7 +15,6 @@ import pytest
 
 from retrieval_pipeline.core.atomic import CorruptFileWarning
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa import pairs as context_pairs
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
@@ -23,6 +22,8 @@ from retrieval_pipeline.core.datasets.context_qa.pairs import CACHE_NAMESPACE, C
 from retrieval_pipeline.core.datasets.context_qa.reader import REPORT_KEYS, clean_parser_junk, load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.registry import DatasetConfig
 from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.types import Case, Document
 
@@ -431,13 +432,13 @@ def test_context_columns_with_the_active_cache_equal_those_without(tmp_path: Pat
         {"qa_0000": [("c2", 2.0), ("c1", 1.0)], "qa_0001": [("c2", 1.0), ("c3", 0.5)]},
         {"qa_0000": {"c1": 1}, "qa_0001": {"c2": 1}},
     )
-    fresh = adapter_for(config).extra_query_columns(config, raw_cases, corpus)(run, qrels)
+    fresh = adapter_for(config).extra_query_columns(config, raw_cases, corpus, per_query_metrics)(run, qrels)
     for stored in (0, 4):  # cold: the 4 retrieved (context, chunk) pairs are computed and stored; warm: all read back
         monkeypatch.setattr(similarity_module, "_MEMO", {})  # a new process
         if stored:  # warm: computing any similarity would fail
             monkeypatch.setattr(similarity_module, "SequenceMatcher", None)
         with using_result_cache(tmp_path) as cache:
             assert cache.count() == stored
-            columns = adapter_for(config).extra_query_columns(config, raw_cases, corpus)
+            columns = adapter_for(config).extra_query_columns(config, raw_cases, corpus, per_query_metrics)
             assert columns(run, qrels).equals(fresh)
             assert cache.count(SIMILARITY_NAMESPACE) == 4

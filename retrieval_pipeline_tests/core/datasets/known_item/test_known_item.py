@@ -14,14 +14,13 @@ import pytest
 from retrieval_pipeline.core.datasets import adapter_for, adapter_of_kind
 from retrieval_pipeline.core.datasets import inputs as dataset_inputs
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.known_item.adapter import KNOWN_ITEM_TYPE, KnownItemAdapter, KnownItemSource, known_item_pair
 from retrieval_pipeline.core.datasets.known_item.queries import nested_subsets
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
+from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DatasetConfig, load_registry
 from retrieval_pipeline.core.sentences import collapse
 from retrieval_pipeline.core.types import Case
 

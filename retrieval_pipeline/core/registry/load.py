@@ -32,13 +32,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for, all_blocks
-from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS
 from retrieval_pipeline.core.frames import to_frame
 from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
 from retrieval_pipeline.core.paths import PROJECT_ROOT, check_name, shown
+from retrieval_pipeline.core.registry.dataset import DatasetConfig, Registry
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
 from retrieval_pipeline.core.types import Case, Document
@@ -268,7 +268,7 @@ def _metrics_of_a_tiny_evaluation(config: DatasetConfig) -> frozenset[str] | Non
     try:  # the kind's extra columns (context QA), from one synthetic case and chunk
         case = Case("q", "s", config.kind, "f", 0, "a query", extra={"expected_context": "a passage"})
         columns = adapter_for(config).extra_query_columns(
-            config, to_frame([case], Case, CASE_JSON_FIELDS), to_frame([Document("d", "a passage")], Document)
+            config, to_frame([case], Case, CASE_JSON_FIELDS), to_frame([Document("d", "a passage")], Document), per_query_metrics
         )
         if columns is not None:
             frame = frame.merge(columns(run, qrels), on="query_id", how="left")
