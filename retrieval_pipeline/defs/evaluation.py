@@ -4,6 +4,8 @@ retriever against every other, exports."""
 import dagster as dg
 import pandas as pd
 
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
@@ -14,8 +16,6 @@ from retrieval_pipeline.core.evaluation.significance import significance_table
 from retrieval_pipeline.core.evaluation.tables import pairs_metadata, significance_metadata
 from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
-from retrieval_pipeline.core.progress import progress_to
-from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
 from retrieval_pipeline.defs.metadata import dagster_metadata

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from retrieval_pipeline.core.common.types import Document, Qrels, Run
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.evaluation.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
@@ -34,7 +35,6 @@ from retrieval_pipeline.core.metric_registry import (
     validate_metric_name,
     view_columns,
 )
-from retrieval_pipeline.core.types import Document, Qrels, Run
 
 QRELS: Qrels = {"q1": {"d1": 1}, "q2": {"d2": 2, "d3": 1}, "q3": {"d9": 1}}
 RUN: Run = {"q1": [("d4", 0.9), ("d1", 0.8)], "q2": [("d2", 0.9)]}

@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from retrieval_pipeline.core.types import Case, Document, QAPair, Qrels, Rejected, Run
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: The kind of a registry entry that names none.
 DEFAULT_KIND = "suite"
-#: :class:`Case` fields stored as JSON text in the ``raw_cases`` frame (see :mod:`retrieval_pipeline.core.frames`).
+#: :class:`Case` fields stored as JSON text in the ``raw_cases`` frame (see :mod:`retrieval_pipeline.core.common.frames`).
 CASE_JSON_FIELDS = ("gold_fqns", "files", "options", "extra")
 
 #: How one case of a kind becomes a pair.

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets import CasesBuild, CorpusBuild, adapter_for
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Document
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.datasets.base import DatasetSettings

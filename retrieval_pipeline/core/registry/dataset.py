@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.base import DatasetSettings
-from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.regression import DriftSettings
 from retrieval_pipeline.core.evaluation.settings import Threshold
 from retrieval_pipeline.core.evaluation.stats import StatisticsSettings

@@ -5,12 +5,12 @@ block key by key (nested mappings are merged), so a dataset names only what diff
 
 Trust: the registry is configuration the team writes and reviews; the files it names are
 data. So a dataset *name* must be one safe folder name (``[A-Za-z0-9_.-]``, no ``..``; see
-:func:`retrieval_pipeline.core.paths.check_name`), else the whole registry is refused, naming the file
+:func:`retrieval_pipeline.core.common.paths.check_name`), else the whole registry is refused, naming the file
 and the name. Registry *paths* resolve against the root (``root:`` or the project root) and may leave
 it (``../shared/data``) or go through symlinks: they are trusted like the rest of the config. What
 those files name in turn is not: a suite's file paths must stay inside the suite's folder (or the
 root the registry gives for them), symlinks included (:mod:`retrieval_pipeline.core.datasets.suite.reader`).
-The file is read through :func:`~retrieval_pipeline.core.yaml_file.read_yaml_mapping` (size,
+The file is read through :func:`~retrieval_pipeline.core.common.yaml_file.read_yaml_mapping` (size,
 nesting and alias expansion bounded; the one anchor the project's registry uses stays allowed) and
 validation errors are ``field: message`` lines that never echo the input.
 
@@ -31,18 +31,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.frames import to_frame
+from retrieval_pipeline.core.common.paths import PROJECT_ROOT, check_name, shown
+from retrieval_pipeline.core.common.types import Case, Document
+from retrieval_pipeline.core.common.yaml_file import read_yaml_mapping
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for, all_blocks
-from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS
-from retrieval_pipeline.core.frames import to_frame
 from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
-from retrieval_pipeline.core.paths import PROJECT_ROOT, check_name, shown
 from retrieval_pipeline.core.registry.dataset import DatasetConfig, Registry
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs
-from retrieval_pipeline.core.types import Case, Document
-from retrieval_pipeline.core.yaml_file import read_yaml_mapping
 
 DEFAULT_REGISTRY_PATH = PROJECT_ROOT / "data" / "config" / "datasets.yaml"
 DEFAULT_RETRIEVERS_PATH = PROJECT_ROOT / "data" / "config" / "retrievers.yaml"

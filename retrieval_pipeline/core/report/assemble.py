@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import pandas as pd
 from pydantic import BaseModel
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.scoring import metric_table
 from retrieval_pipeline.core.evaluation.stats import StatisticsSettings
 from retrieval_pipeline.core.evaluation.tuning import TuningSettings

@@ -53,10 +53,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
-from retrieval_pipeline.core.sandbox.redaction import safe_text
-from retrieval_pipeline.core.sandbox.results import Execution
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
+from retrieval_pipeline.core.services.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox_files import source
 from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error

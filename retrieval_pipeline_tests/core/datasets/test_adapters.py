@@ -16,6 +16,9 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.frames import to_frame
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
 from retrieval_pipeline.core.datasets import (
     CASE_JSON_FIELDS,
     Block,
@@ -34,14 +37,11 @@ from retrieval_pipeline.core.datasets import (
 from retrieval_pipeline.core.datasets import inputs as dataset_inputs
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.nq.adapter import nq_pair
-from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.frames import to_frame
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DatasetConfig, load_registry
-from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 BUILT_IN_KINDS = {"suite", "nq", "context_qa", "beir", "known_item"}
 

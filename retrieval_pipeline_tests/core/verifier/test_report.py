@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import re
 
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, ProbeCoverage
 from retrieval_pipeline.core.verifier.questions import check_questions

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.claims import Claim

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
 from retrieval_pipeline.core.datasets.base import (
     Block,
     CasesBuild,
@@ -27,7 +28,6 @@ from retrieval_pipeline.core.datasets.base import (
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.beir.reader import load_beir
-from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.datasets.base import DatasetSettings

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
+from retrieval_pipeline.core.common.frames import from_frame
+from retrieval_pipeline.core.common.result_cache import active_result_cache
+from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected, Run
 from retrieval_pipeline.core.datasets.base import (
     CASE_JSON_FIELDS,
     Block,
@@ -31,15 +34,12 @@ from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metri
 from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatcher
 from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, cached_similarities
-from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.result_cache import active_result_cache
-from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from retrieval_pipeline.core.common.types import QAPair
     from retrieval_pipeline.core.datasets.base import DatasetSettings, RankingMetrics
-    from retrieval_pipeline.core.types import QAPair
 
 #: Columns of :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics` that per_query_metrics lacks.
 _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
@@ -139,7 +139,7 @@ class ContextQAAdapter(DatasetAdapter):
         """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
 
         Matches are read from and stored in the cache made active by the asset
-        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
+        (:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
         """
 
         return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
@@ -165,7 +165,7 @@ class ContextQAAdapter(DatasetAdapter):
         """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
 
         The exact similarities of the retrieved chunks come from the active result cache when one is open
-        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`): read in one lookup per retriever,
+        (:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`): read in one lookup per retriever,
         the missing ones computed and stored, so an unchanged re-run computes none.
         """
 

@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Document, Qrels, Run
 from retrieval_pipeline.core.datasets.base import RankingMetrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, similarity_of
-from retrieval_pipeline.core.types import Document, Qrels, Run
 
 #: The default similarity settings (threshold 0.5, autojunk off, normalised).
 DEFAULT_SIMILARITY = SimilaritySettings()

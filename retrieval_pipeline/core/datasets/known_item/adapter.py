@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
 from retrieval_pipeline.core.datasets.base import (
     Block,
     CasesBuild,
@@ -42,7 +43,6 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     environment_fingerprint,
 )
 from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSet, KnownItemSettings, known_items, nested_subsets
-from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.datasets.base import DatasetSettings

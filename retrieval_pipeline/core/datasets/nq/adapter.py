@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair
 from retrieval_pipeline.core.datasets.base import (
     Block,
     CasesBuild,
@@ -23,7 +24,6 @@ from retrieval_pipeline.core.datasets.base import (
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, NQRow, dedupe_chunks, load_nq_csv, nq_cases, nq_documents
-from retrieval_pipeline.core.types import Case, Document, QAPair
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.datasets.base import DatasetSettings

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval_pipeline.core.common.types import Document, Run
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
@@ -20,7 +21,6 @@ from retrieval_pipeline.core.datasets.context_qa.similarity import (
 )
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.metric_registry import describe_metric as describe_context_metric
-from retrieval_pipeline.core.types import Document, Run
 
 SETTINGS = SimilaritySettings(threshold=0.5)
 # similarity to "abcd": c1 0.0, c2 1.0, c3 2*2/8 = 0.5 (relevant at the threshold), c4 0.0, c5 1.0
