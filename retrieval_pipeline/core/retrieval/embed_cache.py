@@ -16,17 +16,17 @@ embeds only what is still missing.
 Concurrency: the file is opened in WAL mode (readers never block the writer) with a busy timeout, and
 each chunk is written in one ``BEGIN IMMEDIATE`` transaction with ``INSERT OR IGNORE``. Around
 "look up the chunk again, embed what is still missing, store it" each call holds the file lock
-on ``<cache>.lock`` (:func:`~retrieval_pipeline.core.atomic.file_lock`): two processes (or threads) filling one cache with the same texts take turns
+on ``<cache>.lock`` (:func:`~retrieval_pipeline.core.common.atomic.file_lock`): two processes (or threads) filling one cache with the same texts take turns
 chunk by chunk, and the second finds the first one's chunks already stored, so every text is embedded
 once. The lock is released between chunks; a killed holder releases it at once (the kernel drops it).
 
 Corruption: a cache file that SQLite rejects ("file is not a database", "database disk image is
 malformed"), when opened or later, is renamed to ``<cache>.corrupt-<UTC timestamp>`` with a
-:class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
-its place (see :mod:`retrieval_pipeline.core.atomic`); the lost vectors are embedded again on demand.
+:class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
+its place (see :mod:`retrieval_pipeline.core.common.atomic`); the lost vectors are embedded again on demand.
 A single damaged entry (a blob whose length disagrees with its ``dim``, or a vector holding NaN or an
 infinity, which would silently drop its document from dense results) is deleted when it is read and embedded
-again, with a :class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming the cache file; an encoder
+again, with a :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming the cache file; an encoder
 that returns such a vector is an error (nothing is stored).
 """
 
@@ -44,7 +44,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from retrieval_pipeline.core.atomic import (
+from retrieval_pipeline.core.common.atomic import (
     CorruptFileWarning,
     connect_wal,
     file_lock,
@@ -52,8 +52,8 @@ from retrieval_pipeline.core.atomic import (
     open_sqlite,
     replace_corrupt_sqlite,
 )
-from retrieval_pipeline.core.closing import Closing
-from retrieval_pipeline.core.progress import ProgressCallback
+from retrieval_pipeline.core.common.closing import Closing
+from retrieval_pipeline.core.common.progress import ProgressCallback
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.

@@ -1,7 +1,7 @@
 """A prover whose proofs an LLM writes, behind the same :class:`~retrieval_pipeline.core.verifier.provers.Prover`
 protocol as the offline prover.
 
-For each option the LLM (through :class:`~retrieval_pipeline.core.llm.client.LLMClient`: cache, retries, JSON
+For each option the LLM (through :class:`~retrieval_pipeline.core.services.llm.client.LLMClient`: cache, retries, JSON
 re-asks) writes a function ``check()`` whose ``assert`` statements hold exactly when the option is true. It sees
 the question, the option and the library's name and version; never the marked answer or the other options.
 The function is screened (:func:`screen_check`), wrapped (:func:`wrap_check`) in a pytest file with the offline
@@ -58,8 +58,8 @@ from typing import Any
 
 import pydantic
 
-from retrieval_pipeline.core.astutil import dotted_name
-from retrieval_pipeline.core.llm.client import LLMClient
+from retrieval_pipeline.core.common.astutil import dotted_name
+from retrieval_pipeline.core.services.llm.client import LLMClient
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter

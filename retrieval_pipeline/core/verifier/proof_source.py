@@ -27,7 +27,7 @@ PRELUDE_SOURCE = source("proof_prelude.py")
 KINDS_SOURCE = source("proof_kinds.py")
 #: The guard of the evidence file (``sandbox_files/guard.py``), put before the prelude.
 GUARD_SOURCE = source("guard.py")
-#: A proof's last statement: in the sandbox (``RP_GUARD=1``, :data:`~retrieval_pipeline.core.sandbox.settings.PYTEST_ENV`),
+#: A proof's last statement: in the sandbox (``RP_GUARD=1``, :data:`~retrieval_pipeline.core.services.sandbox.settings.PYTEST_ENV`),
 #: once every function of the proof is defined and before its test runs, the guard is installed; from then on only the
 #: proof's own code, called from its test, writes the evidence file (the option's code cannot write or pre-empt it).
 GUARD_INSTALL = """if os.environ.get("RP_GUARD") == "1":

@@ -54,10 +54,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_pipeline.core.sandbox.bubblewrap import sandboxed
-from retrieval_pipeline.core.sandbox.redaction import safe_text
-from retrieval_pipeline.core.sandbox.results import Execution
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import sandboxed
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
+from retrieval_pipeline.core.services.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox_files import source
 from retrieval_pipeline.core.verifier.sandbox_files.guard import GUARD_EXIT

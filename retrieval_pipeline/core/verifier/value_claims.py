@@ -23,7 +23,7 @@ import ast
 import re
 from collections.abc import Mapping
 
-from retrieval_pipeline.core.astutil import dotted_name
+from retrieval_pipeline.core.common.astutil import dotted_name
 from retrieval_pipeline.core.verifier.claim_kinds import _claim
 from retrieval_pipeline.core.verifier.claims import _CAMEL, Claim, _Frame
 

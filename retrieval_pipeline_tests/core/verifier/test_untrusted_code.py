@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from retrieval_pipeline.core.sandbox import cgroups
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox import cgroups
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verdict import Verdict
 from retrieval_pipeline.core.verifier.verify import verify_question

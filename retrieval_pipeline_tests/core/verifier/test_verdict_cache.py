@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning
-from retrieval_pipeline.core.datasets.config import VerifierSettings
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, canonical_json
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, canonical_json
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.claims import Claim
@@ -29,6 +28,7 @@ from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import check_questions, verdict_frame
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
+from retrieval_pipeline.core.verifier.settings import VerifierSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verdict_cache import (
     KEY_ENV,
