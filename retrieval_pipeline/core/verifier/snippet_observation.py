@@ -35,8 +35,9 @@ one observation (:func:`decide_option`):
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
 
-An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed or ran
-out of time, it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
+An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed, ran out of
+time or hit any other limit (:func:`limit_hit`), the snippet tried to get round the observer's guard or left before
+the observer wrote (:func:`observe`, :mod:`.sandbox_files.guard`), it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
 raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
 ``sys.maxsize`` and the snippet passes ``-1``), unless the question describes the one call it means ("initialize a
