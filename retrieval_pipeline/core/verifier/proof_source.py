@@ -33,7 +33,7 @@ GUARD_SOURCE = source("guard.py")
 GUARD_INSTALL = """if os.environ.get("RP_GUARD") == "1":
     _RP_GUARDED = True
     _rp_guard_install(sys._getframe(0).f_code.co_filename, ("file", EVIDENCE), entry="test_option_", protected=(EVIDENCE,),
-                      watched=(sys.modules[__name__], builtins, json))
+                      watched=(sys.modules[__name__], builtins, json), programs=("grep",))
 """
 
 

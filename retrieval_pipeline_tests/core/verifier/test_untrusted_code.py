@@ -125,7 +125,11 @@ def expression_verdict(option: str, settings: SandboxSettings, batch: bool) -> V
         pytest.param(
             '`[__import__("os").rename(__import__("os").open("x", 65, 420) and "x", "option.evidence.json")]` returns `[]`',
             id="renames-a-file-onto-it",
-        ),  # fmt: skip
+        ),
+        pytest.param(
+            '`[__import__("subprocess").run(["/bin/sh", "-c", "echo {} > option.evidence.json"]), __import__("os")._exit(0)]` returns `[]`',
+            id="a-program-writes-it",
+        ),
     ],
 )
 def test_an_option_s_own_code_cannot_write_its_evidence(sandbox, option, batch):

@@ -25,7 +25,8 @@ a record that fails the rules above:
 * making code or functions that pass for the trusted file's (``compile``, ``exec``, ``code.__new__``,
   ``function.__new__`` with its file name; changing a trusted function's ``__code__`` or defaults);
 * opening, renaming or linking a file with a protected name (``protected``: the record's own file);
-* starting a program (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``os.system``): it would run without this hook.
+* starting a program (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``os.system``): it would run without this hook;
+  save those named in ``programs`` (a proof's ``grep``), started without a shell.
 """
 
 import builtins
@@ -45,7 +46,7 @@ _DENIED = frozenset(
 _PROC_PARTS = frozenset("mem fd fdinfo map_files pagemap environ cwd root task".split())
 
 
-def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=()):
+def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=(), programs=()):
     """Install the guard (see the module docstring); returns nothing.
 
     Args:
@@ -56,15 +57,17 @@ def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=()):
             every frame of the stack must be the trusted file's.
         protected: File names (last part) that no code may open, rename or link but the hook itself.
         watched: Modules whose namespaces (and the classes and functions in them) must not change.
+        programs: Programs that may be started (``grep``: the environment-variable atom's search), by the last part
+            of their name, without a shell. A program cannot write a file that these name: ``grep`` writes none.
     """
     getframe, write, open_, close, getpid, exit_ = sys._getframe, os.write, os.open, os.close, os.getpid, os._exit
     get_ident, fspath, getcwd = __import__("_thread").get_ident, os.fspath, os.getcwd
-    isinstance_, type_, len_, tuple_, str_, bytes_, int_ = isinstance, type, len, tuple, str, bytes, int
+    isinstance_, type_, len_, tuple_, list_, str_, bytes_, int_ = isinstance, type, len, tuple, list, str, bytes, int
     function_type, code_type = type_(_rp_guard_install), type_(_rp_guard_install.__code__)
     vars_, getattr_, exception = builtins.vars, builtins.getattr, Exception
     record_event, check_event, denied, proc_parts, guard_exit = RECORD_EVENT, CHECK_EVENT, _DENIED, _PROC_PARTS, GUARD_EXIT
     pid, thread = getpid(), get_ident()
-    protected = frozenset(protected)
+    protected, programs = frozenset(protected), frozenset(programs)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     busy = [False]
 
@@ -190,6 +193,10 @@ def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=()):
             why = changed()
             if why is not None:
                 deny(why)
+        elif event == "subprocess.Popen" and programs:
+            program = args[0] if args[0] is not None else (args[1][0] if isinstance_(args[1], (list_, tuple_)) and args[1] else args[1])
+            if not isinstance_(program, str_) or program.rpartition("/")[2] not in programs:
+                deny("starting the program " + str_(program)[:80])
         elif event in denied or event.startswith("ctypes."):
             deny(event)
         elif event == "open":
