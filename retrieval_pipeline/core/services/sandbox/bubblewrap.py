@@ -225,9 +225,10 @@ def sandboxed(
             plan.cgroup.remove()
         if plan is not None and plan.memory is not None:
             plan.memory.remove()
+        shutil.rmtree(base, ignore_errors=True)  # the working directory's files too (its tmpfs is still mounted)
         if mounted:
             _LIBC.umount2(os.fsencode(base / "work"), _MNT_DETACH)
-        shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _run(
