@@ -49,7 +49,7 @@ from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
 from retrieval_pipeline.core.verifier.provers import Proof
-from retrieval_pipeline.core.verifier.sandbox_files import llm_check, source
+from retrieval_pipeline.core.verifier.sandbox_side import llm_check, source
 
 #: The file name the generated code is compiled under; the wrapper trusts only assert statements from it.
 GENERATED_FILE: str = llm_check.GENERATED_FILE
@@ -234,7 +234,7 @@ def as_check(source: str) -> str:
 
 def wrap_check(claim: Claim, code: str, prover: str, refutation: str | None = None) -> str:
     """The pytest file for a generated check (and its refutation): the offline prover's prelude, the wrapper
-    (``sandbox_files/llm_check.py``) and a test that runs them, given as literals."""
+    (``sandbox_side/llm_check.py``) and a test that runs them, given as literals."""
     doc = f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}"
     data = {"generated": code} if refutation is None else {"generated": code, "refutation": refutation}
     return compose(doc, WRAPPER_SOURCE, proof_test(safe_letter(claim.letter), "_prove_generated", data))
