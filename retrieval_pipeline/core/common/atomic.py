@@ -1,4 +1,4 @@
-"""Files that are never seen half-written, and SQLite files that are rebuilt when corrupt.
+"""Files that are never seen half-written, exclusive file locks, and damaged files moved aside.
 
 **Atomic replacement.** :func:`atomic_write` lets a writer fill a temp file created next to the target
 with a unique name (``tempfile.mkstemp``: ``.<name>.<random>.tmp``), then renames it over the target with
@@ -9,22 +9,16 @@ file behind (a SIGKILLed one may leave its ``.tmp``, never a torn target). The n
 pyarrow given a *path* opens it twice (schema, then data) and can mix two versions; read through one
 open handle instead (as :class:`~retrieval_pipeline.defs.io_manager.ParquetIOManager` does).
 
-**Corrupt SQLite files.** :func:`open_sqlite` opens a database; when SQLite says the file is not a
-database or is malformed, the file (with its ``-wal``/``-shm``/``-journal`` sidecars) is renamed to
-``<file>.corrupt-<UTC timestamp>``, a :class:`CorruptFileWarning` names both paths, and a fresh
-database is created in its place. :func:`replace_corrupt_sqlite` does the same for corruption found
-later, while the file is in use. Both hold :func:`file_lock` (a ``filelock.FileLock``) and compare the
-file's identity (device, inode) with the one that failed, so two processes never move aside each other's
-fresh file.
+**Damaged files.** :func:`move_aside` renames a damaged file (with its SQLite sidecars) to
+``<file>.corrupt-<UTC timestamp>``; the SQLite stores do it through
+:mod:`retrieval_pipeline.core.common.sqlite_store`, their one locking and recovery path.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import tempfile
-import warnings
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,9 +28,6 @@ import filelock
 #: ``(st_dev, st_ino)`` of a file: tells a replaced file from the one that was opened.
 FileIdentity = tuple[int, int]
 
-#: SQLite's primary result codes for "this file is damaged" (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``).
-_CORRUPT_CODES = frozenset({11, 26})
-_CORRUPT_MESSAGES = ("file is not a database", "database disk image is malformed", "file is encrypted or is not a database")
 _SIDECARS = ("-wal", "-shm", "-journal")
 #: Attempts at a free ``.corrupt-<timestamp>[.n]`` name before giving up.
 _MAX_ASIDE_NAMES = 100
@@ -193,93 +184,3 @@ def move_aside(path: str | Path, label: str = "corrupt") -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.replace(str(source) + sidecar, str(target) + sidecar)
     return target
-
-
-def is_corrupt_sqlite_error(error: BaseException) -> bool:
-    """Whether a SQLite error means the file itself is damaged (not a lock, a full disk or a bad query)."""
-    if not isinstance(error, sqlite3.DatabaseError):
-        return False
-    code = getattr(error, "sqlite_errorcode", None)
-    if code is not None and (code & 0xFF) in _CORRUPT_CODES:
-        return True
-    message = str(error).lower()
-    return any(text in message for text in _CORRUPT_MESSAGES)
-
-
-def open_sqlite(
-    path: Path, connect: Callable[[Path], sqlite3.Connection], *, what: str, lock_path: Path
-) -> tuple[sqlite3.Connection, FileIdentity | None]:
-    """``connect(path)``, moving a corrupt file aside first if SQLite rejects it.
-
-    Args:
-        path: The database file.
-        connect: Opens the file and prepares it (pragmas, tables); must close what it opened if it fails.
-        what: What the file is, for the warning (e.g. ``"embedding cache"``).
-        lock_path: Lock file held while a corrupt file is replaced.
-
-    Returns:
-        ``(connection, identity of the file opened)``.
-
-    Raises:
-        sqlite3.DatabaseError: Errors that are not corruption, or a fresh file that still fails.
-    """
-    seen = file_identity(path)
-    try:
-        with file_lock(lock_path):  # one opener at a time: setting WAL mode on a new file is not busy-waited
-            return connect(path), file_identity(path)
-    except sqlite3.DatabaseError as error:
-        if not is_corrupt_sqlite_error(error):
-            raise
-        with file_lock(lock_path):
-            return replace_corrupt_sqlite(path, connect, seen=seen, error=error, what=what)
-
-
-def replace_corrupt_sqlite(
-    path: Path,
-    connect: Callable[[Path], sqlite3.Connection],
-    *,
-    seen: FileIdentity | None,
-    error: BaseException,
-    what: str,
-) -> tuple[sqlite3.Connection, FileIdentity | None]:
-    """Move the corrupt database aside (unless another process already did) and open a fresh one.
-
-    The caller holds the file's lock (see :func:`file_lock`).
-
-    Args:
-        path: The database file.
-        connect: As for :func:`open_sqlite`.
-        seen: Identity of the file that failed; if ``path`` is another file now, it is only reopened.
-        error: The SQLite error, quoted in the warning.
-        what: What the file is, for the warning.
-
-    Returns:
-        ``(connection, identity of the file opened)``.
-    """
-    if seen is not None and file_identity(path) == seen:
-        moved = move_aside(path)
-        warnings.warn(
-            f"{what} {path} is corrupt ({error}); moved it to {moved} and started a fresh one",
-            CorruptFileWarning,
-            stacklevel=3,
-        )
-    return connect(path), file_identity(path)
-
-
-def connect_wal(path: str | Path, timeout_s: float, schema: str, table: str, *, synchronous: str = "NORMAL") -> sqlite3.Connection:
-    """Open a cache database in autocommit WAL mode with a busy timeout, ``schema`` applied and ``table`` readable.
-
-    A file that is not a database fails here (on the first statement), so the caller's corrupt-file
-    handling (:func:`open_sqlite`) sees it at open time; the connection is closed on any failure.
-    """
-    conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-        conn.execute(schema)
-        conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
-    except BaseException:
-        conn.close()
-        raise
-    return conn

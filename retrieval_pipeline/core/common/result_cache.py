@@ -10,7 +10,8 @@ bit: Python writes the shortest ``repr`` that reads back to the same float).
 Storage: one SQLite file (``<cache_dir>/results.sqlite``), rows ``(namespace, key, payload, sha256)``;
 ``payload`` is the JSON text of the value and ``sha256`` its checksum.
 
-Safety, as in :mod:`retrieval_pipeline.core.retrieval.embed_cache`:
+Safety, as for every cache of the project (the locking and recovery are
+:class:`~retrieval_pipeline.core.common.sqlite_store.SQLiteStore`'s):
 
 * **Atomic.** Each entry is written in one SQLite transaction (WAL mode): a reader sees it whole or not at
   all, also when the writer is killed.
@@ -21,7 +22,7 @@ Safety, as in :mod:`retrieval_pipeline.core.retrieval.embed_cache`:
   JSON, or that the caller's ``decode`` rejects is deleted with a
   :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` and treated as a miss.
 * **Corrupt files are replaced.** A file SQLite rejects is moved aside to ``<cache>.corrupt-<UTC timestamp>``
-  with a warning and a fresh one is started (:func:`~retrieval_pipeline.core.common.atomic.open_sqlite`).
+  with a warning and a fresh one is started (:func:`~retrieval_pipeline.core.common.sqlite_store.open_sqlite`).
 
 A Dagster asset makes a cache available to the domain code below it for the duration of a block with
 :func:`using_result_cache`; code that finds none (:func:`active_result_cache` returns None) computes.
@@ -32,23 +33,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sqlite3
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
-from retrieval_pipeline.core.common.atomic import (
-    CorruptFileWarning,
-    connect_wal,
-    file_lock,
-    is_corrupt_sqlite_error,
-    open_sqlite,
-    replace_corrupt_sqlite,
-)
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
 from retrieval_pipeline.core.common.closing import Closing
+from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
 
 #: The cache file's name inside the cache folder.
 RESULTS_FILE = "results.sqlite"
@@ -124,13 +117,9 @@ class ResultCache(Closing):
     """
 
     def __init__(self, path: str | Path, timeout: float = 60.0) -> None:
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
-        self._timeout = timeout
-        self._lock = threading.Lock()  # guards the connection; always taken AFTER the file lock, never before
-        self._held = threading.local()  # .file_lock: this thread holds the file lock
-        self._conn: sqlite3.Connection | None = None
-        self._identity: tuple[int, int] | None = None
+        self._store = SQLiteStore(path, schema=_SCHEMA, table="results", what=_WHAT, timeout=timeout, open_now=False)
+        self.path = self._store.path
+        self.lock_path = self._store.lock_path
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -159,7 +148,7 @@ class ResultCache(Closing):
         found = self._read(namespace, key, decode)  # also opens the file, before the file lock is taken
         if found is not None:
             return found[0], True
-        with self._file_locked():
+        with self._store.file_locked():
             found = self._read(namespace, key, decode)
             if found is not None:
                 return found[0], True
@@ -181,7 +170,7 @@ class ResultCache(Closing):
             TypeError, ValueError: ``data`` is not JSON-serialisable (see :func:`canonical_json`).
         """
         payload = canonical_json(data)
-        self._write("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", (namespace, key, payload, _checksum(payload)))
+        self._store.write_many("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", [(namespace, key, payload, _checksum(payload))])
 
     def get_many(self, namespace: str, keys: Sequence[str], *, decode: Callable[[Any], _T] = lambda data: data) -> dict[str, _T]:
         """The sound stored entries among ``keys``, decoded; missing and corrupt ones (deleted, warned) are left out.
@@ -198,7 +187,7 @@ class ResultCache(Closing):
         for chunk in _chunks(list(dict.fromkeys(keys)), _LOOKUP_CHUNK):
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT key, payload, sha256 FROM results WHERE namespace = ? AND key IN ({marks})"
-            for key, payload, checksum in self._guarded(
+            for key, payload, checksum in self._store.run(
                 lambda conn, sql=sql, chunk=chunk: conn.execute(sql, (namespace, *chunk)).fetchall()
             ):
                 value = self._checked(namespace, key, payload, checksum, decode)
@@ -214,39 +203,26 @@ class ResultCache(Closing):
         """
         rows = [(namespace, key, payload, _checksum(payload)) for key, payload in ((k, canonical_json(v)) for k, v in items.items())]
         if rows:
-            self._write_many("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
+            self._store.write_many("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
 
     def count(self, namespace: str | None = None) -> int:
         """Number of stored entries, in one namespace or all."""
         where, args = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
-        (n,) = self._guarded(lambda conn: conn.execute(f"SELECT COUNT(*) FROM results {where}", args).fetchone())
+        (n,) = self._store.run(lambda conn: conn.execute(f"SELECT COUNT(*) FROM results {where}", args).fetchone())
         return int(n)
 
     def close(self) -> None:
         """Close the connection, if open (the file stays)."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._store.close()
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.path)!r})"
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _file_locked(self) -> Iterator[None]:
-        """Hold ``<cache>.lock`` (one open per use, so threads exclude each other too)."""
-        with file_lock(self.lock_path):
-            self._held.file_lock = True
-            try:
-                yield
-            finally:
-                self._held.file_lock = False
-
     def _read(self, namespace: str, key: str, decode: Callable[[Any], _T]) -> tuple[_T] | None:
         """``(decode(data),)`` for a sound entry; None for a missing one or a corrupt one (deleted, warned)."""
-        row = self._guarded(
+        row = self._store.run(
             lambda conn: conn.execute("SELECT payload, sha256 FROM results WHERE namespace = ? AND key = ?", (namespace, key)).fetchone()
         )
         return None if row is None else self._checked(namespace, key, row[0], row[1], decode)
@@ -259,64 +235,8 @@ class ResultCache(Closing):
             warnings.warn(
                 f"{_WHAT} {self.path}: entry {namespace}/{key} is corrupt ({problem}); recomputing it", CorruptFileWarning, stacklevel=4
             )
-            self._write("DELETE FROM results WHERE namespace = ? AND key = ?", (namespace, key))
+            self._store.write_many("DELETE FROM results WHERE namespace = ? AND key = ?", [(namespace, key)])
             return None
-
-    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
-        """Run one statement in its own ``BEGIN IMMEDIATE`` transaction."""
-        self._write_many(sql, [args])
-
-    def _write_many(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Run one statement for every row, in one ``BEGIN IMMEDIATE`` transaction."""
-
-        def run(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(sql, rows)
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-        self._guarded(run)
-
-    def _connection(self) -> sqlite3.Connection:
-        """The open connection, opened on first use (under the file lock: never call it holding either lock)."""
-        with self._lock:
-            if self._conn is not None:
-                return self._conn
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn, identity = open_sqlite(self.path, self._open, what=_WHAT, lock_path=self.lock_path)
-        with self._lock:
-            if self._conn is None:
-                self._conn, self._identity = conn, identity
-            else:  # another thread opened it meanwhile
-                conn.close()
-            return self._conn
-
-    def _open(self, path: Path) -> sqlite3.Connection:
-        return connect_wal(path, self._timeout, _SCHEMA, "results")
-
-    def _guarded(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``op`` on the connection; if the file turns out corrupt, replace it once and run ``op`` again."""
-        conn = self._connection()
-        with self._lock:
-            try:
-                return op(conn)
-            except sqlite3.DatabaseError as error:
-                if not is_corrupt_sqlite_error(error):
-                    raise
-                failure = error
-        holding = getattr(self._held, "file_lock", False)
-        with contextlib.nullcontext() if holding else file_lock(self.lock_path), self._lock:
-            current = self._conn
-            if current is conn or current is None:  # not replaced by another thread meanwhile
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-                current, self._identity = replace_corrupt_sqlite(self.path, self._open, seen=self._identity, error=failure, what=_WHAT)
-                self._conn = current
-            return op(current)
 
 
 def _decode_entry(payload: str, checksum: str, decode: Callable[[Any], _T]) -> _T:

@@ -30,7 +30,7 @@ So a check of this prover decides no option alone: one that holds (with its refu
 the snippet's observation (:func:`~retrieval_pipeline.core.verifier.verify.second_opinion`). Against one hostile model
 the two answers then only keep an honest small model's wrong test from deciding; what decides a verdict is always
 an offline proof or the observation. Its checks run as every proof does: in the sandbox, under the guard (they
-cannot write the evidence file; :mod:`.sandbox_files.guard`).
+cannot write the evidence file; :mod:`.sandbox_side.guard`).
 
 **Screening** (a filter of the obvious; the sandbox and the guard are the boundary): a script whose ``assert``
 statements are at top level becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse,
@@ -64,7 +64,7 @@ from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
 from retrieval_pipeline.core.verifier.provers import Proof
-from retrieval_pipeline.core.verifier.sandbox_files import llm_check, source
+from retrieval_pipeline.core.verifier.sandbox_side import llm_check, source
 
 #: The file name the generated code is compiled under; the wrapper trusts only assert statements from it.
 GENERATED_FILE: str = llm_check.GENERATED_FILE
@@ -302,7 +302,7 @@ def as_check(source: str) -> str:
 
 def wrap_check(claim: Claim, code: str, prover: str, refutation: str | None = None) -> str:
     """The pytest file for a generated check (and its refutation): the offline prover's prelude, the wrapper
-    (``sandbox_files/llm_check.py``) and a test that runs them, given as literals."""
+    (``sandbox_side/llm_check.py``) and a test that runs them, given as literals."""
     doc = f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}"
     data = {"generated": code} if refutation is None else {"generated": code, "refutation": refutation}
     return compose(doc, WRAPPER_SOURCE, proof_test(safe_letter(claim.letter), "_prove_generated", data))

@@ -4,7 +4,7 @@ A suite's section usually only defines the code under test (``def code_under_tes
 imported at the top of its file. So the snippet runs with its module context (the file's imports and
 top-level definitions outside the section, :func:`~retrieval_pipeline.core.datasets.suite.reader.snippet_context`),
 and the function the section defines (``code_under_test``, else its only function) is called, and awaited
-when it returns a coroutine. The run (:mod:`.sandbox_files.observe_snippet`) records what happened: the
+when it returns a coroutine. The run (:mod:`.sandbox_side.observe_snippet`) records what happened: the
 exception (type, MRO, message, pydantic's line errors) or the returned value, what was printed, and the
 values of the expressions the options name. Each option's ``snippet`` claim is then decided against that
 one observation (:func:`decide_option`):
@@ -37,7 +37,7 @@ verdict can only reach Valid by elimination (every other option false).
 
 An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed, ran out of
 time or hit any other limit (:func:`limit_hit`), the snippet tried to get round the observer's guard or left before
-the observer wrote (:func:`observe`, :mod:`.sandbox_files.guard`), it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
+the observer wrote (:func:`observe`, :mod:`.sandbox_side.guard`), it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
 raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
 ``sys.maxsize`` and the snippet passes ``-1``), unless the question describes the one call it means ("initialize a
@@ -60,8 +60,8 @@ from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.sandbox_files import source
-from retrieval_pipeline.core.verifier.sandbox_files.guard import GUARD_EXIT
+from retrieval_pipeline.core.verifier.sandbox_side import source
+from retrieval_pipeline.core.verifier.sandbox_side.guard import GUARD_EXIT
 from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 
@@ -69,7 +69,7 @@ from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL
 #: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
 SECTION_SEPARATOR = "# ---- retrieval_pipeline: the section under test starts below ----\n"
 RUNNER_FILE = "observe_snippet.py"
-#: The guard the observer imports (:mod:`.sandbox_files.guard`), beside it in the working directory.
+#: The guard the observer imports (:mod:`.sandbox_side.guard`), beside it in the working directory.
 GUARD_FILE = "rp_guard.py"
 #: The most bytes of the observation channel read back.
 CHANNEL_BYTES = 2**21
@@ -128,7 +128,7 @@ def observe(
     """Run the snippet once in the sandbox; the observation (None when the run sent none) and the execution.
 
     The observation comes back on the run's result channel, in front of a nonce made for the run
-    (:mod:`.sandbox_files.observe_snippet`, :mod:`.sandbox_files.guard`): a file of the working directory is never read.
+    (:mod:`.sandbox_side.observe_snippet`, :mod:`.sandbox_side.guard`): a file of the working directory is never read.
     When it does not come back so, the observation is ``{"tampered": why}`` (something else wrote on the channel, or
     the snippet wrote the observation file itself) or None (the run ended before the observer wrote it).
 
@@ -175,7 +175,7 @@ def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None
     """Why the observation decides nothing, or None when it can be trusted.
 
     Besides what the observation says: a run that hit a limit (wall clock, CPU, memory, processes, file size: what it
-    did is not what it would do), a run the guard stopped (:mod:`.sandbox_files.guard`), a tampered observation, and a
+    did is not what it would do), a run the guard stopped (:mod:`.sandbox_side.guard`), a tampered observation, and a
     run that ended before the observer wrote one (``os._exit``, a signal, a crash) decide nothing.
     """
     limit = limit_hit(execution)

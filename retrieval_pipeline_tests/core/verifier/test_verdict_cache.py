@@ -188,7 +188,7 @@ def test_the_source_digest_covers_every_python_file_of_the_folder(tmp_path):
 def test_the_source_digest_covers_the_batch_runner_run_inside_the_sandbox():
     from retrieval_pipeline.core.verifier.verdict_cache import EXTRA_SOURCES, SANDBOX_DIR
 
-    assert SANDBOX_DIR / "files" / "batch_runner.py" in EXTRA_SOURCES and SANDBOX_DIR / "bubblewrap.py" in EXTRA_SOURCES
+    assert SANDBOX_DIR / "sandbox_side" / "batch_runner.py" in EXTRA_SOURCES and SANDBOX_DIR / "bubblewrap.py" in EXTRA_SOURCES
     assert all(path.is_file() for path in EXTRA_SOURCES)
 
 

@@ -8,25 +8,21 @@ the cache. Every ``put`` commits at once: a crash loses no finished call.
 A file SQLite rejects as corrupt ("file is not a database", "database disk image is malformed"), when
 opened or later, is renamed to ``<file>.corrupt-<UTC timestamp>`` with a
 :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
-its place (see :mod:`retrieval_pipeline.core.common.atomic`): the answers in it are asked again.
+its place: the answers in it are asked again. The locking and recovery are
+:class:`~retrieval_pipeline.core.common.sqlite_store.SQLiteStore`'s, shared with the other caches.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from retrieval_pipeline.core.common.atomic import connect_wal, file_lock, is_corrupt_sqlite_error, open_sqlite, replace_corrupt_sqlite
 from retrieval_pipeline.core.common.closing import Closing
+from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
 
-_T = TypeVar("_T")
 #: What the warning about a corrupt file calls it.
 _WHAT = "LLM cache"
 
@@ -71,16 +67,12 @@ class LLMCache(Closing):
     """
 
     def __init__(self, path: Path | str, *, busy_timeout_s: float = 30.0) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock_path = self.path.with_name(self.path.name + ".lock")  # only used to replace a corrupt file
-        self._busy_timeout_s = busy_timeout_s
-        self._lock = threading.Lock()
-        self._conn, self._identity = open_sqlite(self.path, self._open, what=_WHAT, lock_path=self._lock_path)
+        self._store = SQLiteStore(path, schema=_SCHEMA, table="llm_cache", what=_WHAT, timeout=busy_timeout_s, synchronous="FULL")
+        self.path = self._store.path
 
     def get(self, key: str) -> CachedEntry | None:
         """Return the stored answer for ``key``, or None when there is none."""
-        row = self._guarded(
+        row = self._store.run(
             lambda conn: conn.execute(
                 "SELECT value, model, prompt_tokens, completion_tokens, created_at FROM llm_cache WHERE key = ?",
                 (key,),
@@ -107,37 +99,16 @@ class LLMCache(Closing):
             int(call.completion_tokens),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
-        self._guarded(lambda conn: conn.execute("INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)", row))
+        self._store.run(lambda conn: conn.execute("INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?)", row))
 
     def count(self) -> int:
         """Return the number of stored answers."""
-        (n,) = self._guarded(lambda conn: conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone())
+        (n,) = self._store.run(lambda conn: conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone())
         return int(n)
 
     def close(self) -> None:
-        """Close the connection; the cache is unusable afterwards."""
-        with self._lock:
-            self._conn.close()
+        """Close the connection (a later use opens it again)."""
+        self._store.close()
 
     def __repr__(self) -> str:
         return f"LLMCache(path={str(self.path)!r})"
-
-    def _open(self, path: Path) -> sqlite3.Connection:
-        """Open (and prepare) the cache file."""
-        return connect_wal(path, self._busy_timeout_s, _SCHEMA, "llm_cache", synchronous="FULL")
-
-    def _guarded(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``op`` on the connection; if the file turns out corrupt, replace it once and run ``op`` again."""
-        with self._lock:
-            try:
-                return op(self._conn)
-            except sqlite3.DatabaseError as error:
-                if not is_corrupt_sqlite_error(error):
-                    raise
-                failed, failure = self._conn, error
-        with file_lock(self._lock_path), self._lock:  # file lock first, then the connection lock
-            if self._conn is failed:  # not replaced by another thread meanwhile
-                with contextlib.suppress(sqlite3.Error):
-                    failed.close()
-                self._conn, self._identity = replace_corrupt_sqlite(self.path, self._open, seen=self._identity, error=failure, what=_WHAT)
-            return op(self._conn)

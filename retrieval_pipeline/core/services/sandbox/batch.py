@@ -8,7 +8,7 @@ working directory, ``/tmp``, ``/dev/shm``), and it stops when ``/dev`` or the fo
 working directory changed. Results travel through a descriptor only the runner holds: a file of the
 host passed through bwrap (whose pid 1 closes it), closed in each proof's process before the proof runs;
 the runner is not dumpable and holds no key a proof could copy (a forked proof sees the runner's memory
-as it was). The runner is the real module ``files/batch_runner.py``, its settings a JSON file.
+as it was). The runner is the real module ``sandbox_side/batch_runner.py``, its settings a JSON file.
 Whatever the batch did not report, the caller runs alone. Concurrent runs (several questions at once)
 share nothing: each has its own temporary folder, bwrap namespaces, pids and memory cgroups (named by
 pid, a counter and the clock; removed after the run). A batch's memory cgroup allows the runner's
@@ -36,7 +36,7 @@ BATCH_CONFIG_FILE = "rp_batch_config.json"
 #: What a batch's memory cgroup allows on top of a proof's: the runner, warmed up (a forked proof shares its pages).
 _RUNNER_MEMORY_MB = 192
 #: The package holding the files that run inside the sandbox (the batch runner), read as resources.
-_SANDBOX_FILES = "retrieval_pipeline.core.services.sandbox.files"
+_SANDBOX_SIDE = "retrieval_pipeline.core.services.sandbox.sandbox_side"
 _BATCH_PREFIX = "RPBATCH "
 #: The most module names a runner imports before the proofs.
 MAX_PRELOAD = 32
@@ -57,7 +57,7 @@ def batch_files(tests: Sequence[tuple[str, str]], settings: SandboxSettings) -> 
         "pytest_args": list(PYTEST_ARGS),
         "preload": preload_names([source for source, _ in tests], settings.preload),
     }
-    runner = resources.files(_SANDBOX_FILES).joinpath("batch_runner.py").read_text(encoding="utf-8")
+    runner = resources.files(_SANDBOX_SIDE).joinpath("batch_runner.py").read_text(encoding="utf-8")
     batch = dataclasses.replace(
         settings,
         timeout_s=settings.timeout_s * (len(tests) + 1) + 10,  # the runner's start, then each file's own limit
@@ -73,7 +73,7 @@ def preload_names(sources: Sequence[str], packages: Sequence[str]) -> list[str]:
     """The dotted names under ``packages`` that two or more of ``sources`` contain, sorted (at most ``MAX_PRELOAD``).
 
     The runner imports each one's longest importable prefix once, before it forks the proofs
-    (``preload()`` in ``files/batch_runner.py``): a proof that names a module of the library under test
+    (``preload()`` in ``sandbox_side/batch_runner.py``): a proof that names a module of the library under test
     usually imports it, and a name only one proof has is imported no sooner there than in the runner.
     """
     if not packages or len(sources) < 2:

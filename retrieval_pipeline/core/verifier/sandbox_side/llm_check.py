@@ -1,7 +1,7 @@
 """Run a check an LLM wrote and decide the option by its ``assert`` statements alone.
 
 Runs INSIDE the sandbox, in the library's interpreter, standard library only. This file is read as text and put
-after the prelude (``sandbox_files/proof_prelude.py``) in each LLM proof
+after the prelude (``sandbox_side/proof_prelude.py``) in each LLM proof
 (:func:`~retrieval_pipeline.core.verifier.llm_prover.wrap_check`), so it runs in the prelude's namespace: the
 helpers named under ``TYPE_CHECKING`` below are the prelude's. The proof's test calls :func:`_prove_generated`
 with the generated source.
