@@ -70,6 +70,7 @@ def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=(), pr
     protected, programs = frozenset(protected), frozenset(programs)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     busy = [False]
+    immutable_type = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
 
     def snapshot():
         taken = []
@@ -77,7 +78,8 @@ def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=(), pr
             space = vars_(module)
             taken.append((space, tuple_(space.items())))
             for value in tuple_(space.values()):
-                if isinstance_(value, type_) and getattr_(value, "__module__", None) == space.get("__name__"):
+                mutable = isinstance_(value, type_) and not value.__flags__ & immutable_type  # a built-in type cannot change
+                if mutable and getattr_(value, "__module__", None) == space.get("__name__"):
                     inner = vars_(value)
                     taken.append((inner, tuple_(inner.items())))
                 if isinstance_(value, function_type):
