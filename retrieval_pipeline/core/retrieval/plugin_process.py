@@ -14,8 +14,10 @@ and the pipeline talks to it over a socket pair: a request, then an answer, with
 The failure fails that retriever's step; the run of the dataset fails, the other datasets still run, and the
 invocation exits non-zero. Why a worker process rather than a thread or a process per call: a thread cannot be
 stopped or survive ``os._exit``; a process per call would pay the start and the corpus transfer on every batch.
-A worker costs one interpreter start and the plug-in's imports once per build or load, and a pickle of each
-request and answer (measured in docs/retrievers.md). While waiting, the pipeline wakes every
+A worker costs one interpreter start and the plug-in's imports, once per process and module: a closed worker
+waits for the next object of the same module (the runs step's load after the index step's build), so it is
+started and imports once per invocation, as the module was imported once before; then a pickle of each request
+and answer (measured in docs/retrievers.md: ``benchmarks/plugin_isolation.py``). While waiting, the pipeline wakes every
 :data:`POLL_S` to notice a dead worker and a stop request (:mod:`retrieval_pipeline.core.stop`).
 """
 
@@ -43,6 +45,27 @@ POLL_S = 0.2
 IMPORT_TIMEOUT_S = 120.0
 
 _log = logging.getLogger(__name__)
+#: One idle worker per (plug-in module, ``sys.path``): a build's worker serves the load that follows (one import).
+_IDLE: dict[tuple[str, tuple[str, ...]], _Worker] = {}
+
+
+class _Worker:
+    """A worker process and our end of its socket; ended when this holder is collected or at exit."""
+
+    def __init__(self) -> None:
+        ours, theirs = Pipe(duplex=True)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", str(WORKER), str(theirs.fileno())], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
+            )
+        finally:
+            theirs.close()
+        self.connection: Connection = ours
+        self.end = weakref.finalize(self, _end, self.process, ours)
+        self.connection.send([os.getcwd() if p == "" else p for p in sys.path])
+
+    def alive(self) -> bool:
+        return self.end.alive and self.process.poll() is None
 
 
 class PluginProcess:
@@ -52,20 +75,30 @@ class PluginProcess:
         retriever: The registry name (named in every error).
         dataset: The dataset (named in every error).
         timeout_s: The deadline of each call, in seconds.
+        factory: ``package.module:factory``: an idle worker that imported the same module is reused.
     """
 
-    def __init__(self, retriever: str, dataset: str, timeout_s: float) -> None:
+    def __init__(self, retriever: str, dataset: str, timeout_s: float, factory: str = "") -> None:
         self.retriever, self.dataset, self.timeout_s = retriever, dataset, timeout_s
-        ours, theirs = Pipe(duplex=True)
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-P", str(WORKER), str(theirs.fileno())], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
-            )
-        finally:
-            theirs.close()
-        self.connection: Connection = ours
-        self._finalizer = weakref.finalize(self, _end, self.process, ours)
-        self.connection.send([os.getcwd() if p == "" else p for p in sys.path])
+        self.key = (factory.partition(":")[0], tuple(sys.path))
+        idle = _IDLE.pop(self.key, None)
+        self.worker: _Worker | None = idle if idle is not None and idle.alive() else _Worker()
+        if idle is not None and idle is not self.worker:
+            idle.end()
+        self.healthy = True  # False while a call is out, and after one that failed in a way that may leave the worker unusable
+
+    @property
+    def process(self) -> subprocess.Popen:
+        return self._live().process
+
+    @property
+    def connection(self) -> Connection:
+        return self._live().connection
+
+    def _live(self) -> _Worker:
+        if self.worker is None:
+            raise self._error("its worker process was closed")
+        return self.worker
 
     def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
         """``plugin.method(*args)`` in the worker; ``import``/``construct``/``has`` are the worker's own requests.
@@ -82,7 +115,9 @@ class PluginProcess:
             self.connection.send(request)
         except OSError as exc:
             raise self._error(f"could not send {what} to its worker process: {exc}") from None
+        self.healthy = False
         answer = self._answer(what, deadline)
+        self.healthy = True  # an answer came: the worker is usable (a plug-in's own exception leaves it so)
         if answer[0] == "ok":
             return answer[1]
         _log.error("retriever %r on dataset %r: %s failed in the plug-in:\n%s", self.retriever, self.dataset, what, answer[2])
@@ -106,15 +141,33 @@ class PluginProcess:
                     f"its worker process ended during {what} with exit code {self.process.returncode} (os._exit or a crash in the plug-in)"
                 )
             if left <= 0:
-                self.close()
+                self._kill()
                 raise self._error(f"{what} did not answer within timeout_s={deadline:g} s: its worker process was stopped")
 
     def _error(self, message: str) -> RetrieverError:
         return RetrieverError(f"retriever {self.retriever!r} (python) on dataset {self.dataset!r}: {message}")
 
     def close(self) -> None:
-        """End the worker (asked first, killed after a second)."""
-        self._finalizer()
+        """Give the worker back for the next object of the same module (a build's, then a load's), or end it.
+
+        A worker whose last call failed, timed out or died is ended (asked first, killed after a second).
+        """
+        worker, self.worker = self.worker, None
+        if worker is None:
+            return
+        if self.healthy and worker.alive():
+            previous = _IDLE.pop(self.key, None)
+            _IDLE[self.key] = worker
+            if previous is not None:
+                previous.end()
+            return
+        worker.end()
+
+    def _kill(self) -> None:
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.process.kill()  # it is busy in the plug-in: it would not read a request to close
+            worker.end()
 
 
 def _end(process: subprocess.Popen, connection: Connection) -> None:

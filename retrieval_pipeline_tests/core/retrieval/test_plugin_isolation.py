@@ -15,6 +15,7 @@ import pytest
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
+from retrieval_pipeline.core.retrieval.spec import RetrieverContext
 from retrieval_pipeline.core.types import Document
 
 DOCS = [Document("a", "alpha text"), Document("b", "beta text")]
@@ -87,3 +88,17 @@ def test_the_deadline_is_not_part_of_the_index_identity(tmp_path: Path) -> None:
     again = _registry(tmp_path, "Fine", timeout=9)
     done = run_retriever(again, "toy", "plug", DOCS, {"q": "x"}, tmp_path / "idx", tmp_path / "cache", lambda s: None, 3, 0)
     assert done.timed.run == {"q": [("a", 1.0)]}
+
+
+def test_the_load_after_a_build_reuses_the_worker_and_a_failed_one_is_not_reused(tmp_path: Path) -> None:
+    from retrieval_pipeline.core.retrieval import plugin_process
+
+    registry = _registry(tmp_path, "Fine")
+    build_retriever(registry, "toy", "plug", DOCS, tmp_path / "idx", tmp_path / "cache", lambda spec: None)
+    idle = [w.process.pid for w in plugin_process._IDLE.values()]
+    loaded = registry.get("plug").load(RetrieverContext("toy", DOCS, tmp_path / "idx" / "plug", tmp_path, lambda s: None, lambda s: None))
+    assert loaded.worker.process.pid in idle  # no second start, no second import
+    loaded.close()
+    with pytest.raises(RetrieverError):
+        _search(tmp_path, "ExitsInSearch")
+    assert all(w.alive() for w in plugin_process._IDLE.values())

@@ -67,7 +67,7 @@ class PythonSpec(RetrieverSpec):
         Raises:
             RetrieverError: The factory failed, exited or hung, or returned an object without build/search.
         """
-        worker = PluginProcess(self.name or self.factory, dataset, self.timeout_s)
+        worker = PluginProcess(self.name or self.factory, dataset, self.timeout_s, self.factory)
         try:
             worker.call("import", self.factory, timeout_s=max(self.timeout_s, IMPORT_TIMEOUT_S))
             plugin_class = worker.call("construct", self.factory, self.params)
