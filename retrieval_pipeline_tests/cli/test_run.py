@@ -311,3 +311,14 @@ def test_add_retriever_on_the_command_line(tmp_path: Path, dagster_home: Path, c
         "retrievers/hybrid_rrf_k60_runs",
     ]
     assert "retrieval_runs" in steps and "retrievers/bm25_runs" not in steps
+
+
+def test_a_missing_input_names_the_cause_and_the_fix(tmp_path: Path, dagster_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 39.11: ``make add-retriever`` on a fresh clone said only ``Error occurred while loading input "corpus"``."""
+    resources = tiny_resources(tmp_path)
+    code, out, err = run(resources, tmp_path / "a.log", capfd, args=("--add-retriever", "bm25"))
+    assert code == 1 and "Traceback" not in out + err
+    step = next(line for line in out.splitlines() if "retrievers/bm25_index" in line and "FAILED" in line)
+    assert "Error occurred while loading input" not in step
+    assert f"input 'corpus' of dataset {DATASET} was never materialised" in step
+    assert f"run the dataset first: make run DATASETS={DATASET}" in step
