@@ -47,6 +47,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, shown_path
+from retrieval_pipeline.cli.instance import home_instance
 from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
@@ -82,10 +83,8 @@ def _instance(given: dg.DagsterInstance | None, out: TextIO) -> Iterator[dg.Dags
     if given is not None:
         yield given
         return
-    home = os.environ.get("DAGSTER_HOME")
-    if home:
-        Path(home).mkdir(parents=True, exist_ok=True)
-        with dg.DagsterInstance.get() as instance:
+    if os.environ.get("DAGSTER_HOME"):
+        with home_instance() as instance:  # a fresh home initialised once, under a lock (two first runs at once)
             yield instance
     else:
         out.write("note: DAGSTER_HOME is not set: an ephemeral instance keeps no run history (the drift check compares with nothing)\n")
