@@ -33,6 +33,8 @@ VERDICT_CLAUSES = 3
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 #: The error class of a step stopped by SIGINT (or SIGTERM): Dagster ends the run, the runner stops after it.
 INTERRUPTED_ERROR = "DagsterExecutionInterruptedError"
+#: The error class of a step whose loop saw the stop flag (:class:`retrieval_pipeline.core.stop.StopRequested`).
+STOPPED_ERROR = "StopRequested"
 
 
 @dataclass
@@ -83,7 +85,7 @@ class DatasetRun:
     @property
     def interrupted(self) -> bool:
         """Whether a signal stopped the run (Dagster ends it with the interrupted step failed)."""
-        return any(s.error_class == INTERRUPTED_ERROR for s in self.steps)
+        return any(s.error_class in (INTERRUPTED_ERROR, STOPPED_ERROR) for s in self.steps)
 
 
 def metrics_table(metrics: pd.DataFrame, significance: pd.DataFrame | None = None) -> str:
@@ -129,8 +131,12 @@ def verdict_lines(pairs: pd.DataFrame | None) -> list[str]:
     return [heading, *(f"    {line}" for line in verdicts.values())]
 
 
-def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
-    """Per dataset: outcome, the metrics table, failed checks and steps, where the outputs are; then the log file."""
+def format_summary(runs: Sequence[DatasetRun], log_path: Path, interrupted_by: str = "") -> str:
+    """Per dataset: outcome, the metrics table, failed checks and steps, where the outputs are; then the log file.
+
+    ``interrupted_by`` (e.g. ``"SIGTERM"``): a signal stopped the invocation; the last line says so and the exit code
+    130, instead of a FAILED line with exit code 1 that the process would not return.
+    """
     lines = ["Summary", "======="]
     for run in runs:
         outcome = "succeeded" if run.success else "FAILED"
@@ -166,7 +172,9 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
         lines.append("")
     lines.append(f"Log (the full Dagster event stream): {shown_path(log_path)}")
     failed = [r for r in runs if not r.success]
-    if failed:
+    if interrupted_by:
+        lines.append(f"INTERRUPTED by {interrupted_by}: {len(runs) - len(failed)} of {len(runs)} run(s) finished before it. Exit code 130")
+    elif failed:
         why = [
             f"{r.dataset} ("
             + (

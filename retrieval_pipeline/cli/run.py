@@ -32,9 +32,7 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,8 +47,11 @@ import pandas as pd
 from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, shown_path
 from retrieval_pipeline.cli.instance import home_instance
 from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
+from retrieval_pipeline.cli.signals import EXIT_INTERRUPTED, stop_on_signals
+from retrieval_pipeline.core import stop
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.plugin_process import kill_all
 
 try:  # importing the definitions reads the registries: a refusal there is one line on the command line, not a traceback
     from retrieval_pipeline.definitions import defs
@@ -70,7 +71,7 @@ PAIRS_KEY = dg.AssetKey("retriever_pairs")
 #: Run config of every run: Dagster's console logger (stderr) prints only CRITICAL; the log file gets every event.
 QUIET_CONSOLE: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 #: Exit codes.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(ValueError):
@@ -213,7 +214,7 @@ def run_datasets(
                     runs.append(
                         _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
                     )
-                    if runs[-1].interrupted:  # Ctrl-C, SIGINT or SIGTERM during the run: no further dataset
+                    if runs[-1].interrupted or stop.requested():  # Ctrl-C, SIGINT or SIGTERM during the run: no further dataset
                         break
                 except Exception as exc:  # e.g. the registry changed under the run: this dataset fails, the others still run
                     out.write(f"== {dataset}: FAILED: {first_line(str(exc))}\n")
@@ -411,28 +412,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM stop the runs as Ctrl-C does, with or without a terminal.
-
-    A background job of a non-interactive shell (``setsid make run &``, a CI step) inherits SIGINT *ignored*,
-    so ``kill -INT`` did nothing; SIGTERM killed the process at once, mid-write. Inside the block SIGINT
-    raises KeyboardInterrupt (Dagster's own handling during a run included) and SIGTERM is turned into a
-    SIGINT, as Dagster's CLI does; the previous handlers come back after.
-    """
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set in the main thread
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(os.getpid(), signal.SIGINT))
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -479,14 +458,25 @@ def main(
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        out.write(f"\ninterrupted; the event stream so far is in {shown_path(log_path)}\n")
+        out.write(f"\n{_interrupted_line(log_path)}\n")
         return EXIT_INTERRUPTED
-    out.write(format_summary(runs, log_path))
-    if any(r.interrupted for r in runs):
-        out.write(f"interrupted; the event stream so far is in {shown_path(log_path)}\n")
+    interrupted = any(r.interrupted for r in runs) or stop.requested()
+    out.write(format_summary(runs, log_path, interrupted_by=(stop.reason() or "a signal") if interrupted else ""))
+    if interrupted:
+        out.write(f"{_interrupted_line(log_path)}\n")
         return EXIT_INTERRUPTED
     return EXIT_OK if all(r.success for r in runs) else EXIT_FAILED
 
 
+def _interrupted_line(log_path: Path) -> str:
+    return f"interrupted; the event stream so far is in {shown_path(log_path)} (stopped by {stop.reason() or 'a signal'}; exit code {EXIT_INTERRUPTED})"
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code == EXIT_INTERRUPTED:  # stopped: end now, not after the libraries' teardown (torch, threads still finishing a batch)
+        kill_all()  # plug-in workers (their watchdog would end them a second later)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -1,7 +1,7 @@
 """One process-wide stop flag: set by the first SIGINT or SIGTERM of a runner, checked by long loops between batches.
 
 A signal interrupts the main thread's Python code, but not a loop that catches broadly, a C call that runs for
-long, or a worker process; so the runner (:func:`retrieval_pipeline.cli.run.stop_on_signals`) also sets this
+long, or a worker process; so the runner (:func:`retrieval_pipeline.cli.signals.stop_on_signals`) also sets this
 flag, and the loops that can run for minutes (embedding chunks, fine-tuning steps, a plug-in call's wait) call
 :func:`check` between batches: it raises :class:`StopRequested` once the flag is set. The flag stays set until
 :func:`reset` (a runner resets it when it starts).

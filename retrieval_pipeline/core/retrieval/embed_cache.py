@@ -44,6 +44,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from retrieval_pipeline.core import stop
 from retrieval_pipeline.core.atomic import (
     CorruptFileWarning,
     connect_wal,
@@ -167,6 +168,7 @@ class EmbeddingCache(Closing):
         missing = [k for k in first_text if k not in found]
         embedded = done = 0
         for chunk in _chunks(missing, self.chunk_size(encoder)):
+            stop.check()  # a signal to the runner stops the embedding between chunks (each chunk is committed)
             with self._file_locked():
                 stored_meanwhile = self.lookup(encoder.model_id, chunk)
                 todo = [k for k in chunk if k not in stored_meanwhile]

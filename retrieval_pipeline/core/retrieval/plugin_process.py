@@ -47,6 +47,14 @@ IMPORT_TIMEOUT_S = 120.0
 _log = logging.getLogger(__name__)
 #: One idle worker per (plug-in module, ``sys.path``): a build's worker serves the load that follows (one import).
 _IDLE: dict[tuple[str, tuple[str, ...]], _Worker] = {}
+#: Every worker not yet collected, for :func:`kill_all`.
+_LIVE: weakref.WeakSet[_Worker] = weakref.WeakSet()
+
+
+def kill_all() -> None:
+    """Kill every worker process at once (a runner exiting on a signal, before ``os._exit`` skips the finalizers)."""
+    for worker in list(_LIVE):
+        worker.process.kill()
 
 
 class _Worker:
@@ -62,6 +70,7 @@ class _Worker:
             theirs.close()
         self.connection: Connection = ours
         self.end = weakref.finalize(self, _end, self.process, ours)
+        _LIVE.add(self)
         self.connection.send([os.getcwd() if p == "" else p for p in sys.path])
 
     def alive(self) -> bool:
