@@ -103,10 +103,10 @@ SWALLOWING = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_step_that_does_not_stop_is_ended_at_the_deadline_with_130(sig: int) -> None:
+def _swallowing(grace_s: float) -> subprocess.Popen:
+    """The swallowing loop under ``stop_on_signals(grace_s)``, started and ready."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", SWALLOWING, "1.5"],
+        [sys.executable, "-c", SWALLOWING, str(grace_s)],
         cwd=PROJECT,
         env={**os.environ, "PYTHONPATH": str(PROJECT)},
         stdout=subprocess.PIPE,
@@ -114,6 +114,12 @@ def test_a_step_that_does_not_stop_is_ended_at_the_deadline_with_130(sig: int) -
         text=True,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_step_that_does_not_stop_is_ended_at_the_deadline_with_130(sig: int) -> None:
+    proc = _swallowing(1.5)
     start = time.monotonic()
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
@@ -124,15 +130,7 @@ def test_a_step_that_does_not_stop_is_ended_at_the_deadline_with_130(sig: int) -
 
 
 def test_a_second_signal_ends_the_process_at_once() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SWALLOWING, "60"],
-        cwd=PROJECT,
-        env={**os.environ, "PYTHONPATH": str(PROJECT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    proc = _swallowing(60)
     proc.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     start = time.monotonic()
