@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,7 @@ class DatasetRun:
     error: str = ""
     significance: pd.DataFrame | None = None  # metric_significance: CIs and tests against the baseline
     pairs: pd.DataFrame | None = None  # retriever_pairs: every retriever against every other
+    notes: list[str] = field(default_factory=list)  # rejected rows, retrievers that answered nothing (warnings)
 
     @property
     def failed_steps(self) -> list[StepResult]:
@@ -86,6 +87,26 @@ class DatasetRun:
     def interrupted(self) -> bool:
         """Whether a signal stopped the run (Dagster ends it with the interrupted step failed)."""
         return any(s.error_class in (INTERRUPTED_ERROR, STOPPED_ERROR) for s in self.steps)
+
+
+def run_notes(materialised: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What a run's materialisations say that the console must show: rejected rows, and retrievers that answered nothing.
+
+    Args:
+        materialised: ``{asset key: {metadata key: value}}`` of the run's materialisations.
+    """
+    notes = []
+    rejected = {
+        key: int(meta["rejected"])
+        for key, meta in materialised.items()
+        if key.endswith("rejects") and isinstance(meta.get("rejected"), int)
+    }
+    if rejected:
+        notes.append("rejected: " + ", ".join(f"{n} row(s) in {key}" for key, n in sorted(rejected.items())) + " (reasons in each asset)")
+    empty = str(materialised.get("retrieval_runs", {}).get("empty_runs", "none"))
+    if empty != "none":
+        notes.append(f"warning: {empty} returned no hit for any query: every metric of it is 0 (a wrong index or service?)")
+    return notes
 
 
 def metrics_table(metrics: pd.DataFrame, significance: pd.DataFrame | None = None) -> str:
@@ -143,6 +164,7 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path, interrupted_by: s
         lines.append(f"{run.dataset}: {outcome} in {run.seconds:.1f} s" + (f" (run {run.run_id[:8]})" if run.run_id else ""))
         if run.error:
             lines.append(f"  error: {first_line(run.error)}")
+        lines += [f"  {note}" for note in run.notes]
         if run.metrics is not None and not run.metrics.empty:
             lines += ["  " + line for line in metrics_table(run.metrics, run.significance).splitlines()]
             queries = f"; {int(run.metrics['n_queries'].max())} queries" if "n_queries" in run.metrics else ""

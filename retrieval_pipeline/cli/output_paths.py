@@ -13,6 +13,9 @@ from pathlib import Path
 
 from retrieval_pipeline.core.atomic import atomic_write_text
 
+#: Kernel interfaces that look like regular files (``/proc/self/mem``): never an output.
+_KERNEL_FILES = (Path("/proc"), Path("/sys"))
+
 
 class OutputPathError(ValueError):
     """An output path that cannot be written; the message names the option, the path and why."""
@@ -25,6 +28,9 @@ def check_output_file(path: Path, what: str) -> Path:
     regular file; the folder must be writable (the file is replaced through a temp file beside it).
     """
     parent = path.parent if str(path.parent) else Path(".")
+    resolved = Path(os.path.realpath(path))
+    if any(resolved == root or root in resolved.parents for root in _KERNEL_FILES):
+        raise OutputPathError(f"{what} {path}: {resolved} is a kernel interface, not a file to write output to")
     if not parent.is_dir():
         why = "does not exist" if not parent.exists() else "is not a folder"
         raise OutputPathError(f"{what} {path}: its folder {parent} {why}")

@@ -44,8 +44,9 @@ from typing import Any, TextIO
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, shown_path
+from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, run_notes, shown_path
 from retrieval_pipeline.cli.instance import home_instance
+from retrieval_pipeline.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
 from retrieval_pipeline.cli.signals import EXIT_INTERRUPTED, stop_on_signals
 from retrieval_pipeline.core import stop
@@ -352,7 +353,9 @@ def _run_one(
     metrics = _asset_frame(result, METRICS_KEY) if METRICS_KEY in keys else None
     significance = _asset_frame(result, SIGNIFICANCE_KEY) if SIGNIFICANCE_KEY in keys else None
     pairs = _asset_frame(result, PAIRS_KEY) if PAIRS_KEY in keys else None
-    out.write(f"== {dataset}: {'succeeded' if result.success else 'FAILED'} in {seconds:.1f} s (run {result.run_id[:8]})\n\n")
+    notes = run_notes(_materialised(result))
+    out.write(f"== {dataset}: {'succeeded' if result.success else 'FAILED'} in {seconds:.1f} s (run {result.run_id[:8]})\n")
+    out.write("".join(f"   {note}\n" for note in notes) + "\n")
     out.flush()
     return DatasetRun(
         dataset,
@@ -365,7 +368,17 @@ def _run_one(
         exports,
         significance=significance,
         pairs=pairs,
+        notes=notes,
     )
+
+
+def _materialised(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+    """``{asset key: {metadata key: plain value}}`` of every materialisation of the run."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization  # type: ignore[union-attr]
+        found[materialization.asset_key.to_user_string()] = {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+    return found
 
 
 def _asset_frame(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> pd.DataFrame | None:
@@ -440,6 +453,14 @@ def main(
     out_dir = Path(getattr(overrides.get("settings"), "out_dir", DEFAULT_OUT_DIR))
     log_path = args.log or out_dir / "logs" / f"run-{datetime.now():%Y%m%d-%H%M%S}.log"
     datasets = list(dict.fromkeys(args.datasets))
+    try:  # a bad output path is one line before anything runs, not a traceback from the first write
+        for folder, what in ((args.out_dir, "--out-dir"), (args.cache_dir, "--cache-dir"), (log_path.parent, "--log")):
+            if folder is not None:
+                check_output_folder(folder, what)
+        check_output_file(log_path, "--log")
+    except OutputPathError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         with stop_on_signals(), bars_on_the_terminal():
             if args.add_retriever and args.select != "*":

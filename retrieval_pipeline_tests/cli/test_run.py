@@ -88,6 +88,11 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
     # every step ran: nothing depends on retrieval_metrics, so a failed floor still leaves the report written
     assert len(step_lines) == int(header[1])
     assert (tmp_path / "out" / "exports" / DATASET / "report.html").is_file()
+    # issue 39.7: the reject counts reach the console, under the dataset's line and in the summary
+    rejects = pd.read_parquet(tmp_path / "out" / "case_rejects" / f"{DATASET}.parquet")
+    corpus_rejects = pd.read_parquet(tmp_path / "out" / "corpus_rejects" / f"{DATASET}.parquet")
+    counts = f"rejected: {len(rejects)} row(s) in case_rejects, {len(corpus_rejects)} row(s) in corpus_rejects"
+    assert stdout.count(counts) == 2, stdout
 
     # the table: the run's retrieval_metrics values, 3 decimals, the best hit@5 marked
     rows = table_rows(stdout)

@@ -132,3 +132,24 @@ def test_a_plug_in_that_exits_fails_its_dataset_and_the_invocation(tmp_path: Pat
     step = next(line for line in out.splitlines() if "retrievers/exits_runs " in line and "FAILED" in line)
     assert "retriever 'exits' (python) on dataset 'stdlib': its worker process ended during search() with exit code 0" in step
     assert out.rstrip().splitlines()[-1].startswith("FAILED: 1 of 2 run(s): stdlib (a step failed)")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--log", "/proc/self/mem", "--log /proc/self"),
+        ("--log", "{tmp}", "is a folder"),
+        ("--log", "{tmp}/a_file/run.log", "cannot create it"),
+        ("--out-dir", "{tmp}/a_file", "cannot create it"),
+        ("--cache-dir", "/proc/self/x", "cannot create it"),
+    ],
+)
+def test_a_bad_output_path_is_one_line_and_exit_2(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    """Issue 39.3: an unwritable output path gave an OSError traceback (after the work, for --json)."""
+    (tmp_path / "a_file").write_text("not a folder")
+    code = main(["--datasets", "stdlib", option, value.format(tmp=tmp_path)], instance=dg.DagsterInstance.ephemeral())
+    captured = capfd.readouterr()
+    assert code == 2 and "Traceback" not in captured.out + captured.err
+    assert captured.err.count("\n") == 1 and captured.err.startswith(f"error: {option} ") and message in captured.err
