@@ -33,7 +33,7 @@ VERDICT_CLAUSES = 3
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 #: The error class of a step stopped by SIGINT (or SIGTERM): Dagster ends the run, the runner stops after it.
 INTERRUPTED_ERROR = "DagsterExecutionInterruptedError"
-#: The error class of a step whose loop saw the stop flag (:class:`retrieval_pipeline.core.stop.StopRequested`).
+#: The error class of a step whose loop saw the stop flag (:class:`retrieval_pipeline.core.common.stop.StopRequested`).
 STOPPED_ERROR = "StopRequested"
 
 

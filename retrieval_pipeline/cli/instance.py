@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from retrieval_pipeline.core.atomic import file_lock
+from retrieval_pipeline.core.common.atomic import file_lock
 
 #: The lock file inside ``DAGSTER_HOME``.
 INIT_LOCK = ".instance-init.lock"

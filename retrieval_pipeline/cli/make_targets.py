@@ -15,8 +15,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import check_name
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import check_name
 from retrieval_pipeline.core.retrieval.spec import NAME_PATTERN
 
 USAGE = "usage: make add-retriever RETRIEVER=<name in data/config/retrievers.yaml> [DATASETS='<dataset> ...']"

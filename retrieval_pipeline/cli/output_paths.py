@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from retrieval_pipeline.core.atomic import atomic_write_text
+from retrieval_pipeline.core.common.atomic import atomic_write_text
 
 #: Kernel interfaces that look like regular files (``/proc/self/mem``): never an output.
 _KERNEL_FILES = (Path("/proc"), Path("/sys"))

@@ -49,8 +49,8 @@ from retrieval_pipeline.cli.instance import home_instance
 from retrieval_pipeline.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
 from retrieval_pipeline.cli.signals import EXIT_INTERRUPTED, stop_on_signals
-from retrieval_pipeline.core import stop
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common import stop
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.plugin_process import kill_all
 

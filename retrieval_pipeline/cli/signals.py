@@ -6,7 +6,7 @@
   raises ``DagsterExecutionInterruptedError`` in the step);
   a background job of a non-interactive shell inherits SIGINT *ignored*, so both handlers are set here.
 * Every signal is also seen through :func:`signal.set_wakeup_fd`, whatever Python handler is installed (Dagster
-  swaps them during a run): a watcher thread sets the process-wide stop flag (:mod:`retrieval_pipeline.core.stop`)
+  swaps them during a run): a watcher thread sets the process-wide stop flag (:mod:`retrieval_pipeline.core.common.stop`)
   at the first SIGINT or SIGTERM, so the long loops (embedding chunks, fine-tuning steps, a plug-in's call) stop
   between batches even where the interrupt itself was swallowed or is stuck in a long C call.
 * If the process is still there :data:`GRACE_S` seconds after the first signal, or when a second one comes, the
@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
-from retrieval_pipeline.core import stop
+from retrieval_pipeline.core.common import stop
 
 #: Seconds after the first signal within which the process ends, stopped cleanly or not.
 GRACE_S = 10.0

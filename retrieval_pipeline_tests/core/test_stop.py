@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core import stop
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ SWALLOWING = textwrap.dedent(
     """
     import sys, time
     from retrieval_pipeline.cli.signals import stop_on_signals
-    from retrieval_pipeline.core import stop
+    from retrieval_pipeline.core.common import stop
     with stop_on_signals(grace_s=float(sys.argv[1])):
         ready = False
         while True:  # a loop that swallows every interrupt and never checks the flag

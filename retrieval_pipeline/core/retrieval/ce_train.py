@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core import stop
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.retrieval.mnrl_train import finish, optimiser, seed_everything, step
 
 

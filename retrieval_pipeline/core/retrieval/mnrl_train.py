@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core import stop
+from retrieval_pipeline.core.common import stop
 
 
 def plan_batches(groups: Sequence[set[str]], batch_size: int, seed: int) -> list[list[int]]:

@@ -18,7 +18,7 @@ A worker costs one interpreter start and the plug-in's imports, once per process
 waits for the next object of the same module (the runs step's load after the index step's build), so it is
 started and imports once per invocation, as the module was imported once before; then a pickle of each request
 and answer (measured in docs/retrievers.md: ``benchmarks/plugin_isolation.py``). While waiting, the pipeline wakes every
-:data:`POLL_S` to notice a dead worker and a stop request (:mod:`retrieval_pipeline.core.stop`).
+:data:`POLL_S` to notice a dead worker and a stop request (:mod:`retrieval_pipeline.core.common.stop`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core import stop
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 
 #: The worker script (standard library only, run with ``-P`` so its folder does not shadow modules).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.evaluation import trec
 from retrieval_pipeline.core.evaluation.trec import MAX_TREC_BYTES_ENV, MAX_TREC_LINE_BYTES, read_trec_qrels, read_trec_run
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext
-from retrieval_pipeline.core.types import Document
 
 DOCS = [Document("a", "alpha text"), Document("b", "beta text")]
 HERE = "retrieval_pipeline_tests.fakes.plugins"  # standard library only: a worker imports it fast

@@ -66,10 +66,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluation.trec import MAX_TREC_LINE_BYTES
-from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected
 
+#: Longest qrels line read, in bytes (the TREC readers' limit: a line is three or four short fields).
+MAX_QRELS_LINE_BYTES = 64 * 1024
 #: ``Case.benchmark_type`` of every BEIR query.
 BEIR_BENCHMARK_TYPE = "beir"
 
@@ -344,7 +345,7 @@ def _is_number(text: str) -> bool:
 def _read_qrels(path: Path, corpus: _IdRows[Document], queries: _IdRows[Case]) -> _QrelsRead:
     """Read a qrels TSV (header and layout detected), keeping judgements of loaded queries and documents."""
     read = _QrelsRead()
-    for number, text in _lines(path, MAX_TREC_LINE_BYTES):
+    for number, text in _lines(path, MAX_QRELS_LINE_BYTES):
         fields = _fields(text)
         if read.lines == 0 and read.header is None and not _is_number(fields[-1]):
             read.header = fields

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.beir.reader import BeirLoad, load_beir
-from retrieval_pipeline.core.errors import InputError
 
 CORPUS = [
     {"_id": "d1", "title": "Paris", "text": "Capital of France.", "metadata": {"url": "u1"}},
@@ -294,7 +294,7 @@ def test_real_msmarco_subset_loads_cleanly(shared_data: Path) -> None:
 
 def test_an_endless_qrels_line_is_refused_without_reading_it_all(tmp_path: Path) -> None:
     """Issue 39.2: the BEIR qrels TSV is read with the TREC readers' line limit."""
-    from retrieval_pipeline.core.evaluation.trec import MAX_TREC_LINE_BYTES
+    from retrieval_pipeline.core.datasets.beir.reader import MAX_QRELS_LINE_BYTES as MAX_TREC_LINE_BYTES
 
     root = write_beir(tmp_path)
     (root / "qrels" / "test.tsv").write_bytes(b"q1\t" + b"d" * (4 * MAX_TREC_LINE_BYTES))
