@@ -72,9 +72,12 @@ run: install
 
 # build and evaluate one retriever (the indexes of those it is built on first) on materialised datasets:
 #   make add-retriever RETRIEVER=bm25_code DATASETS=stdlib
+# RETRIEVER and DATASETS reach the command through the environment, never pasted into the recipe: cli/make_targets.py
+# refuses anything but names (exit 2, nothing run), and the run's own exit code is make's.
+add-retriever: export RETRIEVER := $(RETRIEVER)
+add-retriever: export DATASETS := $(DATASETS)
 add-retriever: install
-	@test -n "$(RETRIEVER)" || (echo "usage: make add-retriever RETRIEVER=<name in data/config/retrievers.yaml> [DATASETS=...]"; exit 2)
-	@$(BIN)/python -m retrieval_pipeline.cli.run --datasets $(DATASETS) --add-retriever $(RETRIEVER)
+	@$(BIN)/python -m retrieval_pipeline.cli.make_targets add-retriever
 
 # mutation score per module of the evaluation path (slow: not part of `make test`); copies under /tmp
 mutation: install

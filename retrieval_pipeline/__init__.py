@@ -8,10 +8,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Comparison", "Evaluation", "PairComparison", "compare", "evaluate", "parse_metric"]
+__all__ = [
+    "Comparison",
+    "EmptyRunWarning",
+    "Evaluation",
+    "NoSharedQueryWarning",
+    "PairComparison",
+    "RunQrelsWarning",
+    "compare",
+    "evaluate",
+    "parse_metric",
+]
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.api import Comparison, Evaluation, PairComparison, compare, evaluate
+    from retrieval_pipeline.api import (
+        Comparison,
+        EmptyRunWarning,
+        Evaluation,
+        NoSharedQueryWarning,
+        PairComparison,
+        RunQrelsWarning,
+        compare,
+        evaluate,
+    )
     from retrieval_pipeline.core.evaluation.metric_names import parse_metric
 
 

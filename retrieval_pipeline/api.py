@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,10 @@ import numpy as np
 
 from retrieval_pipeline.api_inputs import load_qrels, load_run
 from retrieval_pipeline.core.evaluation.metric_names import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.overlap import EmptyRunWarning as EmptyRunWarning  # re-exported: the API's warning categories
+from retrieval_pipeline.core.evaluation.overlap import NoSharedQueryWarning as NoSharedQueryWarning
+from retrieval_pipeline.core.evaluation.overlap import RunQrelsWarning as RunQrelsWarning
+from retrieval_pipeline.core.evaluation.overlap import overlap_problem
 from retrieval_pipeline.core.evaluation.ranked_metrics import per_query_values
 from retrieval_pipeline.core.evaluation.statistics.pairwise import PairwiseSettings, compare_all, matrix, pair_sentence, verdict
 
@@ -46,6 +52,9 @@ if TYPE_CHECKING:
 
 #: The metrics when none are named.
 DEFAULT_METRICS: tuple[str, ...] = ("ndcg@10", "mrr@10", "recall@100", "map")
+#: Most sign flips (``n_permutations``) and bootstrap resamples (``n_bootstrap``) :func:`compare` accepts:
+#: a million already resolves p to 1e-6, and 10**10 would run for days without a word.
+MAX_RESAMPLES = 1_000_000
 
 Test = Literal["randomisation", "t-test"]
 
@@ -55,9 +64,30 @@ Test = Literal["randomisation", "t-test"]
 # --------------------------------------------------------------------------------------------------
 
 
-def _per_query(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[MetricName]) -> dict[str, np.ndarray]:
-
+def _per_query(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[MetricName], label: str = "run", stacklevel: int = 3
+) -> dict[str, np.ndarray]:
+    problem = overlap_problem(qrels, run, label)
+    if problem is not None:
+        category, message = problem
+        warnings.warn(message, category, stacklevel=stacklevel)
     return per_query_values(run, qrels, metrics)
+
+
+def _check_statistics(n_permutations: object, n_bootstrap: object, confidence: object, alpha: object, seed: object) -> None:
+    """Refuse a parameter of :func:`compare` that the statistics cannot honour, naming it and its range."""
+    for name, value in (("n_permutations", n_permutations), ("n_bootstrap", n_bootstrap)):
+        if not _is_int(value) or not 1 <= value <= MAX_RESAMPLES:  # type: ignore[operator]
+            raise ValueError(f"{name} must be an integer from 1 to {MAX_RESAMPLES:,}, got {value!r}")
+    for name, value in (("confidence", confidence), ("alpha", alpha)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
+            raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+    if not _is_int(seed):
+        raise ValueError(f"seed must be an integer, got {seed!r} ({type(seed).__name__})")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _table(rows: list[list[object]], headers: list[str]) -> str:
@@ -111,7 +141,7 @@ class Evaluation:
         return result
 
     def __str__(self) -> str:
-        width = max(len(m) for m in self.means)
+        width = max(22, *(len(m) for m in self.means))  # trec_eval's layout: the measure in 22 columns, then tabs
         lines = [f"{'num_q':<{width}}\tall\t{self.n_queries}"]
         lines += [f"{name:<{width}}\tall\t{value:.4f}" for name, value in self.means.items()]
         return "\n".join(lines)
@@ -131,10 +161,14 @@ def evaluate(qrels: object, run: object, metrics: str | Iterable[str] = DEFAULT_
 
     Raises:
         ValueError: An unknown metric name, empty qrels, or malformed input (naming the file and line for a TREC file).
+
+    Warns:
+        EmptyRunWarning: The run holds no hit at all (every metric is 0).
+        NoSharedQueryWarning: No query of the run is in the qrels (every metric is 0).
     """
     parsed = parse_metrics(metrics)
     judged = load_qrels(qrels)
-    values = _per_query(judged, load_run(run), parsed)
+    values = _per_query(judged, load_run(run), parsed, f"run {run}" if isinstance(run, (str, Path)) else "the run")
     query_ids = list(judged)
     return Evaluation(
         means={name: float(v.mean()) for name, v in values.items()},
@@ -343,10 +377,16 @@ def compare(
         A :class:`Comparison`; ``print()`` it, or use ``.matrix(metric)``, ``.verdicts``, ``.to_dict()``.
 
     Raises:
-        ValueError: Fewer than two runs, an unknown metric or test, malformed input.
+        ValueError: Fewer than two runs, an unknown metric or test, malformed input, or a parameter out of its
+            range (the message names it): ``n_permutations`` and ``n_bootstrap`` integers from 1 to
+            :data:`MAX_RESAMPLES`, ``confidence`` and ``alpha`` strictly between 0 and 1, ``seed`` an integer.
+
+    Warns:
+        EmptyRunWarning, NoSharedQueryWarning: As :func:`evaluate`, per run.
     """
     import pandas as pd
 
+    _check_statistics(n_permutations, n_bootstrap, confidence, alpha, seed)
     pairwise = PairwiseSettings(test, n_permutations, n_bootstrap, confidence, alpha, seed)  # raises on an unknown test
     named = dict(runs) if isinstance(runs, Mapping) else _runs_from_paths(runs)
     if len(named) < 2:
@@ -354,7 +394,7 @@ def compare(
     parsed = parse_metrics(metrics)
     judged = load_qrels(qrels)
     query_ids = list(judged)
-    values = {name: _per_query(judged, load_run(run, f"run {name!r}"), parsed) for name, run in named.items()}
+    values = {name: _per_query(judged, load_run(run, f"run {name!r}"), parsed, f"run {name!r}", 4) for name, run in named.items()}
     names = list(named)
     wide = {m: pd.DataFrame({r: values[r][m] for r in names}, index=query_ids) for m in (p.name for p in parsed)}
     result = compare_all(wide, pairwise)
@@ -377,13 +417,19 @@ def compare(
     return Comparison(names, [p.name for p in parsed], len(query_ids), means, cis, pairs, per_query, settings)
 
 
+def run_name(path: str | Path) -> str:
+    """A run file's name as a run's name: the file name without ``.gz`` and then its last suffix (``bm25.run.gz`` -> ``bm25``)."""
+    name = Path(path).name
+    return Path(name[: -len(".gz")] if name.endswith(".gz") else name).stem
+
+
 def _runs_from_paths(paths: Sequence[str | Path]) -> dict[str, object]:
-    """``{file stem: path}``; raises when two files share a stem."""
+    """``{run_name(path): path}``; raises when two files share a name."""
     named: dict[str, object] = {}
     for path in paths:
         if not isinstance(path, (str, Path)):
             raise ValueError(f"runs must be a dict {{name: run}} or TREC run paths, got {type(path).__name__} in the list")
-        stem = Path(path).stem
+        stem = run_name(path)
         if stem in named:
             raise ValueError(f"two runs are named {stem!r} ({named[stem]} and {path}); pass a dict {{name: path}}")
         named[stem] = path

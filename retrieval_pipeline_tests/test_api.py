@@ -183,8 +183,8 @@ def test_malformed_trec_files_name_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"bad\.run: line 2: score 'high' is not a number"):
         evaluate(qrels, bad_run)
     bad_qrels = tmp_path / "bad.qrels"
-    bad_qrels.write_text("q1 0 d1 1\nq1 0 d2\n")
-    with pytest.raises(InputError, match=r"bad\.qrels: line 2: expected 4 fields"):
+    bad_qrels.write_text("q1 0 d1 1\nq1 0 d2 1 x\n")
+    with pytest.raises(InputError, match=r"bad\.qrels: line 2: expected 4 or 3 fields"):
         evaluate(bad_qrels, run)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,8 @@ VERDICT_CLAUSES = 3
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 #: The error class of a step stopped by SIGINT (or SIGTERM): Dagster ends the run, the runner stops after it.
 INTERRUPTED_ERROR = "DagsterExecutionInterruptedError"
+#: The error class of a step whose loop saw the stop flag (:class:`retrieval_pipeline.core.common.stop.StopRequested`).
+STOPPED_ERROR = "StopRequested"
 
 
 @dataclass
@@ -75,6 +77,7 @@ class DatasetRun:
     error: str = ""
     significance: pd.DataFrame | None = None  # metric_significance: CIs and tests against the baseline
     pairs: pd.DataFrame | None = None  # retriever_pairs: every retriever against every other
+    notes: list[str] = field(default_factory=list)  # rejected rows, retrievers that answered nothing (warnings)
 
     @property
     def failed_steps(self) -> list[StepResult]:
@@ -83,7 +86,27 @@ class DatasetRun:
     @property
     def interrupted(self) -> bool:
         """Whether a signal stopped the run (Dagster ends it with the interrupted step failed)."""
-        return any(s.error_class == INTERRUPTED_ERROR for s in self.steps)
+        return any(s.error_class in (INTERRUPTED_ERROR, STOPPED_ERROR) for s in self.steps)
+
+
+def run_notes(materialised: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What a run's materialisations say that the console must show: rejected rows, and retrievers that answered nothing.
+
+    Args:
+        materialised: ``{asset key: {metadata key: value}}`` of the run's materialisations.
+    """
+    notes = []
+    rejected = {
+        key: int(meta["rejected"])
+        for key, meta in materialised.items()
+        if key.endswith("rejects") and isinstance(meta.get("rejected"), int)
+    }
+    if rejected:
+        notes.append("rejected: " + ", ".join(f"{n} row(s) in {key}" for key, n in sorted(rejected.items())) + " (reasons in each asset)")
+    empty = str(materialised.get("retrieval_runs", {}).get("empty_runs", "none"))
+    if empty != "none":
+        notes.append(f"warning: {empty} returned no hit for any query: every metric of it is 0 (a wrong index or service?)")
+    return notes
 
 
 def metrics_table(metrics: pd.DataFrame, significance: pd.DataFrame | None = None) -> str:
@@ -129,14 +152,19 @@ def verdict_lines(pairs: pd.DataFrame | None) -> list[str]:
     return [heading, *(f"    {line}" for line in verdicts.values())]
 
 
-def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
-    """Per dataset: outcome, the metrics table, failed checks and steps, where the outputs are; then the log file."""
+def format_summary(runs: Sequence[DatasetRun], log_path: Path, interrupted_by: str = "") -> str:
+    """Per dataset: outcome, the metrics table, failed checks and steps, where the outputs are; then the log file.
+
+    ``interrupted_by`` (e.g. ``"SIGTERM"``): a signal stopped the invocation; the last line says so and the exit code
+    130, instead of a FAILED line with exit code 1 that the process would not return.
+    """
     lines = ["Summary", "======="]
     for run in runs:
         outcome = "succeeded" if run.success else "FAILED"
         lines.append(f"{run.dataset}: {outcome} in {run.seconds:.1f} s" + (f" (run {run.run_id[:8]})" if run.run_id else ""))
         if run.error:
             lines.append(f"  error: {first_line(run.error)}")
+        lines += [f"  {note}" for note in run.notes]
         if run.metrics is not None and not run.metrics.empty:
             lines += ["  " + line for line in metrics_table(run.metrics, run.significance).splitlines()]
             queries = f"; {int(run.metrics['n_queries'].max())} queries" if "n_queries" in run.metrics else ""
@@ -166,7 +194,9 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
         lines.append("")
     lines.append(f"Log (the full Dagster event stream): {shown_path(log_path)}")
     failed = [r for r in runs if not r.success]
-    if failed:
+    if interrupted_by:
+        lines.append(f"INTERRUPTED by {interrupted_by}: {len(runs) - len(failed)} of {len(runs)} run(s) finished before it. Exit code 130")
+    elif failed:
         why = [
             f"{r.dataset} ("
             + (

@@ -179,7 +179,12 @@ def quiet_progress_bars() -> None:
 
 
 #: The wrappers Dagster puts around a step's own exception (the real message is their cause's).
-_WRAPPER_ERRORS = {"DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError"}
+_WRAPPER_ERRORS = {
+    "DagsterExecutionStepExecutionError",
+    "DagsterUserCodeExecutionError",
+    "DagsterExecutionLoadInputError",  # 'Error occurred while loading input "corpus"': the cause says which and why
+    "DagsterExecutionHandleOutputError",
+}
 
 
 def _error_text(error: Any) -> str:

@@ -32,9 +32,7 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -46,10 +44,15 @@ from typing import Any, TextIO
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, shown_path
+from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, run_notes, shown_path
+from retrieval_pipeline.cli.instance import home_instance
+from retrieval_pipeline.cli.output_paths import OutputPathError, check_output_file, check_output_folder
 from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
+from retrieval_pipeline.cli.signals import EXIT_INTERRUPTED, stop_on_signals
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.plugin_process import kill_all
 
 try:  # importing the definitions reads the registries: a refusal there is one line on the command line, not a traceback
     from retrieval_pipeline.definitions import defs
@@ -69,7 +72,7 @@ PAIRS_KEY = dg.AssetKey("retriever_pairs")
 #: Run config of every run: Dagster's console logger (stderr) prints only CRITICAL; the log file gets every event.
 QUIET_CONSOLE: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 #: Exit codes.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(ValueError):
@@ -82,10 +85,8 @@ def _instance(given: dg.DagsterInstance | None, out: TextIO) -> Iterator[dg.Dags
     if given is not None:
         yield given
         return
-    home = os.environ.get("DAGSTER_HOME")
-    if home:
-        Path(home).mkdir(parents=True, exist_ok=True)
-        with dg.DagsterInstance.get() as instance:
+    if os.environ.get("DAGSTER_HOME"):
+        with home_instance() as instance:  # a fresh home initialised once, under a lock (two first runs at once)
             yield instance
     else:
         out.write("note: DAGSTER_HOME is not set: an ephemeral instance keeps no run history (the drift check compares with nothing)\n")
@@ -214,7 +215,7 @@ def run_datasets(
                     runs.append(
                         _run_one(job, config, dataset, (i, len(datasets)), used, plan, blocking, stream, dagster_instance, settings, out)
                     )
-                    if runs[-1].interrupted:  # Ctrl-C, SIGINT or SIGTERM during the run: no further dataset
+                    if runs[-1].interrupted or stop.requested():  # Ctrl-C, SIGINT or SIGTERM during the run: no further dataset
                         break
                 except Exception as exc:  # e.g. the registry changed under the run: this dataset fails, the others still run
                     out.write(f"== {dataset}: FAILED: {first_line(str(exc))}\n")
@@ -352,7 +353,9 @@ def _run_one(
     metrics = _asset_frame(result, METRICS_KEY) if METRICS_KEY in keys else None
     significance = _asset_frame(result, SIGNIFICANCE_KEY) if SIGNIFICANCE_KEY in keys else None
     pairs = _asset_frame(result, PAIRS_KEY) if PAIRS_KEY in keys else None
-    out.write(f"== {dataset}: {'succeeded' if result.success else 'FAILED'} in {seconds:.1f} s (run {result.run_id[:8]})\n\n")
+    notes = run_notes(_materialised(result))
+    out.write(f"== {dataset}: {'succeeded' if result.success else 'FAILED'} in {seconds:.1f} s (run {result.run_id[:8]})\n")
+    out.write("".join(f"   {note}\n" for note in notes) + "\n")
     out.flush()
     return DatasetRun(
         dataset,
@@ -365,7 +368,17 @@ def _run_one(
         exports,
         significance=significance,
         pairs=pairs,
+        notes=notes,
     )
+
+
+def _materialised(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+    """``{asset key: {metadata key: plain value}}`` of every materialisation of the run."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization  # type: ignore[union-attr]
+        found[materialization.asset_key.to_user_string()] = {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+    return found
 
 
 def _asset_frame(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> pd.DataFrame | None:
@@ -412,28 +425,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM stop the runs as Ctrl-C does, with or without a terminal.
-
-    A background job of a non-interactive shell (``setsid make run &``, a CI step) inherits SIGINT *ignored*,
-    so ``kill -INT`` did nothing; SIGTERM killed the process at once, mid-write. Inside the block SIGINT
-    raises KeyboardInterrupt (Dagster's own handling during a run included) and SIGTERM is turned into a
-    SIGINT, as Dagster's CLI does; the previous handlers come back after.
-    """
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set in the main thread
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(os.getpid(), signal.SIGINT))
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -462,6 +453,14 @@ def main(
     out_dir = Path(getattr(overrides.get("settings"), "out_dir", DEFAULT_OUT_DIR))
     log_path = args.log or out_dir / "logs" / f"run-{datetime.now():%Y%m%d-%H%M%S}.log"
     datasets = list(dict.fromkeys(args.datasets))
+    try:  # a bad output path is one line before anything runs, not a traceback from the first write
+        for folder, what in ((args.out_dir, "--out-dir"), (args.cache_dir, "--cache-dir"), (log_path.parent, "--log")):
+            if folder is not None:
+                check_output_folder(folder, what)
+        check_output_file(log_path, "--log")
+    except OutputPathError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         with stop_on_signals(), bars_on_the_terminal():
             if args.add_retriever and args.select != "*":
@@ -480,14 +479,25 @@ def main(
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        out.write(f"\ninterrupted; the event stream so far is in {shown_path(log_path)}\n")
+        out.write(f"\n{_interrupted_line(log_path)}\n")
         return EXIT_INTERRUPTED
-    out.write(format_summary(runs, log_path))
-    if any(r.interrupted for r in runs):
-        out.write(f"interrupted; the event stream so far is in {shown_path(log_path)}\n")
+    interrupted = any(r.interrupted for r in runs) or stop.requested()
+    out.write(format_summary(runs, log_path, interrupted_by=(stop.reason() or "a signal") if interrupted else ""))
+    if interrupted:
+        out.write(f"{_interrupted_line(log_path)}\n")
         return EXIT_INTERRUPTED
     return EXIT_OK if all(r.success for r in runs) else EXIT_FAILED
 
 
+def _interrupted_line(log_path: Path) -> str:
+    return f"interrupted; the event stream so far is in {shown_path(log_path)} (stopped by {stop.reason() or 'a signal'}; exit code {EXIT_INTERRUPTED})"
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code == EXIT_INTERRUPTED:  # stopped: end now, not after the libraries' teardown (torch, threads still finishing a batch)
+        kill_all()  # plug-in workers (their watchdog would end them a second later)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

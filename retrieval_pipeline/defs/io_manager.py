@@ -49,6 +49,8 @@ class ParquetIOManager(dg.UPathIOManager):
             path = self._get_paths_for_partitions(context)[keys[0]]
             if path.exists():
                 return self.load_from_path(context, path)
+            if not (context.definition_metadata or {}).get("allow_missing_partitions"):
+                raise FileNotFoundError(never_materialised(context.asset_key.to_user_string(), keys[0], path))
         return super().load_partitions(context)
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
@@ -56,6 +58,14 @@ class ParquetIOManager(dg.UPathIOManager):
         # writer's rename in between gave "Invalid column metadata (corrupt file?)" in a race test.
         with path.open("rb") as handle:
             return pd.read_parquet(handle)
+
+
+def never_materialised(asset: str, partition: str, path: object) -> str:
+    """The message of an input that was never materialised, with the fix (the console shows it as the step's error)."""
+    return (
+        f"input {asset!r} of dataset {partition} was never materialised (no {path}): run the dataset first: "
+        f"make run DATASETS={partition} (or python -m retrieval_pipeline.cli.run --datasets {partition})"
+    )
 
 
 class ParquetIOManagerFactory(dg.ConfigurableIOManagerFactory):

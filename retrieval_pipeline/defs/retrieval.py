@@ -152,6 +152,12 @@ def _scalars(params: dict) -> dict[str, object]:
     return {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}
 
 
+def empty_runs(frame: pd.DataFrame, retrievers: list[str]) -> list[str]:
+    """The retrievers whose runs hold no hit at all (a query with no hit keeps one row of rank 0)."""
+    answered = set(frame.loc[frame["rank"] > 0, "retriever"])
+    return [name for name in retrievers if name not in answered]
+
+
 RETRIEVER_NAMES = REGISTRY.retrievers.names
 retriever_assets = [make(n) for n in RETRIEVER_NAMES for make in (_index_asset, _runs_asset)]
 
@@ -190,9 +196,13 @@ def retrieval_runs(
         first = list(dict.fromkeys(frame["query_id"]))[: config.sample_size]
         frame = frame[frame["query_id"].isin(first)].reset_index(drop=True)
     failed = frame[frame["error"].notna()] if "error" in frame else frame.iloc[0:0]
+    empty = empty_runs(frame, dataset.retrievers)
+    for name in empty:
+        context.log.warning(f"retriever {name} returned no hit for any query of {context.partition_key}: every metric of it is 0")
     return dg.MaterializeResult(
         value=frame,
         metadata={
+            "empty_runs": ", ".join(empty) or "none",
             "retrievers": ", ".join(dataset.retrievers),
             "baseline": dataset.baseline_retriever,
             "queries": int(frame["query_id"].nunique()),

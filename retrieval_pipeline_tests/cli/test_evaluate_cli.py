@@ -63,3 +63,117 @@ def test_runs_as_a_module(files: dict[str, Path], project_root: Path) -> None:
         check=True,
     )
     assert done.stdout.splitlines()[-1].split() == ["mrr", "all", "1.0000"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Files and options as other tools write them (issue 37), bad output paths and silent zeros (issue 39)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_gzip_files_and_three_column_qrels(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    qrels, run = tmp_path / "qrels.3col.txt.gz", tmp_path / "dense.run.gz"
+    qrels.write_bytes(gzip.compress("".join(" ".join(line.split()[i] for i in (0, 2, 3)) + "\n" for line in QRELS.splitlines()).encode()))
+    run.write_bytes(gzip.compress(DENSE.encode()))
+    assert main([str(qrels), str(run), "-m", "P@1"]) == 0
+    assert main([str(files["qrels"]), str(files["dense"]), "-m", "P@1"]) == 0
+    first, second = capsys.readouterr().out.split("runid")[1:]
+    assert first.split()[1:] == second.split()[1:] and "precision@1 all 1.0000" in " ".join(first.split())
+
+
+def test_per_query_lines_in_trec_eval_layout(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(files["qrels"]), str(files["bm25"]), "-q", "-m", "P.1", "-m", "recip_rank"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    per_query = [line for line in lines if "\tall\t" not in line and not line.startswith("runid")]
+    assert per_query == [
+        f"{'precision@1':<22}\tq1\t1.0000",
+        f"{'mrr':<22}\tq1\t1.0000",
+        f"{'precision@1':<22}\tq2\t0.0000",
+        f"{'mrr':<22}\tq2\t0.5000",
+        f"{'precision@1':<22}\tq3\t0.0000",
+        f"{'mrr':<22}\tq3\t0.0000",
+    ]
+    assert f"{'mrr':<22}\tall\t0.5000" in lines
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (["-m", "P.1,2"], ["precision@1", "precision@2"]),
+        (["-m", "ndcg_cut.10,20"], ["ndcg@10", "ndcg@20"]),
+        (["-m", "map ndcg@10"], ["map", "ndcg@10"]),
+        (["-m", "map,recall.1,2", "-m", "P_1"], ["map", "recall@1", "recall@2", "precision@1"]),
+    ],
+)
+def test_metric_lists_as_trec_eval_takes_them(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], arguments: list[str], expected: list[str]
+) -> None:
+    assert main([str(files["qrels"]), str(files["dense"]), *arguments]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()[2:]]
+    assert names == expected
+
+
+def test_a_bare_cut_off_is_refused(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(files["qrels"]), str(files["dense"]), "-m", "map,10"]) == 2
+    assert "cut-off 10 follows no metric with a cut-off" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("/proc/self/mem", "--json /proc/self/mem"),
+        ("{tmp}/no/such/folder/out.json", "does not exist"),
+        ("{tmp}", "is a folder"),
+        ("/dev/full", "is not a regular file"),
+    ],
+)
+def test_a_bad_json_path_is_one_line_and_exit_2(
+    files: dict[str, Path], tmp_path: Path, project_root: Path, target: str, message: str
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retrieval_pipeline.cli.evaluate",
+            str(files["qrels"]),
+            str(files["dense"]),
+            "--json",
+            target.format(tmp=tmp_path),
+        ],
+        cwd=project_root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1 and message in done.stderr
+
+
+def test_an_unwritable_folder_is_one_line_and_exit_2(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.access(locked, os.W_OK):  # root ignores the mode bits
+        pytest.skip("running as root: every folder is writable")
+    assert main([str(files["qrels"]), str(files["dense"]), "--json", str(locked / "out.json")]) == 2
+    assert "is not writable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("run_text", "warning"),
+    [("", "is empty (no hit for any query)"), ("x1 Q0 d1 1 1.0 t\n", "shares no query id with the qrels")],
+)
+def test_a_run_that_scores_zero_for_nothing_warns_on_stderr(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], run_text: str, warning: str
+) -> None:
+    files["dense"].write_text(run_text)
+    assert main([str(files["qrels"]), str(files["dense"]), "-m", "map"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("warning: run ") and warning in err and "dense.run" in err
+
+
+def test_statistics_parameters_out_of_range_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(files["qrels"]), str(files["bm25"]), str(files["dense"]), "--permutations", str(10**10)]) == 2
+    assert "n_permutations must be an integer from 1 to 1,000,000" in capsys.readouterr().err

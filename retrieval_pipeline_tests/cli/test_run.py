@@ -88,6 +88,11 @@ def test_failing_error_floor_prints_table_and_failed_check_and_exits_1(tmp_path:
     # every step ran: nothing depends on retrieval_metrics, so a failed floor still leaves the report written
     assert len(step_lines) == int(header[1])
     assert (tmp_path / "out" / "exports" / DATASET / "report.html").is_file()
+    # issue 39.7: the reject counts reach the console, under the dataset's line and in the summary
+    rejects = pd.read_parquet(tmp_path / "out" / "case_rejects" / f"{DATASET}.parquet")
+    corpus_rejects = pd.read_parquet(tmp_path / "out" / "corpus_rejects" / f"{DATASET}.parquet")
+    counts = f"rejected: {len(rejects)} row(s) in case_rejects, {len(corpus_rejects)} row(s) in corpus_rejects"
+    assert stdout.count(counts) == 2, stdout
 
     # the table: the run's retrieval_metrics values, 3 decimals, the best hit@5 marked
     rows = table_rows(stdout)
@@ -311,3 +316,14 @@ def test_add_retriever_on_the_command_line(tmp_path: Path, dagster_home: Path, c
         "retrievers/hybrid_rrf_k60_runs",
     ]
     assert "retrieval_runs" in steps and "retrievers/bm25_runs" not in steps
+
+
+def test_a_missing_input_names_the_cause_and_the_fix(tmp_path: Path, dagster_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 39.11: ``make add-retriever`` on a fresh clone said only ``Error occurred while loading input "corpus"``."""
+    resources = tiny_resources(tmp_path)
+    code, out, err = run(resources, tmp_path / "a.log", capfd, args=("--add-retriever", "bm25"))
+    assert code == 1 and "Traceback" not in out + err
+    step = next(line for line in out.splitlines() if "retrievers/bm25_index" in line and "FAILED" in line)
+    assert "Error occurred while loading input" not in step
+    assert f"input 'corpus' of dataset {DATASET} was never materialised" in step
+    assert f"run the dataset first: make run DATASETS={DATASET}" in step

@@ -106,3 +106,50 @@ def test_a_refused_registry_is_one_line_naming_the_file(tmp_path: Path) -> None:
         f"error: file {registry}: dataset registry refused: duplicate key 'stdlib' at line 11, column 3 (first at line 7): "
         "the second would silently replace the first"
     ]
+
+
+@pytest.mark.integration
+def test_a_plug_in_that_exits_fails_its_dataset_and_the_invocation(tmp_path: Path) -> None:
+    """Issue 39.1: ``os._exit(0)`` in a plug-in's search ended the whole invocation with exit code 0 and no summary."""
+    root = tmp_path / "in"
+    registry = _registry(
+        root,
+        GOOD.format(name="stdlib").replace("corpus:", "retrievers: [bm25, exits]\n  corpus:") + GOOD.format(name="python_nq"),
+    )
+    (root / "retrievers.yaml").write_text(
+        'retrievers:\n  bm25: {kind: bm25}\n  exits: {kind: python, factory: "retrieval_pipeline_tests.fakes.plugins:ExitsInSearch"}\n'
+    )
+    env = {**os.environ, "RETRIEVAL_PIPELINE_REGISTRY": str(registry), "DAGSTER_HOME": str(tmp_path / "home")}
+    command = ["--datasets", "stdlib", "python_nq", "--select", "*retrieval_runs,case_rejects,corpus_rejects"]
+    command += ["--out-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+    done = subprocess.run(
+        [sys.executable, "-m", "retrieval_pipeline.cli.run", *command], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600
+    )
+    out = done.stdout
+    assert "Traceback" not in out + done.stderr, out + done.stderr
+    assert done.returncode == 1, out + done.stderr
+    assert "== stdlib: FAILED" in out and "== python_nq: succeeded" in out  # the dataset after it still ran
+    step = next(line for line in out.splitlines() if "retrievers/exits_runs " in line and "FAILED" in line)
+    assert "retriever 'exits' (python) on dataset 'stdlib': its worker process ended during search() with exit code 0" in step
+    assert out.rstrip().splitlines()[-1].startswith("FAILED: 1 of 2 run(s): stdlib (a step failed)")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--log", "/proc/self/mem", "--log /proc/self"),
+        ("--log", "{tmp}", "is a folder"),
+        ("--log", "{tmp}/a_file/run.log", "cannot create it"),
+        ("--out-dir", "{tmp}/a_file", "cannot create it"),
+        ("--cache-dir", "/proc/self/x", "cannot create it"),
+    ],
+)
+def test_a_bad_output_path_is_one_line_and_exit_2(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    """Issue 39.3: an unwritable output path gave an OSError traceback (after the work, for --json)."""
+    (tmp_path / "a_file").write_text("not a folder")
+    code = main(["--datasets", "stdlib", option, value.format(tmp=tmp_path)], instance=dg.DagsterInstance.ephemeral())
+    captured = capfd.readouterr()
+    assert code == 2 and "Traceback" not in captured.out + captured.err
+    assert captured.err.count("\n") == 1 and captured.err.startswith(f"error: {option} ") and message in captured.err

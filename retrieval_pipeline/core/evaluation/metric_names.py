@@ -50,6 +50,9 @@ _ALIASES: dict[str, str] = {
     "rprec": "r_prec",
 }
 
+#: Largest cut-off accepted: deeper than any run is ranked (metrics allocate per-rank arrays of this length).
+MAX_CUTOFF = 1_000_000
+
 #: Families that must have a cut-off, and the one that must not.
 _NEEDS_CUTOFF = frozenset({"hit_rate", "recall", "precision"})
 _NO_CUTOFF = frozenset({"r_prec"})
@@ -128,7 +131,7 @@ def parse_metric(name: str | MetricName) -> MetricName:
     if family is None:
         match = _NAME.fullmatch(text)
         family = _ALIASES.get(match["base"]) if match and match["k"] else None
-        k = int(match["k"]) if family else None
+        k = _cutoff(name, match["k"]) if family else None
     if family is None:
         raise ValueError(f"unknown metric {name!r}; {known_metrics_hint()}")
     if k is not None and k < 1:
@@ -138,6 +141,14 @@ def parse_metric(name: str | MetricName) -> MetricName:
     if k is not None and family in _NO_CUTOFF:
         raise ValueError(f"metric {name!r} takes no cut-off (R-prec cuts each query at its number of relevant documents)")
     return MetricName(family, k)
+
+
+def _cutoff(name: str, digits: str) -> int:
+    """The cut-off of ``name``, refused past :data:`MAX_CUTOFF` (checked on the digits: no 10**20-sized int is built)."""
+    if len(digits.lstrip("0")) > len(str(MAX_CUTOFF)) or int(digits) > MAX_CUTOFF:
+        shown = digits if len(digits) <= 30 else digits[:30] + "..."
+        raise ValueError(f"metric {name[:60]!r}: the cut-off {shown} is over the limit of {MAX_CUTOFF:,}")
+    return int(digits)
 
 
 def parse_metrics(names: str | MetricName | Iterable[str | MetricName]) -> list[MetricName]:

@@ -267,9 +267,13 @@ def read_params(index_dir: Path, spec: RetrieverSpec, dataset: str, documents: S
     return params
 
 
+#: Settings that do not change what an index holds: a changed description or deadline reuses the index.
+_NOT_IDENTITY = frozenset({"description", "timeout_s"})
+
+
 def _identity(settings: Any) -> Any:
-    """The settings that define an index: all of them but the free-text description."""
-    return {k: v for k, v in settings.items() if k != "description"} if isinstance(settings, dict) else settings
+    """The settings that define an index: all of them but the free-text description and the deadline."""
+    return {k: v for k, v in settings.items() if k not in _NOT_IDENTITY} if isinstance(settings, dict) else settings
 
 
 # -- loading -------------------------------------------------------------------------------------

@@ -177,7 +177,8 @@ def test_read_run_errors_name_file_and_line(tmp_path: Path, text: str, message: 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("q 0 d\n", "line 1: expected 4 fields"),
+        ("q 0 d 1 x\n", "line 1: expected 4 or 3 fields"),
+        ("q d\n", "line 1: expected 4 or 3 fields"),
         ("q 0 d 1\nq 0 e x\n", "line 2: grade 'x' is not an integer"),
         ("q 0 d 1\nq 0 d 2\n", "line 2: doc id 'd' appears twice"),
     ],

@@ -69,6 +69,8 @@ from typing import Any, Generic, TypeVar
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected
 
+#: Longest qrels line read, in bytes (the TREC readers' limit: a line is three or four short fields).
+MAX_QRELS_LINE_BYTES = 64 * 1024
 #: ``Case.benchmark_type`` of every BEIR query.
 BEIR_BENCHMARK_TYPE = "beir"
 
@@ -174,11 +176,18 @@ def _beir_paths(root: Path, split: str) -> tuple[Path, Path, Path]:
     return paths
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(1-based line number, text)`` for each non-blank line, decoded as UTF-8."""
+def _lines(path: Path, max_line: int | None = None) -> Iterator[tuple[int, str]]:
+    """Yield ``(1-based line number, text)`` for each non-blank line, decoded as UTF-8.
+
+    ``max_line``: refuse a line longer than this many bytes (the qrels: a TSV line is three short fields), read
+    at most that far, so an endless line is refused without being held in memory.
+    """
     try:
         with path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
+            lines = iter(lambda: handle.readline(max_line + 1), b"") if max_line else handle
+            for number, raw in enumerate(lines, start=1):
+                if max_line and len(raw) > max_line:
+                    raise InputError(f"line {number} is longer than {max_line:,} bytes: refused", path=str(path))
                 text = _decode(raw, path, number).strip("\r\n")
                 if text.strip():
                     yield number, text
@@ -336,7 +345,7 @@ def _is_number(text: str) -> bool:
 def _read_qrels(path: Path, corpus: _IdRows[Document], queries: _IdRows[Case]) -> _QrelsRead:
     """Read a qrels TSV (header and layout detected), keeping judgements of loaded queries and documents."""
     read = _QrelsRead()
-    for number, text in _lines(path):
+    for number, text in _lines(path, MAX_QRELS_LINE_BYTES):
         fields = _fields(text)
         if read.lines == 0 and read.header is None and not _is_number(fields[-1]):
             read.header = fields

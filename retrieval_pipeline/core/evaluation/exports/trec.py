@@ -37,21 +37,35 @@ original list order.
 
 from __future__ import annotations
 
+import gzip
+import io
 import math
+import os
+import stat
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import numpy as np
 
 from retrieval_pipeline.core.common.atomic import atomic_write
 from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import PathRefused
 from retrieval_pipeline.core.common.types import Hit, Qrels, Run
 
 V = TypeVar("V", int, float)
 
 #: Largest finite float32: trec_eval stores run scores as C ``float``.
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: Default size limit of a TREC file, in bytes (after gzip decompression too).
+DEFAULT_MAX_TREC_BYTES = 4 * 1024**3
+#: Environment variable that overrides :data:`DEFAULT_MAX_TREC_BYTES`.
+MAX_TREC_BYTES_ENV = "RETRIEVAL_PIPELINE_MAX_TREC_BYTES"
+#: Longest line accepted, in bytes (a TREC line is six short fields; an endless line is refused here).
+MAX_TREC_LINE_BYTES = 64 * 1024
+#: The first two bytes of every gzip stream (RFC 1952).
+GZIP_MAGIC = b"\x1f\x8b"
 
 # --------------------------------------------------------------------------------------------------
 # Writing
@@ -229,7 +243,10 @@ def _trec_eval_order(hits: dict[str, float]) -> list[Hit]:
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file (``query_id iteration doc_id grade``) into Qrels.
+    """Read a TREC qrels file (``query_id iteration doc_id grade``, or ``query_id doc_id grade``) into Qrels.
+
+    A line of three fields is ``query_id doc_id grade`` (the layout without trec_eval's unused
+    iteration column that some tools write); four fields are trec_eval's layout.
 
     Args:
         path: The qrels file.
@@ -242,26 +259,124 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     """
     path = Path(path)
     qrels: Qrels = {}
-    for number, (query_id, _, doc_id, grade) in _records(path, 4, "query_id 0 doc_id grade"):
+    for number, fields in _records(path, (4, 3), "query_id 0 doc_id grade, or query_id doc_id grade"):
+        query_id, doc_id, grade = (fields[0], fields[2], fields[3]) if len(fields) == 4 else fields
         value = _parse_int(grade, "grade", path, number)
         _add_once(qrels.setdefault(query_id, {}), query_id, doc_id, value, path, number)
     return qrels
 
 
-def _records(path: Path, n_fields: int, layout: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(1-based line, fields)`` of each non-blank line, checking the field count."""
+def max_trec_bytes() -> int:
+    """The size limit: ``RETRIEVAL_PIPELINE_MAX_TREC_BYTES`` when set to a positive integer, else 4 GiB."""
+    value = os.environ.get(MAX_TREC_BYTES_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_TREC_BYTES
+
+
+def _records(path: Path, n_fields: int | tuple[int, ...], layout: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(1-based line, fields)`` of each non-blank line, checking the field count (one of ``n_fields``)."""
+    allowed = (n_fields,) if isinstance(n_fields, int) else n_fields
+    expected = " or ".join(map(str, allowed))
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
+        with open_trec(path) as handle:
+            for number, line in _bounded_lines(handle, path):
                 fields = line.split()
                 if not fields:
                     continue
-                if len(fields) != n_fields:
-                    message = f"line {number}: expected {n_fields} fields ({layout}), got {len(fields)}"
+                if len(fields) not in allowed:
+                    message = f"line {number}: expected {expected} fields ({layout}), got {len(fields)}"
                     raise InputError(message, path=str(path))
                 yield number, fields
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError
         raise InputError(f"cannot read file: {error}", path=str(path)) from error
+
+
+def open_trec(path: str | Path) -> BinaryIO:
+    """A TREC file opened for reading bytes: a regular file, within :func:`max_trec_bytes`, gunzipped when gzip.
+
+    The path is checked before it is opened (``os.stat``): a FIFO, a device (``/dev/zero``), a socket or a
+    folder is refused without an ``open`` that could block; the file is then opened non-blocking and checked
+    again (it may have been swapped in between). Gzip is recognised by its magic bytes, whatever the name
+    (Anserini's ``.run.gz``, ir_datasets' ``qrels`` caches), and its decompressed size is bounded too.
+
+    Raises:
+        PathRefused: Not a regular file, or larger than the limit (one line naming the file).
+        OSError: Missing or unreadable.
+    """
+    path = Path(path)
+    limit = max_trec_bytes()
+    _check_regular(os.stat(path), path, limit)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    raw = os.fdopen(fd, "rb")
+    try:
+        _check_regular(os.fstat(fd), path, limit)
+        os.set_blocking(fd, True)
+        if raw.read(2) == GZIP_MAGIC:
+            raw.seek(0)
+            return _Bounded(gzip.GzipFile(fileobj=raw, mode="rb"), raw, path, limit)  # type: ignore[return-value]
+        raw.seek(0)
+        return _Bounded(raw, raw, path, limit)  # type: ignore[return-value]
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _check_regular(info: os.stat_result, path: Path, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+        raise PathRefused(f"TREC file is {kind}: refused, not read (give a regular file)", path=str(path))
+    if info.st_size > limit:
+        raise PathRefused(
+            f"TREC file is {info.st_size:,} bytes, over the limit of {limit:,} bytes (set {MAX_TREC_BYTES_ENV} to raise it): refused, not read",
+            path=str(path),
+        )
+
+
+class _Bounded(io.RawIOBase):
+    """Reads of ``inner`` (a file or its gzip stream) that fail past ``limit`` bytes; closing closes both."""
+
+    def __init__(self, inner: BinaryIO, raw: BinaryIO, path: Path, limit: int) -> None:
+        self.inner, self.raw, self.path, self.limit, self.done = inner, raw, path, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        data = self.inner.read(len(buffer))
+        self.done += len(data)
+        if self.done > self.limit:
+            raise PathRefused(
+                f"TREC file holds over {self.limit:,} bytes once decompressed (set {MAX_TREC_BYTES_ENV} to raise it): refused",
+                path=str(self.path),
+            )
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            if self.inner is not self.raw:
+                self.inner.close()
+            self.raw.close()
+        finally:
+            super().close()
+
+
+def _bounded_lines(handle: BinaryIO, path: Path) -> Iterator[tuple[int, str]]:
+    """``(1-based number, text)`` of each line, each at most :data:`MAX_TREC_LINE_BYTES` bytes, decoded as UTF-8."""
+    buffered = io.BufferedReader(handle)  # type: ignore[arg-type]
+    number = 0
+    while True:
+        line = buffered.readline(MAX_TREC_LINE_BYTES + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > MAX_TREC_LINE_BYTES:
+            raise InputError(
+                f"line {number} is longer than {MAX_TREC_LINE_BYTES:,} bytes (a TREC line is a few short fields): refused", path=str(path)
+            )
+        try:
+            yield number, line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"line {number}: not UTF-8 text ({error.reason} at byte {error.start})", path=str(path)) from error
 
 
 def _parse_int(text: str, what: str, path: Path, number: int) -> int:

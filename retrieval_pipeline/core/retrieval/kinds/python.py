@@ -13,37 +13,29 @@ The factory is called with ``params`` as keyword arguments and must return an ob
 
 ``examples/retriever_plugin/`` holds a worked example; ``retrieval_pipeline.contract`` checks any class
 against this contract (``python -m retrieval_pipeline.contract package.module:factory``).
+
+The plug-in object lives in a worker process of its own (:mod:`~retrieval_pipeline.core.retrieval.plugin_process`):
+every call (the factory, ``build``, ``save``, ``load``, each ``search`` batch) has ``timeout_s`` seconds (default
+:data:`DEFAULT_TIMEOUT_S`; importing the factory's module has at least ``IMPORT_TIMEOUT_S``), and a plug-in that exits, crashes or hangs fails this retriever with a message naming it,
+never the run's process.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from retrieval_pipeline.core.retrieval.base import Retriever
+from retrieval_pipeline.core.retrieval.plugin_process import IMPORT_TIMEOUT_S, PluginProcess, PluginRetriever
+from retrieval_pipeline.core.retrieval.plugin_worker import import_factory
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 
 SAVED_MARKER = "plugin_saved"
+#: Seconds each call of a plug-in may take when its spec sets no ``timeout_s``.
+DEFAULT_TIMEOUT_S = 600.0
 
-
-def import_factory(target: str) -> Any:
-    """The callable named ``package.module:attribute`` (dotted attributes allowed)."""
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"factory {target!r} must look like package.module:factory")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r} of factory {target!r}: {exc}") from exc
-    for part in attribute.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"module {module_name!r} has no attribute {attribute!r} (factory {target!r})")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise ValueError(f"factory {target!r} is not callable")
-    return obj
+__all__ = ["DEFAULT_TIMEOUT_S", "SAVED_MARKER", "PythonSpec", "import_factory"]
 
 
 @register_kind
@@ -51,6 +43,8 @@ class PythonSpec(RetrieverSpec):
     kind: Literal["python"] = "python"
     factory: str
     params: dict[str, Any] = Field(default_factory=dict)
+    #: Seconds each call of the plug-in may take (the factory, build, save, load, one search batch).
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
 
     @field_validator("factory")
     @classmethod
@@ -60,25 +54,51 @@ class PythonSpec(RetrieverSpec):
         return value
 
     def instance(self) -> Any:
+        """The plug-in object in this process (the contract checker's way); the pipeline uses :meth:`worker`."""
         plugin = import_factory(self.factory)(**self.params)
         missing = [m for m in ("build", "search") if not callable(getattr(plugin, m, None))]
         if missing:
             raise TypeError(f"{self.factory} returned a {type(plugin).__name__} without {', '.join(missing)}()")
         return plugin
 
+    def worker(self, dataset: str) -> tuple[PluginProcess, str, bool]:
+        """The plug-in object built in a worker process: ``(worker, class name, whether it has save and load)``.
+
+        Raises:
+            RetrieverError: The factory failed, exited or hung, or returned an object without build/search.
+        """
+        worker = PluginProcess(self.name or self.factory, dataset, self.timeout_s, self.factory)
+        try:
+            worker.call("import", self.factory, timeout_s=max(self.timeout_s, IMPORT_TIMEOUT_S))
+            plugin_class = worker.call("construct", self.factory, self.params)
+            build, search, save, load = worker.call("has", ["build", "search", "save", "load"])
+            missing = [m for m, ok in (("build", build), ("search", search)) if not ok]
+            if missing:
+                raise TypeError(f"{self.factory} returned a {plugin_class.rsplit('.', 1)[-1]} without {', '.join(missing)}()")
+        except BaseException:
+            worker.close()
+            raise
+        return worker, plugin_class, bool(save and load)
+
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
-        plugin = self.instance()
-        plugin.build(ctx.doc_ids, ctx.texts)
-        saved = callable(getattr(plugin, "save", None)) and callable(getattr(plugin, "load", None))
-        if saved:
-            plugin.save(ctx.index_dir / SAVED_MARKER)
-        return {"plugin_class": f"{type(plugin).__module__}.{type(plugin).__qualname__}", "persisted": saved}
+        worker, plugin_class, saved = self.worker(ctx.dataset)
+        try:
+            worker.call("build", ctx.doc_ids, ctx.texts)
+            if saved:
+                worker.call("save", ctx.index_dir / SAVED_MARKER)
+        finally:
+            worker.close()
+        return {"plugin_class": plugin_class, "persisted": saved}
 
     def load(self, ctx: RetrieverContext) -> Retriever:
-        plugin = self.instance()
-        saved = ctx.index_dir / SAVED_MARKER
-        if saved.exists():
-            plugin.load(saved)
-        else:
-            plugin.build(ctx.doc_ids, ctx.texts)
-        return plugin
+        worker, _, _ = self.worker(ctx.dataset)
+        try:
+            saved = ctx.index_dir / SAVED_MARKER
+            if saved.exists():
+                worker.call("load", saved)
+            else:
+                worker.call("build", ctx.doc_ids, ctx.texts)
+        except BaseException:
+            worker.close()
+            raise
+        return PluginRetriever(worker, self.name)

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
 from retrieval_pipeline.core.common.closing import Closing
 from retrieval_pipeline.core.common.progress import ProgressCallback
@@ -153,6 +154,7 @@ class EmbeddingCache(Closing):
         missing = [k for k in first_text if k not in found]
         embedded = done = 0
         for chunk in _chunks(missing, self.chunk_size(encoder)):
+            stop.check()  # a signal to the runner stops the embedding between chunks (each chunk is committed)
             with self._store.file_locked():
                 stored_meanwhile = self.lookup(encoder.model_id, chunk)
                 todo = [k for k in chunk if k not in stored_meanwhile]

@@ -52,6 +52,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.common.atomic import atomic_write, atomic_write_text, file_lock
 from retrieval_pipeline.core.common.paths import CACHE_ROOT
 
@@ -461,6 +462,7 @@ class OnnxSentenceModel:
         encodings = self.tokenizer.encode_batch([str(t) for t in texts])
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         for start in range(0, len(order), batch_size):
+            stop.check()  # a signal to the runner stops the embedding between batches
             rows = order[start : start + batch_size]
             out[rows] = self.session.run(None, self._feed([encodings[i] for i in rows]))[0]
         norms = np.linalg.norm(out, axis=1, keepdims=True)

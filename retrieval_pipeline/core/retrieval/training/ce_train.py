@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.retrieval.training.mnrl_train import finish, optimiser, seed_everything, step
 
 
@@ -73,6 +74,7 @@ def train_labelled(
     losses: list[float] = []
     started = time.perf_counter()
     for batch in plan:
+        stop.check()  # a signal to the runner stops the training between steps
         inputs = [[queries[i] for i in batch], [passages[i] for i in batch]]
         target = torch.tensor([float(labels[i]) for i in batch], device=device)
         losses.append(step(model, loss_fn(inputs, target), optimizer, scheduler))

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.common import stop
+
 
 def plan_batches(groups: Sequence[set[str]], batch_size: int, seed: int) -> list[list[int]]:
     """Seeded, shuffled batches of indexes into ``groups`` in which no two members share a document.
@@ -102,6 +104,7 @@ def train_pairs(
     losses: list[float] = []
     started = time.perf_counter()
     for batch in plan:
+        stop.check()  # a signal to the runner stops the training between steps
         columns = [[anchors[i] for i in batch], [positives[i] for i in batch]]
         if negatives is not None:
             columns.append([negatives[i] for i in batch])

@@ -290,3 +290,13 @@ def test_real_msmarco_subset_loads_cleanly(shared_data: Path) -> None:
     assert {doc.source for doc in load.documents} == {"beir:msmarco"}
     assert {case.suite for case in load.cases} == {"msmarco"}
     assert seconds < 5, f"load took {seconds:.2f}s"
+
+
+def test_an_endless_qrels_line_is_refused_without_reading_it_all(tmp_path: Path) -> None:
+    """Issue 39.2: the BEIR qrels TSV is read with the TREC readers' line limit."""
+    from retrieval_pipeline.core.datasets.beir.reader import MAX_QRELS_LINE_BYTES as MAX_TREC_LINE_BYTES
+
+    root = write_beir(tmp_path)
+    (root / "qrels" / "test.tsv").write_bytes(b"q1\t" + b"d" * (4 * MAX_TREC_LINE_BYTES))
+    with pytest.raises(InputError, match=f"test.tsv: line 1 is longer than {MAX_TREC_LINE_BYTES:,} bytes"):
+        load_beir(root)
