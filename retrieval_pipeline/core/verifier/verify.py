@@ -57,6 +57,7 @@ from retrieval_pipeline.core.sandbox.results import Execution
 from retrieval_pipeline.core.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.sandbox.shared_batches import SharedBatches
 from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.verifier.abridged import suite_names_line
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
@@ -121,30 +122,9 @@ def verify_question(
             :func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache` (None: prove it).
         shared: Where the batch goes when other questions are proven at the same time (their proofs may share its
             sandbox); None: a batch of its own.
-    """
-    return reuse_or_verify(case_id, question, options, marked, prover, settings, workers=workers, batch=batch,
-                           fallback=fallback, snippet=snippet, cache=cache, shared=shared)[0]  # fmt: skip
-
-
-def reuse_or_verify(
-    case_id: str,
-    question: str,
-    options: Mapping[str, str],
-    marked: str,
-    prover: Prover,
-    settings: SandboxSettings,
-    *,
-    workers: int = 2,
-    batch: bool = True,
-    fallback: Prover | None = None,
-    snippet: str | None = None,
-    cache: VerdictCache | None = None,
-    shared: SharedBatches | None = None,
-) -> tuple[Verdict, bool]:
-    """:func:`verify_question`, saying whether the verdict was reused from the verdict cache.
 
     Returns:
-        ``(verdict, reused)``.
+        The verdict; ``verdict.reused`` says whether it came from the verdict cache rather than from this call's proofs.
     """
     cache = cache if cache is not None else active_verdict_cache()
     key = None
@@ -154,12 +134,12 @@ def reuse_or_verify(
     if key is not None and cache is not None:
         found = cache.get(key)
         if found is not None:
-            return found, True
+            return dataclasses.replace(found, reused=True)
     verdict = prove_question(case_id, question, options, marked, prover, settings, workers=workers, batch=batch, fallback=fallback,
                              snippet=snippet, shared=shared)  # fmt: skip
     if key is not None and cache is not None:
         cache.put(key, verdict)
-    return verdict, False
+    return verdict
 
 
 def prove_question(
@@ -188,7 +168,8 @@ def prove_question(
         proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
         executions = _run_proofs(proofs, settings, workers=workers, batch=batch, shared=shared)
         proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
-        seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index) if observed else [])
+        texts = [c.option_text for c in claims]
+        seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index, texts) if observed else [])
         evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch, shared=shared)
@@ -369,10 +350,10 @@ def run_verification(
     shared = SharedBatches(slots=math.ceil(at_once / QUESTIONS_PER_SLOT))
 
     def verify(case: Case) -> Verdict:
-        verdict, hit = reuse_or_verify(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
-                                       workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache,
-                                       shared=shared)  # fmt: skip
-        if hit:
+        verdict = verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
+                                  workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache,
+                                  shared=shared)  # fmt: skip
+        if verdict.reused:
             reused.append(case.case_id)
         return verdict
 
@@ -396,10 +377,16 @@ def case_snippet(case: Case) -> str | None:
     """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None.
 
     With the module context of its file (``Case.extra["code_snippet_context"]``) put before it
-    (:func:`~retrieval_pipeline.core.verifier.snippet_observation.compose`): the snippet runs in that context.
+    (:func:`~retrieval_pipeline.core.verifier.snippet_observation.compose`): the snippet runs in that context. The
+    names its suite defines elsewhere (``Case.extra["code_snippet_suite_names"]``) head the context as a comment line
+    (:func:`~retrieval_pipeline.core.verifier.abridged.suite_names_line`).
     """
     snippet = case.extra.get("code_snippet")
     if not isinstance(snippet, str):
         return None
     context = case.extra.get("code_snippet_context")
-    return compose(snippet, context if isinstance(context, str) else None)
+    context = context if isinstance(context, str) else ""
+    elsewhere = case.extra.get("code_snippet_suite_names")
+    if isinstance(elsewhere, list) and elsewhere:  # names its suite defines elsewhere (abridged.py): a comment line
+        context = suite_names_line(str(name) for name in elsewhere) + context
+    return compose(snippet, context or None)
