@@ -25,7 +25,10 @@ together (:class:`~retrieval_pipeline.core.sandbox.shared_batches.SharedBatches`
 (:func:`~retrieval_pipeline.core.verifier.snippet_observation.snippet_evidence`); its other options are proven as above.
 
 **A question about what a class or member is for** whose options are all prose is read against the library's
-documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`).
+documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`). **A documented purpose**: when the
+proofs leave one or two options consistent (their names exist) and every other one false, the documentation of what
+each names is read, and the one whose documentation states the purpose the question asks about is true
+(:mod:`~retrieval_pipeline.core.verifier.purpose_claims`).
 
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
@@ -63,6 +66,7 @@ from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
 from retrieval_pipeline.core.verifier.provers import OfflineProver, Proof, Prover
+from retrieval_pipeline.core.verifier.purpose_claims import documented_purpose
 from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache
@@ -171,6 +175,7 @@ def prove_question(
         texts = [c.option_text for c in claims]
         seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index, texts) if observed else [])
         evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
+        evidence = documented_purpose(question, evidence, settings, index)
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch, shared=shared)
     verdict = decide(case_id, marked, evidence)
