@@ -6,8 +6,7 @@ other claim reads. When every option of such a question is prose, the one class 
 resolved through the library index, and its documentation is read ONCE in the sandbox
 (:mod:`.sandbox_files.read_docs`: the class docstring; for a member, the string after the field in the class body,
 a pydantic ``Field(description=...)``, a property's or method's docstring). Each option is then compared on the
-host by its key terms (:func:`coverage`; a shared stem counts: ``logs``/``log``, ``caching``/``cache``,
-``configure``/``configuration``):
+host by its key terms (:func:`coverage`; a shared stem of five letters counts, ``configure``/``configuration``):
 
 * ``true`` when the documentation singles it out: it holds at least :data:`DESCRIBES` of the option's key terms,
   and at least :data:`DESCRIBING_TERMS` of them, while no other option reaches even :data:`DESCRIBED`. What a
@@ -76,26 +75,11 @@ def key_terms(text: str) -> list[str]:
     return [w for w in words if len(w) >= 3 and w not in _STOP]
 
 
-#: Endings cut before two words are compared (``logs``/``log``, ``caching``/``cache``, ``detection``/``detect``).
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ed", "es", "s")
-
-
-def stem(word: str) -> str:
-    """``word`` without one inflection ending, when at least three letters are left."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def same_stem(term: str, word: str) -> bool:
-    """Whether two key terms are one word: equal, equal without an inflection ending, or sharing the first five (at
-    least four) letters of those stems (``configure``/``configuration``)."""
     if term == word:
         return True
-    a, b = stem(term), stem(word)
-    n = min(len(a), len(b), 5)
-    return a == b or (n >= 4 and a[:n] == b[:n])
+    n = min(len(term), len(word), 5)
+    return n >= 4 and term[:n] == word[:n]
 
 
 def matched(option: str, docs: str) -> tuple[int, int]:

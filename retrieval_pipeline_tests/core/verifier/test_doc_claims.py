@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.doc_claims import applies, coverage, decide, purpose_target, same_stem
+from retrieval_pipeline.core.verifier.doc_claims import applies, coverage, decide, purpose_target
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 
@@ -79,9 +79,3 @@ def test_one_shared_word_describes_nothing():
     claims = decompose("c", "What does `RunConfig.speech_config` control?", {"A": "Agent name.", "B": "TTS/STT settings."})
     # "agent" is the only word in common: A is consistent with the docs, but B is not ruled out by it
     assert [state for state, _ in decide(claims, "Speech configuration for the live agent.")] == ["consistent", "undecided"]
-
-
-def test_words_are_compared_without_their_inflection_endings():
-    assert same_stem("log", "logs") and same_stem("cache", "caching") and same_stem("detection", "detect")
-    assert same_stem("configure", "configuration") and same_stem("run", "runs")
-    assert not same_stem("state", "status") and not same_stem("use", "user") and not same_stem("option", "optional")
