@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from retrieval_pipeline.core.astutil import bound_names
+from retrieval_pipeline.core.common.astutil import bound_names
 
 #: The comment line, in a snippet's module context, that lists the names its suite defines elsewhere.
 SUITE_NAMES_PREFIX = "# retrieval_pipeline: names defined elsewhere in the suite: "

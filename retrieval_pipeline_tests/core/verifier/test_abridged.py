@@ -100,8 +100,8 @@ def test_the_loader_carries_the_suite_names_into_the_composed_snippet(tmp_path: 
 def test_an_abridged_observation_leaves_every_option_undecided_so_no_verdict_rests_on_it(monkeypatch):
     """Through :func:`snippet_evidence` with the run faked: the required argument nobody mentions makes the marked
     "No error." undecided (not false), and the question Unverifiable rather than Incorrect."""
-    from retrieval_pipeline.core.sandbox.results import Execution
-    from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+    from retrieval_pipeline.core.services.sandbox.results import Execution
+    from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
     from retrieval_pipeline.core.verifier import snippet_observation
     from retrieval_pipeline.core.verifier.decompose import decompose
     from retrieval_pipeline.core.verifier.verdict import decide
