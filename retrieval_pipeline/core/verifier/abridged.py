@@ -10,6 +10,9 @@ premise. :func:`abridged` names the cause when what was raised comes from one of
 * **a required argument the question does not mention**: ``TypeError: ... missing 1 required positional argument:
   'x'`` or pydantic's ``Field required`` at ``x``, where neither the question nor any option names ``x`` (as
   written, or with ``_`` read as a space). A question about a missing argument names it, at least in an option;
+* **an argument the question does not mention, refused as unknown**: ``unexpected keyword argument 'x'`` or pydantic's
+  ``Extra inputs are not permitted`` at ``x``, where neither the question nor any option names ``x``: the snippet passes
+  something other than what the question describes (the question sets ``ttl_seconds``, the snippet ``ttl``);
 * **a name defined elsewhere in the suite**: a ``NameError`` for a name that the snippet's file (or a file beside
   it) defines somewhere outside the module context the snippet runs in, e.g. inside another section or test. The
   loader lists those names (``Case.extra["code_snippet_suite_names"]``) and they travel in the snippet's context as
@@ -50,6 +53,10 @@ def abridged(observation: Mapping[str, Any], section: str, context: str, questio
     if unmentioned:
         return (f"the snippet is abridged: it leaves out the required argument(s) {', '.join(unmentioned)}, which neither the "
                 f"question nor an option mentions ({raised.get('type')}: {_first_line(raised)})")  # fmt: skip
+    refused = [name for name in refused_arguments(raised) if not _mentioned(name, said)]
+    if refused:
+        return (f"the snippet is not the code the question describes: the library refuses its argument(s) {', '.join(refused)}, "
+                f"which neither the question nor an option mentions ({raised.get('type')}: {_first_line(raised)})")  # fmt: skip
     name = raised.get("name") if raised.get("type") == "NameError" else None
     if name and name in suite_names(context) - bound_names(section) and not hasattr(builtins, name):
         return f"the snippet is abridged: {name!r} is defined elsewhere in its suite, not in the code the snippet runs with"
@@ -64,6 +71,20 @@ def missing_arguments(raised: Mapping[str, Any]) -> list[str]:
             found += re.findall(r"'([A-Za-z_]\w*)'", match.group("names"))
     for error in raised.get("errors") or []:
         if error.get("type") == "missing" and error.get("loc"):
+            found.append(str(error["loc"][-1]))
+    return list(dict.fromkeys(found))
+
+
+#: A call refusing a keyword: ``f() got an unexpected keyword argument 'x'``.
+_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '([A-Za-z_]\w*)'")
+
+
+def refused_arguments(raised: Mapping[str, Any]) -> list[str]:
+    """The arguments a raised error refuses as unknown: a call's ``unexpected keyword argument``, pydantic's
+    ``extra_forbidden`` errors."""
+    found = _UNEXPECTED_KEYWORD.findall(str(raised.get("message", ""))) if raised.get("type") == "TypeError" else []
+    for error in raised.get("errors") or []:
+        if error.get("type") == "extra_forbidden" and error.get("loc"):
             found.append(str(error["loc"][-1]))
     return list(dict.fromkeys(found))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, suite_names
-from retrieval_pipeline.core.verifier.abridged import abridged, missing_arguments, suite_names_line
+from retrieval_pipeline.core.verifier.abridged import abridged, missing_arguments, refused_arguments, suite_names_line
 from retrieval_pipeline.core.verifier.snippet_observation import compose, split
 from retrieval_pipeline.core.verifier.verify import case_snippet
 
@@ -61,6 +61,24 @@ def test_a_required_argument_the_question_does_not_mention_decides_nothing():
         [{"type": "missing", "loc": ["name"], "msg": "Field required"}],
     )
     assert missing_arguments(pydantic["raised"]) == ["name"] and abridged(pydantic, section, "", "What does `App` raise?", ["No error."])
+
+
+def test_an_argument_the_question_does_not_mention_refused_as_unknown_decides_nothing():
+    """The question sets `ttl_seconds`; the snippet passes `ttl`, which the model refuses: that error is not about the
+    question's premise. An argument the question or an option names is the premise."""
+    section = "def code_under_test():\n    ContextCacheConfig(ttl='3600s')\n"
+    extra = raised("ValidationError", "1 validation error for ContextCacheConfig\nttl\n  Extra inputs are not permitted",
+                   [{"type": "extra_forbidden", "loc": ["ttl"], "msg": "Extra inputs are not permitted"}])  # fmt: skip
+    question = "You initialize `ContextCacheConfig` with `ttl_seconds` as a non-numeric string. What error occurs?"
+    options = ["TypeError.", "ValidationError: value is not a valid integer.", "No error.", "None of the above"]
+    assert refused_arguments(extra["raised"]) == ["ttl"]
+    assert "not the code the question describes" in str(abridged(extra, section, "", question, options))
+    named = "You pass `response_schema` to `LlmAgent`. What error occurs?"
+    schema = raised("ValidationError", "response_schema\n  Extra inputs are not permitted",
+                    [{"type": "extra_forbidden", "loc": ["response_schema"], "msg": "Extra inputs are not permitted"}])  # fmt: skip
+    assert abridged(schema, section, "", named, options) is None
+    keyword = raised("TypeError", "Runner.__init__() got an unexpected keyword argument 'agents'")
+    assert refused_arguments(keyword["raised"]) == ["agents"] and abridged(keyword, section, "", question, options)
 
 
 def test_a_name_error_on_a_name_the_suite_defines_elsewhere_decides_nothing(tmp_path: Path):
