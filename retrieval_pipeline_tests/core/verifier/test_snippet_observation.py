@@ -121,7 +121,7 @@ def test_a_quoted_message_that_differs_in_substance_is_false_even_when_no_option
     assert decide({"B": "ValueError: Tools are not supported in this model."}, observed(raised)) == {"B": "false"}
     spaced = {"A": "ValueError:  all   tools must be set via  `Agent.tools`"}  # spaces, backticks and case aside: the same
     assert decide(spaced, observed(raised)) == {"A": "true"}
-    partly = {"A": "ValueError: All tools must be set in the agent."}  # most key terms, another wording
+    partly = {"A": "ValueError: All tools must be registered in the agent config."}  # most key terms, another wording
     assert decide(partly, observed(raised)) == {"A": "undecided"}
     assert decide({**partly, "B": "ValueError: All tools must be set via Agent.tools."}, observed(raised)) == {"A": "false", "B": "true"}
     typed = {"type": "TypeError", "mro": ["TypeError", "Exception"], "message": "unhashable type: 'list'", "errors": []}
@@ -454,7 +454,9 @@ def test_the_real_snippet_questions_are_decided_without_a_false_incorrect(projec
         old_prover = OfflineProver(probe_environment(old_settings, verifier.library, import_name=verifier.import_name))
         assert verify(case, (old_settings, old_prover)).verdict != "Incorrect", (case.case_id, verdicts[case.case_id].reasons)
     decided = [case_id for case_id, label in labels.items() if label != "Unverifiable"]
-    assert len(decided) >= 2 / 3 * len(cases), labels  # 16 of 23 on google-adk 2.13 (1 of 23 before the observation)
+    # 16 of 23 on google-adk 2.13 (1 of 23 before the observation); 14 once a key that only passes a necessary check
+    # leaves "None of the above" open (soundness rule 1) and the abridged snippets decide nothing (rule 3)
+    assert len(decided) >= len(cases) / 2, labels
 
 
 def upstream_test_fails(case, root: Path, settings: SandboxSettings) -> bool:
