@@ -22,10 +22,14 @@ is decided against one run of the question's snippet) are verified with the data
 others; ``--suite none`` none). Verdicts are counted per suite. ``--moved`` verifies a mutated copy instead: every
 question's marked answer moved to the next option (cyclically; ``--skip-derived``: the next one that is not
 "None/All of the above"), and reports how many copies are flagged (Incorrect or Ambiguous); no fixes are proposed
-then. ``--moved --every-other`` decides every mutant: the marked answer moved to each other option in turn.
+then. ``--moved --every-other`` decides every mutant: the marked answer moved to each other option in turn, and prints
+the scorecard per half of the questions (:func:`half_of`: sha256 of the id, first hex digit even = ``design``, odd =
+``check``): the unmodified verdicts, the next-option mutants flagged (what ``--moved`` flags), every mutant flagged, and
+the false Valid (a mutant whose wrong mark comes out Valid). ``--half design|check`` verifies that half alone.
 
     .venv/bin/python benchmarks/verify_adk_mc.py --json after.json
     .venv/bin/python benchmarks/verify_adk_mc.py --moved --json moved.json
+    .venv/bin/python benchmarks/verify_adk_mc.py --moved --every-other --json card.json          # the scorecard per half
 
 Run one at a time: every option is a pytest run in bubblewrap.
 """
@@ -34,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -61,6 +67,68 @@ from retrieval_pipeline.core.verifier.verify import run_verification
 
 #: The suites of questions about code, beside the dataset's own (``<suite_files_root>/benchmark_definitions/<name>``).
 SNIPPET_SUITES = ("diagnose_setup_errors_mc", "predict_runtime_behavior_mc")
+
+
+#: The halves of the dev questions: rules are designed on one and measured on the other (docs/verifier.md).
+HALVES = ("design", "check")
+
+
+def half_of(case_id: str) -> str:
+    """``design`` when the first hex digit of sha256(case id) is even, else ``check``: a fixed split of the questions,
+    so rules are designed on one half and their effect is measured on the other, never looked at."""
+    return HALVES[int(hashlib.sha256(case_id.encode("utf-8")).hexdigest()[0], 16) % 2]
+
+
+def next_letter(letters: list[str], marked: str) -> str:
+    """The option after ``marked`` (cyclically): where ``--moved`` puts the mark."""
+    return letters[(letters.index(marked) + 1) % len(letters)]
+
+
+def scorecard(unmodified: list[dict[str, Any]], mutants: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per half (and ``all``): the unmodified verdicts, the next-option mutants flagged, every mutant flagged, and the
+    false Valid: a mutant whose (wrong) moved mark comes out Valid.
+
+    ``unmodified``: ``{case_id, verdict}`` rows; ``mutants``: ``{case_id, mark, next, verdict}`` rows (``next``: the mark
+    is the option after the marked one, the ``--moved`` copy). A mutant of a question that is Incorrect unmodified
+    may be the right answer on this version of the library (the key drifted): its Valid is counted apart, as
+    ``valid_after_drift``, not as false.
+    """
+    incorrect = {row["case_id"] for row in unmodified if row["verdict"] == "Incorrect"}
+    card: dict[str, dict[str, Any]] = {}
+    for half in (*HALVES, "all"):
+        rows = [r for r in unmodified if half in ("all", half_of(r["case_id"]))]
+        muts = [m for m in mutants if half in ("all", half_of(m["case_id"]))]
+        nxt = [m for m in muts if m["next"]]
+        flagged = lambda ms: sum(m["verdict"] in ("Incorrect", "Ambiguous") for m in ms)  # noqa: E731
+        valid = [m for m in muts if m["verdict"] == "Valid"]
+        card[half] = {
+            "questions": len(rows),
+            **{v: sum(r["verdict"] == v for r in rows) for v in VERDICTS},
+            "unverifiable_share": round(sum(r["verdict"] == "Unverifiable" for r in rows) / max(1, len(rows)), 3),
+            "moved_flagged": flagged(nxt),
+            "moved_total": len(nxt),
+            "every_flagged": flagged(muts),
+            "every_total": len(muts),
+            "false_valid": [f"{m['case_id']}:{m['mark']}" for m in valid if m["case_id"] not in incorrect],
+            "valid_after_drift": [f"{m['case_id']}:{m['mark']}" for m in valid if m["case_id"] in incorrect],
+            "incorrect": sorted(r["case_id"] for r in rows if r["verdict"] == "Incorrect"),
+        }
+    return card
+
+
+def print_scorecard(card: dict[str, dict[str, Any]]) -> None:
+    """The scorecard as a table, one row per half."""
+    print(
+        f"\n{'half':7} {'n':>3} {'V':>3} {'A':>3} {'I':>3} {'U':>3} {'U%':>5} {'moved flagged':>14} {'every flagged':>14} {'false Valid':>11}"
+    )
+    for half, c in card.items():
+        print(f"{half:7} {c['questions']:>3} {c['Valid']:>3} {c['Ambiguous']:>3} {c['Incorrect']:>3} {c['Unverifiable']:>3} "
+              f"{c['unverifiable_share']:>5.0%} {c['moved_flagged']:>5} of {c['moved_total']:<5} {c['every_flagged']:>5} of "
+              f"{c['every_total']:<5} {len(c['false_valid']):>11}")  # fmt: skip
+    for half, c in card.items():
+        if half != "all" and (c["false_valid"] or c["incorrect"] or c["valid_after_drift"]):
+            print(f"  {half}: false Valid {c['false_valid']}; Incorrect unmodified {c['incorrect']}; "
+                  f"Valid mutants of an Incorrect question {c['valid_after_drift']}")  # fmt: skip
 
 
 def one_line(text: str, width: int = 220) -> str:
@@ -197,6 +265,12 @@ def main(argv: list[str] | None = None) -> int:
         help="with --moved: every mutant, the marked answer moved to each other option in turn (the questions are "
         "proven once: no claim sees the marked answer, so each mutant is the same evidence decided for another mark)",
     )
+    parser.add_argument(
+        "--half",
+        choices=HALVES,
+        default=None,
+        help="verify only that half of the questions (sha256 of the id: first hex digit even = design)",
+    )
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -214,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rejects in the extra suites: {[(r.case_id, one_line(r.reason, 160)) for r in extra.rejects]}")
     if args.moved and not args.every_other:
         cases = moved(cases, skip_derived=args.skip_derived)
+    if args.half:
+        cases = [c for c in cases if c.benchmark_type != "multiple_choice" or half_of(c.case_id) == args.half]
     questions = [c for c in cases if c.benchmark_type == "multiple_choice"]
     suites = {c.case_id: c.suite or suite_name(Path(c.source_file)) for c in questions}
     out = args.out or Path(tempfile.mkdtemp(prefix="verify_adk_mc_"))
@@ -250,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     print("verdicts: " + "  ".join(f"{v} {n}" for v, n in counts.items()) + f"  (of {len(frame)})")
     by_suite = per_suite(frame, suites)
     print_suites(by_suite)
+    print_suites(per_suite(frame, {case: half_of(case) for case in frame["case_id"]}))
     for v in VERDICTS:
         rows = frame[frame["verdict"] == v]
         print(f"\n{v} ({len(rows)}):")
@@ -264,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
           f"import_name {probe.get('import_name')} from {probe.get('import_name_source')}")  # fmt: skip
     for cause, n in list((probe.get("failure_causes") or {}).items())[:5]:
         print(f"  {n} x {one_line(cause, 160)}")
-    print(f"\nproposals {len(checked.flagged)}; verification {meta.get('seconds')} s; wall {wall:.1f} s; reports in {out}")
+    print(f"\n{timing_line(meta, wall, len(checked.flagged))}; reports in {out}")
     summary = {
         "library_version": meta.get("library_version"),
         "python": meta.get("python"),
@@ -276,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "reasons": {r["case_id"]: list(r["reasons"]) for _, r in frame.iterrows() if r["verdict"] in ("Incorrect", "Ambiguous")},
         "options": option_table(frame),
         "probe": probe.get("summary"),
-        "verification_s": meta.get("seconds"),
+        "verification_s": meta.get("total_seconds"),
         "wall_s": round(wall, 1),
     }
     if args.baseline:
@@ -289,6 +366,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return 0
+
+
+def timing_line(meta: dict[str, Any], wall: float, proposals: int) -> str:
+    """``proposals 3; verification 52.1 s (remediation 9.8 s); wall 61.0 s``: the seconds the report's meta records."""
+    seconds = meta.get("total_seconds")
+    shown = "not recorded" if seconds is None else f"{seconds} s"
+    fixes = f" (remediation {meta['remediation_seconds']} s)" if meta.get("remediation_seconds") else ""
+    return f"proposals {proposals}; verification {shown}{fixes}; wall {wall:.1f} s"
 
 
 def verify_offline(questions: list[Case], settings: Any) -> Any:
@@ -305,6 +390,7 @@ def verify_moved(questions: list[Case], settings: Any, suites: dict[str, str], a
     where = "the next option other than None/All of the above" if args.skip_derived else "the next option"
     print(f"moved answers: every marked answer moved to {where}")
     print_suites(by_suite)
+    print_suites(per_suite(frame, {case: half_of(case) for case in frame["case_id"]}))
     flagged = frame[frame["verdict"].isin(["Incorrect", "Ambiguous"])]
     print(f"\nflagged {len(flagged)} of {len(frame)} ({len(flagged) / max(1, len(frame)):.0%}); wall {time.monotonic() - started:.1f} s")
     for suite, counts in by_suite.items():
@@ -323,14 +409,17 @@ def verify_every_other(questions: list[Case], settings: Any, suites: dict[str, s
     run = verify_offline(questions, settings)
     rows = []
     for v in run.verdicts:
+        letters = [e.letter for e in v.evidence]
         for e in v.evidence:
             if e.letter != v.marked:
-                verdict = decide(v.case_id, e.letter, v.evidence).verdict
+                verdict = decide(v.case_id, e.letter, copy.deepcopy(v.evidence)).verdict
                 rows.append({"case_id": v.case_id, "suite": suites.get(v.case_id, "?"), "mark": e.letter,
                              "onto": "derived" if e.claim.kind in DERIVED_KINDS else "regular", "verdict": verdict,
-                             "flagged": verdict in ("Incorrect", "Ambiguous")})  # fmt: skip
+                             "flagged": verdict in ("Incorrect", "Ambiguous"),
+                             "next": v.marked in letters and e.letter == next_letter(letters, v.marked)})  # fmt: skip
     frame = pd.DataFrame(rows)
     unmodified = pd.DataFrame([{"case_id": v.case_id, "verdict": v.verdict} for v in run.verdicts])
+    card = scorecard(unmodified.to_dict("records"), rows)
     print("the unmodified questions:")
     print_suites(per_suite(unmodified, suites))
     print("\nmoved answers: every marked answer moved to each other option in turn (one mutant per other option)")
@@ -339,9 +428,16 @@ def verify_every_other(questions: list[Case], settings: Any, suites: dict[str, s
     for key in ("suite", "onto"):
         for name, group in frame.groupby(key):
             print(f"  {key} {name}: {int(group['flagged'].sum())} of {len(group)} flagged ({group['flagged'].mean():.0%})")
+    print_scorecard(card)
     if args.json:
         summary = {"mode": "moved_every_other", "flagged": int(frame["flagged"].sum()), "total": len(frame),
-                   "questions": len(run.verdicts), "unmodified": per_suite(unmodified, suites), "mutants": rows}  # fmt: skip
+                   "questions": len(run.verdicts), "unmodified": per_suite(unmodified, suites), "mutants": rows,
+                   "scorecard": card, "wall_s": round(time.monotonic() - started, 1),
+                   "verdicts": {v.case_id: {"verdict": v.verdict, "marked": v.marked, "half": half_of(v.case_id),
+                                            "reasons": v.reasons,
+                                            "options": {e.letter: {"state": e.state, "kind": e.claim.kind,
+                                                                   "note": e.note} for e in v.evidence}}
+                                for v in run.verdicts}}  # fmt: skip
         args.json.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return 0
 

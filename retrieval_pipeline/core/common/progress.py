@@ -14,6 +14,10 @@ child process) is not part of it: the ETA is what is left over the rate of the w
 the first report with tqdm's ``initial`` set to it, so tqdm's rate and ETA leave out the same. The last line
 says how long the whole step took, its start included.
 
+**No ETA from too little.** Until :data:`ETA_AFTER_UNITS` units, and :data:`ETA_AFTER_SHARE` of the total, are done
+past the first report, a line says ``ETA estimating``: the rate of one or two units is noise (questions verified
+in parallel come back in bursts, so one slow second question once gave "ETA 63 min" for a run that took 2).
+
 **Where the lines go**: ``emit`` when given (the dense build passes its context's logger), else the one a
 Dagster asset made active around its call into core with :func:`progress_to` (a context variable: no logger
 is threaded through the stages), else nowhere. A step of one unit or none reports nothing.
@@ -43,6 +47,9 @@ Emit = Callable[[str], None]
 
 #: Seconds between two progress lines (the first and the last are always written).
 PROGRESS_EVERY_SECONDS = 5.0
+#: Units done past the first report before an ETA is given, at least: this many, and this share of the total.
+ETA_AFTER_UNITS = 3
+ETA_AFTER_SHARE = 0.05
 #: tqdm's layout, with the rate always as units per second: ``verifier:  28%|███   | 11/39 [00:33<01:38,  0.31 questions/s]``.
 _BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}]"
 
@@ -158,9 +165,12 @@ class Progress:
         The first line of an unfinished step has no rate yet: it says how long the first report took.
         """
         elapsed, rate = now - self._start, self.rate(done, now)
+        share = 100.0 * done / total if total else 100.0
         if rate is None and done < total:
-            share = 100.0 * done / total
             return f"{self.name}: {self.verb} {done:,} / {total:,} {self.noun} ({share:.1f}%), the first after {duration(elapsed)}"
+        counted = done - (self._first[1] if self._first else 0)
+        if done < total and counted < eta_after(total):
+            return f"{self.name}: {self.verb} {done:,} / {total:,} {self.noun} ({share:.1f}%), ETA estimating"
         return progress_line(self.name, done, total, elapsed, rate=rate, verb=self.verb, noun=self.noun, unit=self.unit)
 
     def close(self) -> None:
@@ -182,6 +192,11 @@ class Progress:
             self.bar.update(done - self.bar.n)
         if finished:
             self.close()
+
+
+def eta_after(total: int) -> int:
+    """Units to be done past the first report before a rate is trusted for an ETA (see the module docstring)."""
+    return max(ETA_AFTER_UNITS, math.ceil(ETA_AFTER_SHARE * total))
 
 
 def progress_line(

@@ -335,6 +335,9 @@ def _signature_claim(case_id: str, letter: str, text: str, option: str, frame: _
     if tree is None or not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     func = tree.body[0]
+    if not re.search(rf"(?<![\w]){re.escape(func.name)}(?!\w)", frame.question):  # `async def callback(...)`: the user's own
+        return _make(case_id, letter, text, "unknown", "not checkable offline", None,
+                     reason=f"`{func.name}` is a function the user writes (the question does not name it), not a library object to look up")  # fmt: skip
     params: list[list[str]] = []
     args = func.args
     for arg in args.posonlyargs:

@@ -70,12 +70,12 @@ def applies(question: str, claims: Sequence[Claim]) -> bool:
     return purpose_target(question) is not None and bool(regular) and all(c.kind == "unknown" for c in regular)
 
 
-def _terms(text: str) -> list[str]:
+def key_terms(text: str) -> list[str]:
     words = re.findall(r"[a-z0-9]+", re.sub(r"[`'\"]", "", text.lower()).replace("_", " "))
     return [w for w in words if len(w) >= 3 and w not in _STOP]
 
 
-def _same(term: str, word: str) -> bool:
+def same_stem(term: str, word: str) -> bool:
     if term == word:
         return True
     n = min(len(term), len(word), 5)
@@ -84,8 +84,8 @@ def _same(term: str, word: str) -> bool:
 
 def matched(option: str, docs: str) -> tuple[int, int]:
     """``(key terms of the option the documentation holds, key terms of the option)``."""
-    terms, words = _terms(option), set(_terms(docs))
-    return sum(any(_same(t, w) for w in words) for t in terms), len(terms)
+    terms, words = key_terms(option), set(key_terms(docs))
+    return sum(any(same_stem(t, w) for w in words) for t in terms), len(terms)
 
 
 def coverage(option: str, docs: str) -> float | None:

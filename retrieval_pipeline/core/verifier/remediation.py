@@ -16,8 +16,9 @@ Deterministic and offline (an LLM that rewrites questions is a later seam). Cand
 
 Every proposal goes through the same pipeline (decompose -> prove in the sandbox -> decide) and is
 accepted only when it comes back **Valid** against the library under test *and* against every other
-version given (``compare``: the dataset's ``verifier.compare_pythons``); after ``max_tries`` (3) attempts
-the case is marked ``needs_human_review``. Each attempt records its verdict per version, and each proposal
+version given (``compare``: the dataset's ``verifier.compare_pythons``), and a proposal of a new key only when
+that key is **proven true** against each of them (:func:`verified`: Valid by elimination is not enough to move a
+key); after ``max_tries`` (3) attempts the case is marked ``needs_human_review``, its note naming what was tried. Each attempt records its verdict per version, and each proposal
 the unchanged question's verdict per version (where the drift shows). Proposals are returned, and :func:`write_proposals` writes them to a separate
 file: it refuses to write over any input file.
 """
@@ -77,6 +78,7 @@ class Attempt:
     verdict: str
     reasons: list[str]
     verdicts: dict[str, str] = field(default_factory=dict)  # environment label -> verdict (the library under test first)
+    key_states: dict[str, str] = field(default_factory=dict)  # environment label -> the state of the proposed key
 
 
 @dataclass
@@ -192,14 +194,34 @@ def propose_fix(
     for number, (description, question, options, answer, explanation) in enumerate(candidates[:max_tries], 1):
         attempt = _attempt(f"{case.case_id}#fix{number}", description, question, options, answer, [target, *compare], workers, snippet)
         attempts.append(attempt)
-        if all(seen == "Valid" for seen in attempt.verdicts.values()):
+        if verified(attempt, new_key=answer != case.correct_answer):
             proposed = {"question": question, "options": dict(options), "correct_answer": answer,
                         "explanation": explanation}  # fmt: skip
             return Proposal(case.case_id, verdict.verdict, "verified", original, proposed, attempts, description, before)
-    note = "no candidate fix" if not candidates else f"no candidate re-verified as Valid against every version in {len(attempts)} tries"
+    note = (
+        "no candidate fix" if not candidates else f"needs review: no candidate was verified in {len(attempts)} tries ({_tried(attempts)})"
+    )
     if drifted and verdict.verdict != "Unverifiable":
         note += f"; the question as it stands is Valid against {', '.join(drifted)}: its answer depends on the library version"
     return Proposal(case.case_id, verdict.verdict, "needs_human_review", original, None, attempts, note, before)
+
+
+def verified(attempt: Attempt, *, new_key: bool) -> bool:
+    """Whether a re-verified candidate is a fix: Valid against every version and, for a new key, that key proven true
+    against every version. A new key that is Valid only by elimination (consistent, every other option false) may
+    still be wrong, so the fix then needs review."""
+    if not attempt.verdicts or not all(seen == "Valid" for seen in attempt.verdicts.values()):
+        return False
+    return not new_key or all(attempt.key_states.get(label) == "true" for label in attempt.verdicts)
+
+
+def _tried(attempts: Sequence[Attempt]) -> str:
+    """What each attempt tried and what came of it, in one line."""
+    return "; ".join(
+        f"{a.description}: " + ", ".join(f"{label} {seen}" + (f" (key {a.key_states[label]})" if label in a.key_states else "")
+                                         for label, seen in a.verdicts.items())
+        for a in attempts
+    )  # fmt: skip
 
 
 def _verify(
@@ -223,15 +245,17 @@ def _attempt(
 ) -> Attempt:
     """Re-verify one candidate against each environment in turn, stopping at the first that is not Valid."""
     verdicts: dict[str, str] = {}
+    key_states: dict[str, str] = {}
     reasons: list[str] = []
     for position, env in enumerate(environments):
         checked = _verify(case_id, question, options, answer, env, workers, snippet)
         verdicts[env.label] = checked.verdict
+        key_states[env.label] = next((e.state for e in checked.evidence if e.letter == answer), "undecided")
         reasons += checked.reasons if position == 0 else [f"against {env.label}: {r}" for r in checked.reasons]
         if checked.verdict != "Valid":
             break
     first = next(iter(verdicts.values()))
-    return Attempt(description, question, dict(options), answer, first, reasons, verdicts)
+    return Attempt(description, question, dict(options), answer, first, reasons, verdicts, key_states)
 
 
 def _candidates(verdict: Verdict, case: Case, drifted: Sequence[str] = ()):
@@ -388,7 +412,13 @@ def proposals_as_suite(proposals: Sequence[Proposal], cases: Sequence[Case]) -> 
                 "original_correct_answer": proposal.original["correct_answer"],
                 "verdicts_before": dict(proposal.original_verdicts),
                 "attempts": [
-                    {"description": a.description, "verdict": a.verdict, "verdicts": dict(a.verdicts), "reasons": a.reasons}
+                    {
+                        "description": a.description,
+                        "verdict": a.verdict,
+                        "verdicts": dict(a.verdicts),
+                        "key_states": dict(a.key_states),
+                        "reasons": a.reasons,
+                    }
                     for a in proposal.attempts
                 ],
             },

@@ -13,9 +13,10 @@ one observation (:func:`decide_option`):
   class or a base of it; a pydantic ``ValidationError`` counts as a ``ValueError``/``AssertionError`` only
   when a validator raised one) and the message must match after normalising case, quotes, backticks,
   ``[type=..., input_value=...]`` details, a parenthesised comment and a trailing ellipsis (word for word, or
-  every key term). A message that does not match makes the option false only when another option quotes the
-  raised message word for word (the question quotes messages, and this one quotes another); otherwise it is
-  ``consistent`` (the type matches; a paraphrase is no disproof);
+  every key term). A message that differs in substance (under half of its key terms are in the raised one) makes
+  the option false: same type, other message is another outcome. One that partly matches (half or more) is false
+  when another option quotes the raised message word for word, and otherwise undecided (neither consistent nor
+  false: it may be a paraphrase);
 * ``raises`` with a description (``A ValidationError indicating the name is reserved``): the type must
   match; true when every key term of the description is in the message, else ``consistent``;
 * ``raises`` with something more (``RuntimeError on initialization``): false when the type does not match,
@@ -35,9 +36,12 @@ one observation (:func:`decide_option`):
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
 
-An observation that cannot be trusted decides nothing: the snippet does not compile, the run crashed, ran out of
-time or hit any other limit (:func:`limit_hit`), the snippet tried to get round the observer's guard or left before
-the observer wrote (:func:`observe`, :mod:`.sandbox_side.guard`), it raised a ``NameError`` for a name whose context statement failed in this environment, or what it
+An observation that cannot be trusted decides nothing: one caused by the snippet being abridged
+(:mod:`~retrieval_pipeline.core.verifier.abridged`: a placeholder ``...`` used as a value, a required argument
+the question does not mention, a name its suite defines elsewhere), the snippet does not compile, the run crashed, ran
+out of time or hit any other limit (:func:`limit_hit`), the snippet tried to get round the observer's guard or left
+before the observer wrote (:func:`observe`, :mod:`.sandbox_side.guard`), it raised a ``NameError`` for a name whose
+context statement failed in this environment, or what it
 raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
 ``sys.maxsize`` and the snippet passes ``-1``), unless the question describes the one call it means ("initialize a
@@ -59,6 +63,7 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import sandboxed
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.verifier.abridged import abridged
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.sandbox_side import source
 from retrieval_pipeline.core.verifier.sandbox_side.guard import GUARD_EXIT
@@ -391,9 +396,11 @@ def _quotes(details: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
 
 
 def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:
-    """Each claim decided (:func:`decide_option`). A quoted message that differs from what was raised (or only
-    partly matches it) is false when another option quotes the raised message word for word: the question quotes
-    messages, and this one quotes another. Otherwise it is consistent (the type matches), never false on its own.
+    """Each claim decided (:func:`decide_option`). A quoted message that differs in substance from what was raised
+    (under half of its key terms in it, quotes, backticks and spaces aside) is false: "same type, other message" is
+    another outcome, not a consistent one. One that only partly matches it (half of its key terms or more) is false
+    when another option quotes the raised message word for word, and otherwise undecided (never consistent: it may
+    be a paraphrase or another message).
     A text option (``output``) holding under half the key terms of every raised message and per-field error is
     false on the same condition, and otherwise undecided (no type was checked). In a question about a substring, a
     text whose key terms are all there but not as one substring is consistent, and false when another option is one."""
@@ -402,11 +409,13 @@ def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> l
     out: list[Decision] = []
     for i, (state, note) in enumerate(decided):
         others = [claims[j].letter for j in quoting if j != i]
-        if state == "undecided" and note.startswith(("message differs", "message partly")):
+        if state == "undecided" and note.startswith("message differs"):  # same type, another message: not consistent
+            out.append(("false", f"the option quotes another message than the one raised; {note}"))
+        elif state == "undecided" and note.startswith("message partly"):
             if others:
                 out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
             else:
-                out.append(("consistent", f"the exception's type matches; {note}"))
+                out.append(("undecided", f"undecided: {note} (part of a message is neither that message nor another)"))
         elif state == "consistent" and note.startswith("terms only") and others:
             out.append(("false", f"{note}; option(s) {', '.join(others)} quote it word for word"))
         elif state == "undecided" and note.startswith("text differs"):
@@ -443,28 +452,34 @@ def question_mismatch(question: str, snippet: str) -> str | None:
     return None
 
 
-#: "You initialize a `RunConfig` with `max_llm_calls` equal to `sys.maxsize`": the one call a question describes.
+#: One argument a question describes: "`max_llm_calls` equal to `sys.maxsize`" (``as``, ``set to``, ``=`` alike).
+_ARGUMENT = (r"`(?P<param>[A-Za-z_]\w*)`(?:\s+(?:argument|parameter|field))?\s+(?:equal\s+to|set\s+to|as|=)\s+"
+             r"`(?P<value>[^`\n]+)`")  # fmt: skip
+_ANY_ARGUMENT = re.sub(r"\(\?P<\w+>", "(?:", _ARGUMENT)
+#: "You initialize a `RunConfig` with `max_llm_calls` equal to `sys.maxsize` (and `x` set to `1`)": the one call a
+#: question describes, with each argument it names.
 _DESCRIBED_CALL = re.compile(
     r"\b(?:initiali[sz]e|create|construct|instantiate|build)\s+(?:an?\s+|the\s+)?`(?P<callee>[A-Za-z_][\w.]*)`\s+with\s+(?:the\s+)?"
-    r"`(?P<param>[A-Za-z_]\w*)`(?:\s+(?:argument|parameter|field))?\s+(?:equal\s+to|set\s+to|as|=)\s+`(?P<value>[^`\n]+)`",
+    rf"(?P<arguments>{_ANY_ARGUMENT}(?:\s*(?:,\s*(?:and\s+)?|and\s+)(?:the\s+)?{_ANY_ARGUMENT})*)",
     re.I,
 )
 
 
-def described_call(question: str, snippet: str) -> tuple[str, str] | None:
+def described_call(question: str, snippet: str) -> tuple[str, tuple[str, ...]] | None:
     """The code to run instead of a snippet that is not the code the question describes (:func:`question_mismatch`),
-    when the question describes one call (``initialize a `C` with `p` equal to `v```): the snippet's module context and a
-    ``code_under_test`` making that call, and the value's text (``v``); None when the question describes none, or the
-    call is no Python."""
+    when the question describes one call (``initialize a `C` with `p` equal to `v``` and any more ``and `q` set to `w```):
+    the snippet's module context and a ``code_under_test`` making that call with every argument named, and the values'
+    texts (``v``, ``w``); None when the question describes none, or the call is no Python."""
     match = _DESCRIBED_CALL.search(question)
     if match is None or not _CLASSLIKE.match(match.group("callee").rsplit(".", 1)[-1]):
         return None
-    call = f"{match.group('callee')}({match.group('param')}={match.group('value').strip()})"
+    pairs = [(m.group("param"), m.group("value").strip()) for m in re.finditer(_ARGUMENT, match.group("arguments"), re.I)]
+    call = f"{match.group('callee')}({', '.join(f'{param}={value}' for param, value in pairs)})"
     try:
         ast.parse(call, mode="eval")
     except SyntaxError:
         return None
-    return compose(f"def code_under_test():\n    {call}\n", split(snippet)[0] or None), match.group("value").strip()
+    return compose(f"def code_under_test():\n    {call}\n", split(snippet)[0] or None), tuple(value for _, value in pairs)
 
 
 def _valued(claim: Claim, text: str, value: Mapping[str, Any] | None) -> Claim:
@@ -485,20 +500,27 @@ def _is_literal(text: str) -> bool:
     return True
 
 
-def snippet_evidence(claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None) -> list[OptionEvidence]:
+def snippet_evidence(
+    claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None, options: Sequence[str] = ()
+) -> list[OptionEvidence]:
     """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order. A snippet that is
     not the code the question describes is replaced by the call the question describes, if it describes one
-    (:func:`described_call`)."""
+    (:func:`described_call`). ``options``: every option's text (the claims' by default), for what the question
+    mentions (:func:`~retrieval_pipeline.core.verifier.abridged.abridged`)."""
     question = claims[0].question if claims else ""
     mismatch = question_mismatch(question, snippet) if claims else None
     found = described_call(question, snippet) if mismatch else None
-    described, value = found if found is not None and question_mismatch(question, found[0]) is None else (None, "")
+    described, values = found if found is not None and question_mismatch(question, found[0]) is None else (None, ())
     if described is not None:
         snippet, mismatch = described, None
-    observation, execution = observe(snippet, claims, settings, index, extra=[value] if value else [])
-    if observation is not None and value and not _is_literal(value):
-        claims = [_valued(c, value, (observation.get("expressions") or {}).get(value)) for c in claims]
+    observation, execution = observe(snippet, claims, settings, index, extra=list(values))
+    for value in values if observation is not None else ():
+        if not _is_literal(value):
+            claims = [_valued(c, value, (observation.get("expressions") or {}).get(value)) for c in claims]
     why = untrusted(observation, execution) or mismatch
+    if not why and observation is not None:
+        context, section = split(snippet)
+        why = abridged(observation, section, context, question, list(options) or [c.option_text for c in claims])
     decided: list[Decision] = (
         [("undecided", f"undecided: {why}")] * len(claims) if why or observation is None else decide_options(claims, observation)
     )

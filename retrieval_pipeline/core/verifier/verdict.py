@@ -29,8 +29,10 @@ Verdicts, for the marked answer M:
 * **Incorrect**: M is proven false (the reasons name what is true instead, when known);
 * **Ambiguous**: M is proven true and a distractor is proven true too; or M and a distractor evaluate
   to the same object (``deque(maxlen=3)`` and ``deque([], 3)``);
-* **Valid**: M is proven true and every distractor false; or M is consistent and every other
-  option is false (valid by elimination: it is the only option that can be right);
+* **Valid**: M is proven true and every distractor false; or M is consistent (its check passed and nothing
+  observed contradicts it) and every other option, "None of the above" included, is proven false (valid by
+  elimination). A "None of the above" left undecided keeps a merely consistent M from Valid: the right answer
+  may be none of the options written;
 * **Unverifiable**: anything short of that; the reasons say which option was not settled and why.
 """
 
@@ -102,6 +104,7 @@ class Verdict:
     undecided: list[str] = field(default_factory=list)
     consistent: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    reused: bool = field(default=False, compare=False)  # from the verdict cache, not proven by the call that returned it
 
 
 def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence:
@@ -219,11 +222,12 @@ def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Ver
                 "Ambiguous",
                 f"marked {marked} evaluates, and {_names(same)} evaluate(s) to the same object: {mark.fingerprint}",
             )
-        open_ = [e for e in others if e.state != "false" and e.claim.kind not in DERIVED_KINDS]
+        open_ = [e for e in others if e.state != "false"]  # "None of the above" included: it may be the answer
         if not open_:
             return verdict(
                 "Valid",
-                f"by elimination: every other option is proven false and {marked} passes its check ({mark.note})",
+                f"by elimination: every other option, None of the above included, is proven false and {marked} passes "
+                f"its check, which nothing observed contradicts ({mark.note})",
             )
         return verdict(
             "Unverifiable",

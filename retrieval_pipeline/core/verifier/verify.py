@@ -25,7 +25,10 @@ together (:class:`~retrieval_pipeline.core.services.sandbox.shared_batches.Share
 (:func:`~retrieval_pipeline.core.verifier.snippet_observation.snippet_evidence`); its other options are proven as above.
 
 **A question about what a class or member is for** whose options are all prose is read against the library's
-documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`).
+documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`). **A documented purpose**: when the
+proofs leave one or two options consistent (their names exist) and every other one false, the documentation of what
+each names is read, and the one whose documentation states the purpose the question asks about is true
+(:mod:`~retrieval_pipeline.core.verifier.purpose_claims`).
 
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
@@ -59,11 +62,13 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest
 from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.services.sandbox.shared_batches import SharedBatches
+from retrieval_pipeline.core.verifier.abridged import suite_names_line
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
 from retrieval_pipeline.core.verifier.provers import OfflineProver, Proof, Prover
+from retrieval_pipeline.core.verifier.purpose_claims import documented_purpose
 from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache
@@ -123,30 +128,9 @@ def verify_question(
             :func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache` (None: prove it).
         shared: Where the batch goes when other questions are proven at the same time (their proofs may share its
             sandbox); None: a batch of its own.
-    """
-    return reuse_or_verify(case_id, question, options, marked, prover, settings, workers=workers, batch=batch,
-                           fallback=fallback, snippet=snippet, cache=cache, shared=shared)[0]  # fmt: skip
-
-
-def reuse_or_verify(
-    case_id: str,
-    question: str,
-    options: Mapping[str, str],
-    marked: str,
-    prover: Prover,
-    settings: SandboxSettings,
-    *,
-    workers: int = 2,
-    batch: bool = True,
-    fallback: Prover | None = None,
-    snippet: str | None = None,
-    cache: VerdictCache | None = None,
-    shared: SharedBatches | None = None,
-) -> tuple[Verdict, bool]:
-    """:func:`verify_question`, saying whether the verdict was reused from the verdict cache.
 
     Returns:
-        ``(verdict, reused)``.
+        The verdict; ``verdict.reused`` says whether it came from the verdict cache rather than from this call's proofs.
     """
     cache = cache if cache is not None else active_verdict_cache()
     key = None
@@ -156,12 +140,12 @@ def reuse_or_verify(
     if key is not None and cache is not None:
         found = cache.get(key)
         if found is not None:
-            return found, True
+            return dataclasses.replace(found, reused=True)
     verdict = prove_question(case_id, question, options, marked, prover, settings, workers=workers, batch=batch, fallback=fallback,
                              snippet=snippet, shared=shared)  # fmt: skip
     if key is not None and cache is not None:
         cache.put(key, verdict)
-    return verdict, False
+    return verdict
 
 
 def prove_question(
@@ -190,8 +174,10 @@ def prove_question(
         proofs = [prover.prove(claim) for i, claim in enumerate(claims) if i not in observed]
         executions = _run_proofs(proofs, settings, workers=workers, batch=batch, shared=shared)
         proven = iter([option_evidence(p, executions.get(i)) for i, p in enumerate(proofs)])
-        seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index) if observed else [])
+        texts = [c.option_text for c in claims]
+        seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index, texts) if observed else [])
         evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
+        evidence = documented_purpose(question, evidence, settings, index)
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch, shared=shared)
     verdict = decide(case_id, marked, evidence)
@@ -374,10 +360,10 @@ def run_verification(
     shared = SharedBatches(slots=math.ceil(at_once / QUESTIONS_PER_SLOT))
 
     def verify(case: Case) -> Verdict:
-        verdict, hit = reuse_or_verify(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
-                                       workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache,
-                                       shared=shared)  # fmt: skip
-        if hit:
+        verdict = verify_question(case.case_id, case.query, case.options or {}, str(case.correct_answer), prover, settings,
+                                  workers=workers, fallback=fallback, snippet=case_snippet(case), cache=cache,
+                                  shared=shared)  # fmt: skip
+        if verdict.reused:
             reused.append(case.case_id)
         return verdict
 
@@ -401,10 +387,16 @@ def case_snippet(case: Case) -> str | None:
     """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None.
 
     With the module context of its file (``Case.extra["code_snippet_context"]``) put before it
-    (:func:`~retrieval_pipeline.core.verifier.snippet_observation.compose`): the snippet runs in that context.
+    (:func:`~retrieval_pipeline.core.verifier.snippet_observation.compose`): the snippet runs in that context. The
+    names its suite defines elsewhere (``Case.extra["code_snippet_suite_names"]``) head the context as a comment line
+    (:func:`~retrieval_pipeline.core.verifier.abridged.suite_names_line`).
     """
     snippet = case.extra.get("code_snippet")
     if not isinstance(snippet, str):
         return None
     context = case.extra.get("code_snippet_context")
-    return compose(snippet, context if isinstance(context, str) else None)
+    context = context if isinstance(context, str) else ""
+    elsewhere = case.extra.get("code_snippet_suite_names")
+    if isinstance(elsewhere, list) and elsewhere:  # names its suite defines elsewhere (abridged.py): a comment line
+        context = suite_names_line(str(name) for name in elsewhere) + context
+    return compose(snippet, context or None)

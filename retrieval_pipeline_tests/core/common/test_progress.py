@@ -96,6 +96,20 @@ def test_the_eta_leaves_out_the_time_before_the_first_report() -> None:
     assert lines[-1].endswith("(40.0%), 0.35 questions/s, ETA 35 s")  # 7 questions in 20 s; 12 left
 
 
+def test_no_eta_is_given_from_too_few_units() -> None:
+    """88 questions verified in parallel: the first after 60 s, the second 60 s later (a slow one), then a burst. Two
+    units gave "ETA 86 min" for a run that ended 20 s later; the ETA waits for 5 units (5% of 88) past the first."""
+    lines: list[str] = []
+    progress = Progress("verifier", verb="verified", noun="questions", unit="questions", emit=lines.append, every_seconds=0.0,
+                        clock=Ticks(0.0, 60.0, 120.0, 125.0, 130.0))  # fmt: skip
+    progress(1, 88)
+    progress(2, 88)
+    progress(5, 88)
+    progress(40, 88)
+    assert lines[1].endswith("(2.3%), ETA estimating") and lines[2].endswith("(5.7%), ETA estimating")
+    assert lines[3].endswith("0.56 questions/s, ETA 2 min")  # 39 questions in 70 s; 48 left take 86 s
+
+
 def test_the_bar_counts_its_rate_from_the_first_report() -> None:
     progress = Progress("dense_t", stream=FakeTerminal(), total=1000)
     progress(100, 1000)
@@ -150,7 +164,7 @@ def test_introspection_reports_its_total() -> None:
 
 
 def test_verification_reports_its_total(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(verify_module, "reuse_or_verify", lambda case_id, *args, **kwargs: (f"verdict {case_id}", False))
+    monkeypatch.setattr(verify_module, "verify_question", lambda case_id, *args, **kwargs: SimpleNamespace(case_id=case_id, reused=False))
     cases = [
         Case(f"q:{i}", "mc", "multiple_choice", "mc.yaml", i, "Which?", options={"A": "a", "B": "b"}, correct_answer="A") for i in range(3)
     ]
@@ -158,7 +172,7 @@ def test_verification_reports_its_total(monkeypatch: pytest.MonkeyPatch) -> None
     lines: list[str] = []
     with progress_to(lines.append):
         run = verify_module.run_verification(cases, index=index, cache=None, parallel=2)
-    assert run.verdicts == ["verdict q:0", "verdict q:1", "verdict q:2"]
+    assert [v.case_id for v in run.verdicts] == ["q:0", "q:1", "q:2"]
     assert lines[-1].startswith("verifier: verified 3 / 3 questions (100.0%)")
 
 

@@ -122,7 +122,7 @@ def test_adk_verdicts_are_the_same_under_a_cpu_hog(adk, adk_run):
     assert busy_run.index.coverage.summary() == adk_run.index.coverage.summary()
 
 
-#: Questions the atom claim kinds settle, with the library facts that settle them (true in google-adk 1.20
+#: Questions whose options the atom claim kinds settle, with the library facts that settle them (true in google-adk 1.20
 #: and 2.13 alike, read off the installed library by hand): ``App`` has ``events_compaction_config``,
 #: ``context_cache_config``; ``Runner`` takes no ``auto_compact``/``enable_cache``; ``LlmAgent`` has ``output_schema`` and
 #: ``input_schema`` but no ``cache``/``max_history``/``response_schema``; ``types.Content`` takes ``parts``/``role`` only and
@@ -144,7 +144,14 @@ def test_atom_claim_kinds_settle_more_adk_questions_and_disprove_no_marked_answe
     verdicts = {v.case_id.split(":", 1)[1]: v for v in adk_run.verdicts}
     for name, kind in ATOM_KIND_VALID.items():
         verdict = verdicts[name]
-        assert verdict.verdict == "Valid", (name, verdict.reasons)
+        all_states = {e.letter: e.state for e in verdict.evidence}
+        states = {e.letter: e.state for e in verdict.evidence if e.claim.kind not in ("none_of_the_above", "all_of_the_above")}
+        # every distractor disproven and the key passing its check; Valid only when the key is proven true, since a
+        # necessary check leaves "None of the above" open (docs/verifier.md, soundness rule 1)
+        assert all_states[verdict.marked] in ("true", "consistent"), (name, verdict.reasons)
+        assert {s for letter, s in states.items() if letter != verdict.marked} <= {"false"}, (name, verdict.reasons)
+        assert verdict.verdict in ("Valid", "Unverifiable"), (name, verdict.reasons)
+        assert verdict.verdict == "Valid" or verdict.reasons[0].endswith("E are not ruled out"), (name, verdict.reasons)
         assert any(e.claim.kind == kind and e.decided_by == "offline" for e in verdict.evidence), name
     assert [v.case_id for v in adk_run.verdicts if v.verdict == "Incorrect"] == []
     plugin = verdicts["which_plugin_would_you_use_to_log_all_agent_intera"]

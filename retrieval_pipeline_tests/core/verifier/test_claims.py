@@ -129,6 +129,18 @@ def test_library_symbols_methods_and_signatures():
     ]
 
 
+def test_a_signature_of_the_user_s_own_callback_is_not_looked_up_as_a_library_object():
+    question = "What is the correct signature for a `before_agent_callback` on an `LlmAgent`?"
+    options = {"A": "async def callback(callback_context: CallbackContext) -> Optional[types.Content]:", "B": "def callback(ctx):"}
+    claims = decompose("c", question, options)
+    assert [c.kind for c in claims] == ["unknown", "unknown"] and all(c.subject is None for c in claims)
+    assert "the user writes" in claims[0].details["reason"]
+    named = decompose(
+        "c", "In an `LlmAgent`, what is the signature of `canonical_tools`?", {"A": "async def canonical_tools(self, ctx=None):"}
+    )
+    assert named[0].kind == "signature_param" and named[0].subject == "LlmAgent.canonical_tools"
+
+
 def test_prose_is_unknown():
     claims = decompose(
         "c",

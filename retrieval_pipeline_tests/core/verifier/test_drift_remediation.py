@@ -214,8 +214,6 @@ def test_the_loop_agent_timeout_distractor_is_fixed_for_both_google_adk_versions
     compare = compare_environments([old], settings, dataset="adk")
     assert compare[0].label == "google-adk 1.20.0"
     proposals = remediate(run.verdicts, loop, OfflineProver(run.index), target, label=f"google-adk {run.index.version}", compare=compare)
-    assert len(proposals) == 1 and proposals[0].status == "verified"
-    proposal = proposals[0]
-    assert proposal.original_verdicts == {f"google-adk {run.index.version}": "Unverifiable", "google-adk 1.20.0": "Valid"}
-    assert proposal.proposed["options"]["D"] != "timeout" and proposal.proposed["correct_answer"] == "A"
-    assert set(proposal.attempts[-1].verdicts.values()) == {"Valid"} and len(proposal.attempts[-1].verdicts) == 2
+    # the key only passes a necessary check (the keyword exists), so "None of the above" stays open and the question is
+    # not Valid on 1.20 either (docs/verifier.md, soundness rule 1): no version shows the drift, and no fix is proposed
+    assert proposals == []

@@ -74,6 +74,38 @@ def test_first_valid_attempt_is_the_proposal(tmp_path, monkeypatch):
     assert proposal.proposed["correct_answer"] == "A"
 
 
+def incorrect_verdict() -> Verdict:
+    """Marked B is proven false and A alone is proven true: the candidate fix makes A the key."""
+    claims = decompose("c1", QUESTION, OPTIONS)
+    states = {"A": "true", "B": "false", "C": "false", "E": "false"}
+    evidence = [OptionEvidence(c.letter, c, "proof", None, states[c.letter], note=states[c.letter]) for c in claims]  # type: ignore[arg-type]
+    return Verdict("c1", "Incorrect", "B", ["A"], ["B is proven false"], evidence)
+
+
+def reverified(key_state: str):
+    """A fake re-verification: Valid, with the marked (proposed) key in ``key_state`` and the other options false."""
+
+    def verify(case_id, question, options, marked, prover, settings, workers=2):
+        claims = decompose(case_id, question, options)
+        state = {c.letter: key_state if c.letter == marked else "false" for c in claims}
+        evidence = [OptionEvidence(c.letter, c, "proof", None, state[c.letter]) for c in claims]  # type: ignore[arg-type]
+        return Verdict(case_id, "Valid", marked, [marked] if key_state == "true" else [], ["ok"], evidence)
+
+    return verify
+
+
+def test_a_new_key_is_verified_only_when_it_is_proven_true(tmp_path, monkeypatch):
+    """Soundness: a new key that is Valid only by elimination (consistent) needs review, and the note says what was tried."""
+    monkeypatch.setattr(remediation, "verify_question", reverified("consistent"))
+    proposal = propose_fix(incorrect_verdict(), make_case(tmp_path, marked="B"), OfflineProver(), None)  # type: ignore[arg-type]
+    assert proposal.status == "needs_human_review" and proposal.proposed is None
+    assert proposal.note.startswith("needs review") and "new ground truth A" in proposal.note and "key consistent" in proposal.note
+    monkeypatch.setattr(remediation, "verify_question", reverified("true"))
+    proposal = propose_fix(incorrect_verdict(), make_case(tmp_path, marked="B"), OfflineProver(), None)  # type: ignore[arg-type]
+    assert proposal.status == "verified" and proposal.proposed["correct_answer"] == "A"
+    assert proposal.attempts[0].key_states == {remediation.TARGET_LABEL: "true"}
+
+
 def test_proposals_never_overwrite_the_input(tmp_path, monkeypatch):
     monkeypatch.setattr(remediation, "verify_question", lambda case_id, q, o, m, p, s, workers=2: Verdict(case_id, "Valid", m, [m], [], []))
     case = make_case(tmp_path)

@@ -146,3 +146,38 @@ def test_snippet(proofs: dict[str, Any], snippet: str, details: dict[str, str], 
 def test_a_generated_check_is_false_only_by_its_own_assert(proofs: dict[str, Any], check: str, expected: bool | None) -> None:
     state, reason = decide(proofs, "_prove_generated", generated=check)
     assert state is expected, reason
+
+
+KEYWORD_LIBRARY = """
+from pydantic import BaseModel, ConfigDict
+
+
+class Ignoring(BaseModel):
+    name: str
+
+
+class Forbidding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+
+
+def swallow(a, **kwargs):
+    return a
+"""
+
+
+def test_a_keyword_the_library_accepts_and_ignores_is_no_evidence(proofs: dict[str, Any], tmp_path: Path, monkeypatch) -> None:
+    """Soundness: ``Model(unknown_field='x')`` evaluates because pydantic drops unknown fields, and a ``**kwargs`` callable
+    takes any keyword; neither says anything about the keyword, so the option stays undecided (not consistent)."""
+    (tmp_path / "kwlib_xyz.py").write_text(KEYWORD_LIBRARY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = {"names": {}, "free": ["kwlib_xyz"], "setup": "", "mode": "evaluates"}
+    state, reason = decide(proofs, "_prove_expression", expr="kwlib_xyz.Ignoring(name='a', unknown_field='x')", **data)
+    assert state is None and "unknown_field" in reason
+    assert decide(proofs, "_prove_expression", expr="kwlib_xyz.Ignoring(name='a')", **data)[0] is True
+    assert decide(proofs, "_prove_expression", expr="kwlib_xyz.Forbidding(name='a', unknown_field='x')", **data)[0] is False
+    assert decide(proofs, "_prove_expression", expr="kwlib_xyz.swallow(1, anything=2)", **data)[0] is None
+    accepts = {"subject": "kwlib_xyz.swallow", "names": {}, "expect_accepted": True, "value_source": None, "named_only": False}
+    state, reason = decide(proofs, "_prove_accepts", param="anything", **accepts)
+    assert state is None and "**kwargs" in reason
+    assert decide(proofs, "_prove_accepts", param="a", **accepts)[0] is True

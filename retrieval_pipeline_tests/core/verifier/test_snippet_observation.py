@@ -112,12 +112,37 @@ def test_a_validation_error_is_a_value_error_only_when_a_validator_raised_one():
     assert type_matches("ValueError", plain) and type_matches("json.JSONDecodeError", plain) and not type_matches("TypeError", plain)
 
 
-def test_a_message_that_differs_is_false_only_when_another_option_quotes_the_raised_one():
+def test_a_quoted_message_that_differs_in_substance_is_false_even_when_no_option_quotes_the_raised_one():
+    """Soundness: "same type, other message" is another outcome, not a consistent one (quotes, backticks and spaces
+    aside); a message that only partly matches is false when another option quotes the raised one, else undecided."""
     raised = {"type": "ValueError", "mro": ["ValueError", "Exception"], "message": "All tools must be set via Agent.tools.", "errors": []}
     quoted = {"A": "ValueError: All tools must be set via Agent.tools.", "B": "ValueError: Tools are not supported in this model."}
     assert decide(quoted, observed(raised)) == {"A": "true", "B": "false"}
-    # nobody quotes the message raised: a paraphrase of the right type is consistent, never false
-    assert decide({"B": "ValueError: Tools are not supported in this model."}, observed(raised)) == {"B": "consistent"}
+    assert decide({"B": "ValueError: Tools are not supported in this model."}, observed(raised)) == {"B": "false"}
+    spaced = {"A": "ValueError:  all   tools must be set via  `Agent.tools`"}  # spaces, backticks and case aside: the same
+    assert decide(spaced, observed(raised)) == {"A": "true"}
+    partly = {"A": "ValueError: All tools must be registered in the agent config."}  # most key terms, another wording
+    assert decide(partly, observed(raised)) == {"A": "undecided"}
+    assert decide({**partly, "B": "ValueError: All tools must be set via Agent.tools."}, observed(raised)) == {"A": "false", "B": "true"}
+    typed = {"type": "TypeError", "mro": ["TypeError", "Exception"], "message": "unhashable type: 'list'", "errors": []}
+    verdict = decide_verdict({"A": "TypeError: Agent cannot be reused.", "B": "No error.", "C": "None of the above"}, observed(typed), "A")
+    assert verdict.verdict == "Incorrect"  # the issue's false Valid: the other message made A "consistent" and Valid
+
+
+def decide_verdict(options: dict[str, str], observation: dict, marked: str, question: str = "What error does this code raise?"):
+    """The verdict on one observation: the snippet options decided as :func:`snippet_evidence` does, then :func:`verdict.decide`."""
+    from retrieval_pipeline.core.verifier.verdict import OptionEvidence
+    from retrieval_pipeline.core.verifier.verdict import decide as decide_question
+
+    claims = decompose("c", question, options, snippet="x = 1\n")
+    snippet = [c for c in claims if c.kind == "snippet"]
+    states = dict(zip([c.letter for c in snippet], decide_options(snippet, observation)))
+    evidence = [
+        OptionEvidence(c.letter, c, "proof", None, states[c.letter][0], states[c.letter][1]) if c.letter in states
+        else OptionEvidence(c.letter, c, "derived", None, "undecided")
+        for c in claims
+    ]  # fmt: skip
+    return decide_question("c", marked, evidence)
 
 
 def test_no_error_with_more_is_consistent_when_nothing_was_raised_and_false_otherwise():
@@ -190,14 +215,26 @@ FRACTION_SNIPPET = compose("def code_under_test():\n    fractions.Fraction(numer
 
 
 def test_the_call_a_question_describes_replaces_a_snippet_that_is_other_code():
-    described, value = described_call(FRACTION_QUESTION, FRACTION_SNIPPET)
-    assert value == "'seven'"
+    described, values = described_call(FRACTION_QUESTION, FRACTION_SNIPPET)
+    assert values == ("'seven'",)
     context, section = split(described)
     assert context.strip() == "import fractions" and section == "def code_under_test():\n    fractions.Fraction(numerator='seven')\n"
     assert question_mismatch(FRACTION_QUESTION, described) is None
     assert described_call("You call `fractions.gcd` with `a` equal to `1`.", FRACTION_SNIPPET) is None  # no call it initialises
     assert described_call("You create a `Fraction` with `numerator` equal to `1 +`.", FRACTION_SNIPPET) is None  # no Python
     assert described_call("You create a `fraction` with `numerator` equal to `1`.", FRACTION_SNIPPET) is None  # not a class
+
+
+def test_the_described_call_takes_every_argument_the_question_names_though_the_snippet_has_one():
+    question = "You create a `fractions.Fraction` with `numerator` equal to `1` and `denominator` equal to `0`. What error occurs?"
+    assert question_mismatch(question, FRACTION_SNIPPET) is not None  # the snippet passes one of them, not `0`
+    described, values = described_call(question, FRACTION_SNIPPET)
+    assert split(described)[1] == "def code_under_test():\n    fractions.Fraction(numerator=1, denominator=0)\n"
+    assert values == ("1", "0") and question_mismatch(question, described) is None
+    listed = "You initialize a `RunConfig` with `max_llm_calls` set to `sys.maxsize`, `streaming_mode` as `'sse'`. What happens?"
+    assert (
+        split(described_call(listed, FRACTION_SNIPPET)[0])[1].strip().endswith("RunConfig(max_llm_calls=sys.maxsize, streaming_mode='sse')")
+    )
 
 
 def test_the_described_call_is_what_runs_in_the_sandbox():
@@ -341,11 +378,12 @@ def test_a_section_runs_with_its_module_context_and_its_function_is_called(tmp_p
     assert verify(cases["snip:runner_no_app_name"], acme, marked="C").verdict == "Incorrect"
 
 
-def test_a_coroutine_is_awaited_and_no_error_with_more_is_valid_only_by_elimination(tmp_path: Path, acme):
+def test_a_coroutine_is_awaited_and_no_error_with_more_is_not_valid_while_none_of_the_above_is_open(tmp_path: Path, acme):
     cases = {c.case_id: c for c in load_suite(yaml_suite(tmp_path), files_root=tmp_path).cases}
     verdict = verify(cases["snip:empty_sequence"], acme)
     assert {e.letter: e.state for e in verdict.evidence} == {"A": "false", "B": "consistent", "C": "false", "D": "undecided"}
-    assert verdict.verdict == "Valid" and "returns []" in verdict.evidence[1].note
+    # "does nothing" is not checked, so "None of the above" stays open: not Valid by elimination
+    assert verdict.verdict == "Unverifiable" and "returns []" in verdict.evidence[1].note
     assert verify(cases["snip:empty_sequence"], acme, marked="D").verdict == "Unverifiable"  # never Incorrect on a guess
 
 
@@ -404,11 +442,21 @@ def test_the_real_snippet_questions_are_decided_without_a_false_incorrect(projec
     assert all(c.extra.get("code_snippet_context") for c in cases if c.case_id.startswith("diagnose"))
     verdicts = {c.case_id: verify(c, (settings, prover)) for c in cases}
     labels = {case_id: v.verdict for case_id, v in verdicts.items()}
-    # an Incorrect is the library's drift, never a false one: the question's own upstream test fails there too
+    # an Incorrect is the library's drift, never a false one: the question's own upstream test fails there too, or
+    # (its test checks only the exception's type, while the key quotes a message) the question is not Incorrect
+    # against google-adk 1.20, which the suites were written for
+    older = project_root / ".venvs/adk120/bin/python"
     for case in (c for c in cases if labels[c.case_id] == "Incorrect"):
-        assert upstream_test_fails(case, root, settings), (case.case_id, verdicts[case.case_id].reasons)
+        if upstream_test_fails(case, root, settings):
+            continue
+        assert older.exists(), (case.case_id, "no google-adk 1.20 environment to tell drift from a false Incorrect")
+        old_settings = SandboxSettings(python=older, timeout_s=verifier.timeout_s, memory_mb=verifier.memory_mb)
+        old_prover = OfflineProver(probe_environment(old_settings, verifier.library, import_name=verifier.import_name))
+        assert verify(case, (old_settings, old_prover)).verdict != "Incorrect", (case.case_id, verdicts[case.case_id].reasons)
     decided = [case_id for case_id, label in labels.items() if label != "Unverifiable"]
-    assert len(decided) >= 2 / 3 * len(cases), labels  # 16 of 23 on google-adk 2.13 (1 of 23 before the observation)
+    # 16 of 23 on google-adk 2.13 (1 of 23 before the observation); 14 once a key that only passes a necessary check
+    # leaves "None of the above" open (soundness rule 1) and the abridged snippets decide nothing (rule 3)
+    assert len(decided) >= len(cases) / 2, labels
 
 
 def upstream_test_fails(case, root: Path, settings: SandboxSettings) -> bool:

@@ -65,9 +65,19 @@ def test_unverifiable_when_the_marked_option_cannot_be_proven():
 
 
 def test_necessary_only_checks_valid_by_elimination_or_unverifiable():
-    assert decide("c", "A", case({"A": "consistent", "B": "false", "C": "false"})).verdict == "Valid"
+    without_none = [ev(k, v) for k, v in {"A": "consistent", "B": "false", "C": "false"}.items()]
+    assert decide("c", "A", without_none).verdict == "Valid"
     both_exist = decide("c", "A", case({"A": "consistent", "B": "consistent", "C": "false"}))
     assert both_exist.verdict == "Unverifiable" and "B" in both_exist.reasons[0]
+
+
+def test_valid_by_elimination_needs_none_of_the_above_proven_false_too():
+    """Soundness: a merely consistent mark is Valid only when every other option, "None of the above" included, is
+    proven false. With E undecided the right answer may be none of the options written: Unverifiable, naming E."""
+    verdict = decide("c", "A", case({"A": "consistent", "B": "false", "C": "false", "D": "false"}))
+    assert verdict.verdict == "Unverifiable" and "E" in verdict.reasons[0]
+    # a mark proven true makes E false, so the same distractors give Valid
+    assert decide("c", "A", case({"A": "true", "B": "false", "C": "false", "D": "false"})).verdict == "Valid"
 
 
 def test_none_of_the_above_marked():

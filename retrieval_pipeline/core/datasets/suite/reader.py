@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.common.astutil import bound_names
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.paths import PathRefused, read_text_bounded, resolve_inside, shown
 from retrieval_pipeline.core.common.types import BENCHMARK_TYPES, Case, Rejected
@@ -54,6 +55,10 @@ SNIPPET_REF_KEY = "code_snippet_ref"
 SNIPPET_KEY = "code_snippet"
 #: The ``Case.extra`` key of the snippet file's module context (:func:`snippet_context`).
 SNIPPET_CONTEXT_KEY = "code_snippet_context"
+#: The ``Case.extra`` key of the names the snippet's suite defines outside its module context (:func:`suite_names`).
+SNIPPET_SUITE_NAMES_KEY = "code_snippet_suite_names"
+#: Files beside a snippet file read for :func:`suite_names`, at most.
+MAX_SUITE_FILES = 64
 #: mkdocs-snippets section markers (``# --8<-- [start:NAME]``), any comment prefix and spacing.
 _SECTION_MARKER = re.compile(r"^\s*(?:#|//|<!--)?\s*-{2}8<-{2}\s*\[(?P<edge>start|end):(?P<name>[^\]]+)\]")
 
@@ -291,9 +296,13 @@ def _fill_multiple_choice(case: Case, raw: Mapping[str, Any], files_root: Path) 
     if raw.get(SNIPPET_REF_KEY) is not None:
         case.extra[SNIPPET_KEY] = _snippet_of(raw[SNIPPET_REF_KEY], files_root)
         ref = raw[SNIPPET_REF_KEY]
-        context = snippet_context(_resolve_path(ref["file"].strip(), files_root, f"{SNIPPET_REF_KEY}.file"), ref["section"].strip())
+        path = _resolve_path(ref["file"].strip(), files_root, f"{SNIPPET_REF_KEY}.file")
+        context = snippet_context(path, ref["section"].strip())
         if context:
             case.extra[SNIPPET_CONTEXT_KEY] = context
+        elsewhere = suite_names(path, context)
+        if elsewhere:
+            case.extra[SNIPPET_SUITE_NAMES_KEY] = elsewhere
 
 
 def _snippet_of(ref: Any, files_root: Path) -> str:
@@ -316,11 +325,19 @@ class SnippetError(ValueError):
 _SUITE_TEST = re.compile(r"^(?:async\s+)?def\s+test|^class\s+Test")
 
 
+#: A decorator line (``@pytest.mark.asyncio``): it belongs to the definition below it.
+_DECORATOR = re.compile(r"^\s*@")
+
+
 def _open_end(lines: list[str], start: int) -> int:
     """Where a section with no end marker ends: at the next section marker, the file's next top-level test
-    (``def test_*``, ``class Test*``), or the end of the file."""
+    (``def test_*``, ``class Test*``) with the decorators above it (``@pytest.mark.asyncio``), or the end of the file."""
     for i in range(start + 1, len(lines)):
-        if _SECTION_MARKER.match(lines[i]) or _SUITE_TEST.match(lines[i]):
+        if _SECTION_MARKER.match(lines[i]):
+            return i
+        if _SUITE_TEST.match(lines[i]):
+            while i - 1 > start and _DECORATOR.match(lines[i - 1]):
+                i -= 1
             return i
     return len(lines)
 
@@ -402,6 +419,23 @@ def snippet_context(path: str | Path, section: str) -> str:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         out.append("\n".join(kept[start - 1 : node.end_lineno]))
     return "\n\n".join(out) + "\n" if out else ""
+
+
+def suite_names(path: str | Path, context: str) -> list[str]:
+    """The names the snippet's suite defines that its module context does not: every name bound anywhere (at any
+    depth) in the snippet's file and the ``.py`` files beside it (at most :data:`MAX_SUITE_FILES`), less the context's.
+
+    A ``NameError`` on one of them shows only that the snippet is an excerpt (the name is defined in another
+    section or test), so the verifier decides nothing from it.
+    """
+    path = Path(path)
+    found: set[str] = set()
+    for file in [path, *sorted(p for p in path.parent.glob("*.py") if p != path)][:MAX_SUITE_FILES]:
+        try:
+            found |= bound_names(read_text_bounded(file, "code snippet file", MAX_SNIPPET_BYTES))
+        except (OSError, UnicodeDecodeError, PathRefused):
+            continue
+    return sorted(found - bound_names(context))
 
 
 def _is_suite_test(node: ast.stmt) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # defined by the prelude this file is put after
     _Missing = _Unimportable = Exception
-    _accepts = _exception_matches = _fingerprint = _load = _namespace = _parameters = _same = _walk = None
+    _accepts = _exception_matches = _fingerprint = _ignored_keywords = _load = _namespace = _parameters = _same = _walk = None
     _false = _true = _undecided = None
 
 
@@ -85,6 +85,8 @@ def _prove_accepts(subject, names, param, expect_accepted, value_source, named_o
     target = _subject(subject, names)
     value = None if value_source is None else ast.literal_eval(value_source)
     accepted, how = _accepts(target, param, value, named_only=named_only)
+    if accepted is None:
+        _undecided(subject + " " + how)
     if accepted != expect_accepted:
         _false(subject + (" accepts " if accepted else " does not accept ") + param + ": " + how)
     _true(subject + (" accepts " if accepted else " does not accept ") + param + ": " + how)
@@ -112,6 +114,9 @@ def _prove_expression(names, free, setup, expr, mode, exception=None, expected=N
     if mode == "evaluates":
         if raised is not None:
             _false(expr + " raises " + type(raised).__name__ + ": " + str(raised))
+        ignored = _ignored_keywords(expr, ns)
+        if ignored:  # accepted and dropped (or swallowed): that it evaluates says nothing about them
+            _undecided(expr + " evaluates, but " + ", ".join(ignored) + " reach(es) no named parameter or field: the library may ignore it")
         _true(expr + " evaluates", fingerprint=_fingerprint(result))
     elif mode == "raises":
         if raised is None:

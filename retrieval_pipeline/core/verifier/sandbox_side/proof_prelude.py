@@ -12,6 +12,7 @@ runs inside the proof, can then neither write nor pre-empt the evidence file, no
 itself; the record is written only for this file's own code, called from the test.
 """
 
+import ast
 import builtins
 import importlib
 import inspect
@@ -172,10 +173,43 @@ def _accepts(target, name, value, named_only):
         message = str(exc)
         if re.search(r"unexpected keyword|invalid keyword|takes no keyword|no keyword arguments", message):
             return False, "rejected by a call: " + message
-        return True, "the call got past keyword checking (TypeError: " + message + ")"
+        how = "the call got past keyword checking (TypeError: " + message + ")"
     except Exception as exc:
-        return True, "the call accepted the keyword, then failed: " + type(exc).__name__ + ": " + str(exc)
-    return True, "the call accepted the keyword"
+        how = "the call accepted the keyword, then failed: " + type(exc).__name__ + ": " + str(exc)
+    else:
+        how = "the call accepted the keyword"
+    if params is not None:  # it reached only **kwargs, which may swallow it: accepted, but no evidence of what it does
+        return None, how + ", but only through **kwargs, which may ignore it"
+    return True, how
+
+
+def _ignored_keywords(expr, ns):
+    """The keywords of ``expr``'s outermost call that reach no named parameter or field of the callee: a pydantic model
+    takes other keywords and drops them (or keeps them as extras nothing reads), and ``**kwargs`` may swallow them. The
+    call evaluating is then no evidence about them. Empty when the callee cannot be read."""
+    try:
+        call = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return []
+    keywords = [k.arg for k in getattr(call, "keywords", []) if k.arg]
+    if not isinstance(call, ast.Call) or not keywords:
+        return []
+    try:
+        target = eval(compile(ast.Expression(call.func), "<callee>", "eval"), ns)
+    except Exception:
+        return []
+    params = _parameters(target)
+    named = set()
+    open_ = False
+    if params is not None:
+        named = {p.name for p in params.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        open_ = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    fields = getattr(target, "model_fields", None) if isinstance(target, type) else None
+    if isinstance(fields, dict):
+        for key, info in fields.items():
+            named |= {n for n in (key, getattr(info, "alias", None), getattr(info, "validation_alias", None)) if isinstance(n, str)}
+        open_ = (getattr(target, "model_config", None) or {}).get("extra") != "forbid"
+    return [k for k in keywords if k not in named] if open_ else []
 
 
 def _same(actual, expected):

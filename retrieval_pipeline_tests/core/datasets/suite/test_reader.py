@@ -249,6 +249,18 @@ def test_a_section_without_an_end_marker_runs_to_the_next_marker_or_test(tmp_pat
     assert load_snippet(tmp_path / "open.py", "cut") == "def code_under_test():\n    return os.sep\n"  # not the suite's test
 
 
+def test_a_section_without_an_end_marker_stops_before_the_next_test_s_decorators(tmp_path: Path) -> None:
+    """The decorators belong to the test below them: kept in, the section ends in a bare ``@pytest.mark.asyncio``
+    (a SyntaxError when it runs)."""
+    (tmp_path / "open.py").write_text(
+        "import pytest\n# --8<-- [start:cut]\nasync def code_under_test():\n    return 1\n\n\n"
+        "@pytest.mark.asyncio\n@pytest.mark.timeout(5)\nasync def test_cut():\n    assert await code_under_test() == 1\n"
+    )  # fmt: skip
+    section = load_snippet(tmp_path / "open.py", "cut")
+    assert section == "async def code_under_test():\n    return 1\n"
+    compile(section, "section", "exec")  # the old end ran into "@pytest.mark.asyncio" and did not compile
+
+
 @pytest.mark.parametrize(
     ("file", "section", "expected"),
     [
