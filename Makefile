@@ -111,10 +111,13 @@ test-local-llm: install $(VENV)/.installed-local-llm
 test-local-qwen: install $(VENV)/.installed-local-llm-qwen
 	$(BIN)/python -m pytest -m local_llm retrieval_pipeline_tests/core/llm/test_local_qwen.py
 
-# dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal) stop the
-# whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL) and its temp folder goes
+# dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal, to make's
+# group or to make's PID alone) stop the whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL),
+# its temp folder goes, and it prints "make dev: stopped" and exits 0. `exec`: the Python process is make's own
+# child, which make forwards SIGTERM to; RETRIEVAL_DEV_PARENT=make lets it see the SIGINT or SIGHUP make received.
+# DEV_ARGS: options of dg dev, e.g. DEV_ARGS="--port 3001"
 dev: install  # the UI on http://127.0.0.1:3000, with the daemon (schedule, sensor, run monitoring)
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m retrieval_pipeline.cli.dev
+	@exec env RETRIEVAL_DEV_PARENT=make VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m retrieval_pipeline.cli.dev $(DEV_ARGS)
 
 bench: install
 	$(BIN)/python benchmarks/bm25_vs_rank_bm25.py --docs 50000 --queries 200
