@@ -48,6 +48,11 @@ class Plan:
             names.append(key.to_user_string())
         return cls(steps)
 
+    @property
+    def stage_width(self) -> int:
+        """The stage column's width: the longest stage (asset group) of the plan, at least 10."""
+        return max([10, *(len(stage) for stage, _ in self.steps.values())])
+
     def label(self, step_key: str) -> tuple[str, str]:
         """``(stage, label)``: the label is the step key, as the run page and the event log name the step
         (``retrievers__hybrid_minmax_a0_5_index`` for asset ``retrievers/hybrid_minmax_a0.5_index``: Dagster's op
@@ -84,7 +89,7 @@ class EventStream:
                 self._started[event.step_key] = entry.timestamp
                 if self.live:  # a transient line while the step runs, replaced by its result
                     stage, label = self.plan.label(event.step_key)
-                    self.out.write(f"\r\x1b[K  {self._counter(len(self.steps) + 1)} {stage:<10} {label} ...")
+                    self.out.write(f"\r\x1b[K  {self._counter(len(self.steps) + 1)} {stage:<{self.plan.stage_width}} {label} ...")
                     self.out.flush()
             elif event.event_type in _STEP_END:
                 self._finish(event, entry.timestamp)
@@ -118,7 +123,7 @@ class EventStream:
             error = "a blocking ERROR check failed (see the summary)"
         line = note[status] + (f": {first_line(error)}" if error else "")
         prefix = "\r\x1b[K" if self.live else ""
-        self.out.write(f"{prefix}  {self._counter(len(self.steps))} {stage:<10} {label:<44} {line}\n")
+        self.out.write(f"{prefix}  {self._counter(len(self.steps))} {stage:<{self.plan.stage_width}} {label:<44} {line}\n")
         self.out.flush()
 
     def _counter(self, n: int) -> str:

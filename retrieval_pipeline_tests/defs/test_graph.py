@@ -233,3 +233,14 @@ def test_unused_retrievers_runs_are_read_as_absent_without_a_warning_each(tiny_r
     messages = [e.user_message or "" for e in instance.all_logs(result.run_id)]
     assert not [m for m in messages if "Couldn't load partition" in m]
     assert len(result.asset_value("retrieval_runs")["retriever"].unique()) == len(listed)
+
+
+def test_the_sensor_cursor_is_readable_and_reads_the_old_json_one():
+    from retrieval_pipeline.defs.automation import read_cursor, tick_message, write_cursor
+
+    seen = {"retrieval_metrics": 34, "quality_report": 12}
+    assert write_cursor(seen) == "quality_report=12,retrieval_metrics=34" and read_cursor(write_cursor(seen)) == seen
+    assert read_cursor('{"quality_report": 12, "retrieval_metrics": 34}') == seen  # what earlier versions stored
+    assert read_cursor(None) == {} and read_cursor("") == {}
+    assert tick_message(2, []) == "2 new evaluation(s), no failed check: no alert"
+    assert tick_message(1, ["a[x] WARN c", "b[y] ERROR d"]) == "ALERTED 2: a[x] WARN c | b[y] ERROR d"

@@ -72,7 +72,7 @@ def test_llm_decides_targets_filter_and_judge_with_stored_rationales(llm_resourc
     assert len(decided) > 0 and not decided["undecided"].any()
     details = json.loads(decided.iloc[0]["judge_details"])
     assert details["sufficiency"]["value"]["rationale"] == "read the contexts"  # the model's answer is stored
-    assert meta(result, "verified_pairs")["llm_prompt_tokens"] > 0
+    assert int(meta(result, "verified_pairs")["llm_prompt_tokens"]) > 0
     judged = result.asset_value("query_results")
     assert judged["judge_quality"].notna().all() and judged["judge_pass"].all()
     # the key reaches the server but no output, metadata or cache file

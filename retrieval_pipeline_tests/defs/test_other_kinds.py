@@ -139,7 +139,7 @@ def test_context_qa_sample_relevance_by_similarity_with_settings_recorded(resour
         matched,
         rows - matched,
     )
-    assert 0 < matched < rows and pairs["relevance_ceiling"] == pytest.approx(matched / rows)
+    assert 0 < matched < rows and pairs["relevance_ceiling"] == pytest.approx(matched / rows, abs=5e-4)  # 4 digits: text in the UI
     for row in frame[frame["status"] == "unresolved"].itertuples():
         assert "qa_pairs.json row" in row.warnings and "matches no chunk at threshold 0.5" in row.warnings
     evidence = json.loads(frame[frame["status"] == "resolved"].iloc[0]["evidence"])
