@@ -25,8 +25,9 @@ from retrieval_pipeline.core.evaluation.scoring import headline_table
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY
 from retrieval_pipeline.defs.trends import trend_observation
-from retrieval_pipeline_tests.core.conftest import in_ci
-from retrieval_pipeline_tests.core.report.test_report_browser import CHROMIUM, chromium
+
+# _chromium_present (autouse): skip without chromium, fail under CI=true
+from retrieval_pipeline_tests.core.report.test_report_browser import _chromium_present, chromium  # noqa: F401
 from retrieval_pipeline_tests.defs.webserver import count, dagster_home_for_tests, open_page, webserver
 
 #: Three evaluations of stdlib: bm25 and dense_minilm, hit@5 rising.
@@ -53,15 +54,6 @@ EVALUATIONS = [
     }
     for d in (-0.02, 0.0, 0.02)
 ]
-
-
-@pytest.fixture(autouse=True)
-def _chromium_present() -> None:
-    if not os.access(CHROMIUM, os.X_OK):
-        reason = f"Debian's chromium is not installed ({CHROMIUM} missing: apt-get install chromium)"
-        if in_ci():
-            pytest.fail(f"CI=true, and {reason}", pytrace=False)
-        pytest.skip(reason)
 
 
 def _seed(home: Path) -> None:
