@@ -98,7 +98,7 @@ def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSin
     previous materialisation, and benchmark questions whose marked answer was disproven. The cursor
     keeps the last storage id seen per asset, so each materialisation is looked at once.
 
-    The tick's result names every alert it sent (``ALERTED 2: retrieval_metrics[stdlib] WARN min_hit_rate_at_5;
+    The tick's result names every alert it sent (``ALERTED 2: retrieval_metrics[stdlib] run 40bb5364: WARN min_hit_rate_at_5 |
     ...``): a sensor that requests no run shows "0 runs requested" on every tick, and the text is what tells an
     alerting tick from an idle one (the tick's tooltip and details).
     """
@@ -131,7 +131,9 @@ def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSin
             if error:
                 context.log.error(error)
             checks = ", ".join(f"{f['severity']} {f['check']}" for f in failed)
-            sent.append(f"{name}[{record.partition_key}] {checks}" + (f" (not delivered: {error})" if error else ""))
+            sent.append(
+                f"{name}[{record.partition_key}] run {record.run_id[:8]}: {checks}" + (f" (not delivered: {error})" if error else "")
+            )
         if records:
             cursor[name] = records[-1].storage_id
     context.update_cursor(write_cursor(cursor))

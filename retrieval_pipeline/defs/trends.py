@@ -43,11 +43,18 @@ def trend_retrievers(config: DatasetConfig) -> list[str]:
 
 def _spec(dataset: str) -> dg.AssetSpec:
     labels = ", ".join(metric_label(m) for m in TREND_METRICS)
+    config = REGISTRY.datasets.get(dataset)
+    if config is None:  # invalid settings: the registry names the error; the key still exists for the partition
+        whose = "the dataset's baseline and production retriever"
+    elif config.production:
+        whose = f"{config.baseline_retriever} (baseline) and {config.production} (production)"
+    else:
+        whose = f"every retriever {dataset} lists ({', '.join(config.retrievers)}; it names no production one)"
     return dg.AssetSpec(
         key=trend_key(dataset),
         group_name=GROUP,
-        description=f"metric_trends/{dataset}: {labels} of dataset {dataset}'s baseline and production retriever over time "
-        "(one observation per retrieval_metrics evaluation of this dataset; open Overview, Metadata, Plots: the x-axis is time).",
+        description=f"metric_trends/{dataset}: {labels} of {whose}, over time: one observation per retrieval_metrics "
+        f"evaluation of {dataset}, this dataset's points only. Overview, Metadata, Plots: the x-axis is time.",
         kinds={"plot"},
     )
 

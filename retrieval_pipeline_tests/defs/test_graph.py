@@ -113,7 +113,7 @@ def assert_metrics_table_and_trend(result, instance, metrics: pd.DataFrame) -> N
     assert {c.name: c.type for c in headline.schema.columns}["hit@5"] == "float"
     rows = {r.data["retriever"]: r.data for r in headline.records}
     assert set(rows) == set(metrics.index)
-    assert all(abs(rows[r]["hit@5"] - metrics.loc[r, "hit_rate@5"]) < 1e-4 for r in rows)
+    assert all(abs(rows[r]["hit@5"] - metrics.loc[r, "hit_rate@5"]) <= 5e-4 for r in rows)  # 3 digits
     assert rows["bm25"]["role"] == "baseline" and rows["bm25"]["queries"] == int(metrics.loc["bm25", "n_queries"])
     observed = instance.fetch_observations(dg.AssetKey(["metric_trends", PARTITION]), limit=1).records[0]
     values = observed.event_log_entry.asset_observation.metadata

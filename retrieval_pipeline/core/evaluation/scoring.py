@@ -178,7 +178,7 @@ class EvaluatedDataset:
             for r, ms in self.table.by_retriever.items()
         }
         return {
-            "headline": headline_table(self.table.by_retriever, roles or {}, digits),
+            "headline": headline_table(self.table.by_retriever, roles or {}),  # 3 digits, to fit the page
             "metrics": rounded,
             "drift_baseline": self.baseline.reason,
             "comparison": Markdown(comparison_table(self.table.by_retriever, columns, self.latency)),
@@ -186,20 +186,22 @@ class EvaluatedDataset:
         }
 
 
-#: The headline table's metric columns (registry names), in order: what a reader compares first.
-HEADLINE_TABLE_METRICS = ("hit_rate@1", "hit_rate@5", "hit_rate@10", "mrr", "ndcg@10", "not_found_rate")
+#: The headline table's metric columns (registry names), in order: what a reader compares first comes first (the
+#: asset page shows the table in a column of about 700 px, and the right-hand columns may need a scroll).
+HEADLINE_TABLE_METRICS = ("hit_rate@5", "mrr", "ndcg@10", "hit_rate@1", "hit_rate@10", "not_found_rate")
 #: The metrics plotted over time per dataset (``metric_trends/<dataset>``), of the baseline and production retrievers.
 TREND_METRICS = ("hit_rate@5", "mrr", "ndcg@10")
 
 
-def headline_table(by_retriever: Mapping[str, Mapping[str, float]], roles: Mapping[str, str], digits: int = 4) -> Table:
-    """One row per retriever: its role (baseline, production), hit@1/5/10, MRR, nDCG@10, not-found rate, queries.
+def headline_table(by_retriever: Mapping[str, Mapping[str, float]], roles: Mapping[str, str], digits: int = 3) -> Table:
+    """One row per retriever: hit@5, MRR, nDCG@10, hit@1, hit@10, not-found rate, queries, its role (baseline, production).
 
-    Column names are the metrics' short labels (``hit@5``, ``MRR``, ``nDCG@10``); a metric no retriever has is
-    left out; a missing or NaN value is an empty cell. ``queries`` is a column here, not a top-level number.
+    Column names are the metrics' short labels (``hit@5``, ``MRR``, ``nDCG@10``, ``not found``); a metric no retriever
+    has is left out; a missing or NaN value is an empty cell. ``queries`` is a column here, not a top-level number.
+    Values are rounded to ``digits`` (3: the console's precision), so the table fits the asset page.
     """
     present = [m for m in HEADLINE_TABLE_METRICS if any(m in ms for ms in by_retriever.values())]
-    columns = (("retriever", "string"), ("role", "string"), *((metric_label(m), "float") for m in present), ("queries", "int"))
+    columns = (("retriever", "string"), *((_short(m), "float") for m in present), ("queries", "int"), ("role", "string"))
 
     def cell(value: Any) -> float | None:
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), digits)
@@ -207,13 +209,18 @@ def headline_table(by_retriever: Mapping[str, Mapping[str, float]], roles: Mappi
     rows = tuple(
         {
             "retriever": name,
-            "role": roles.get(name, ""),
-            **{metric_label(m): cell(ms.get(m)) for m in present},
+            **{_short(m): cell(ms.get(m)) for m in present},
             "queries": int(ms["n_queries"]) if ms.get("n_queries") is not None else None,
+            "role": roles.get(name, ""),
         }
         for name, ms in by_retriever.items()
     )
     return Table(columns, rows)
+
+
+def _short(metric: str) -> str:
+    """A headline column's name: the metric's label (``hit@5``, ``MRR``), ``not found`` for the not-found rate."""
+    return "not found" if metric == "not_found_rate" else metric_label(metric)
 
 
 def trend_values(by_retriever: Mapping[str, Mapping[str, float]], retrievers: Sequence[str], digits: int = 4) -> dict[str, float]:
