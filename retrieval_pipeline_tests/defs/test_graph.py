@@ -16,7 +16,8 @@ PARTITION = "stdlib"
 
 
 def all_assets():
-    return list(defs().assets)
+    """The executable assets (not the non-executable metric_trends/<dataset> specs, which only receive observations)."""
+    return [a for a in defs().assets if isinstance(a, dg.AssetsDefinition)]
 
 
 def materialize(resources, instance):

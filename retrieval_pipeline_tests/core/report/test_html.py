@@ -383,7 +383,7 @@ def test_an_unadjusted_interval_never_reads_as_a_verdict_the_corrected_test_does
     hit5 = pairs.split("<h3")[1]
     cells = dict(re.findall(r'<th scope="row">(.+?)</th>(.*?)</tr>', hit5))
     row = {name.replace("<wbr>", ""): re.findall(r"<td[^>]*>(.*?)</td>", html) for name, html in cells.items()}
-    assert row["hybrid_mm"][0].startswith("+0.128 [+0.021, +0.234]<span") and "†" in row["hybrid_mm"][0]
+    assert row["hybrid_mm"][0].startswith("+0.128 [+0.021, +0.234]<sup") and "†" in row["hybrid_mm"][0]
     assert "hybrid_mm and bm25 are indistinguishable (p = 0.27)" in pairs
     assert "†" not in row["dense"][0]  # a significant pair: the interval and the verdict agree, no mark
     assert "unadjusted" in pairs and "unadjusted" in section(document, "comparison")
