@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from retrieval_pipeline.core.evaluation.pairwise import metric_verdicts
+from retrieval_pipeline.core.evaluation.statistics.pairwise import metric_verdicts
 from retrieval_pipeline.core.metric_registry import metric_label, view_columns
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
@@ -191,24 +191,24 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Where a dataset's floors are set, for the explanations.
+#: Where a dataset's thresholds are set, for the explanations.
 REGISTRY_FILE = "data/config/datasets.yaml"
 
 
 def why_it_failed(check: FailedCheck, dataset: str) -> str:
     """One line on what a failed check means and why it did or did not stop the run, printed under it.
 
-    The demo on the embedded samples ends with such failures on purpose: their floors are WARN, so the checks
+    The demo on the embedded samples ends with such failures on purpose: their thresholds are WARN, so the checks
     are seen at work without failing the run, and their multiple-choice questions include disproven answers.
     """
     if check.blocking and check.severity == "ERROR":
-        return "a blocking ERROR floor: this run failed, and its downstream steps were skipped"
+        return "a blocking ERROR threshold: this run failed, and its downstream steps were skipped"
     if check.name.startswith("min_"):
         if check.severity == "ERROR":
-            return "an ERROR floor failed only by retrievers outside the dataset's gate: reported, the run went on"
+            return "an ERROR threshold failed only by retrievers outside the dataset's gate: reported, the run went on"
         return (
-            f"a WARN floor (severity WARN for {dataset} in {REGISTRY_FILE}): reported and alerted, never fails a run; "
-            "the embedded samples set their floors to WARN on purpose, to show the checks at work"
+            f"a WARN threshold (severity WARN for {dataset} in {REGISTRY_FILE}): reported and alerted, never fails a run; "
+            "the embedded samples set their thresholds to WARN on purpose, to show the checks at work"
         )
     if check.name.startswith("drift_"):
         return "drift against the blessed evaluation: WARN by design, alerted by the sensor, never fails a run"

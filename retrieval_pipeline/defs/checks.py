@@ -1,4 +1,4 @@
-"""The asset checks of ``retrieval_metrics``: a floor per thresholded metric, a drift check per drift metric.
+"""The asset checks of ``retrieval_metrics``: a threshold check per metric with a threshold, a drift check per drift metric.
 
 The specs are the union over the registry's datasets and are partitioned by dataset, so each dataset keeps
 its own check status and history. ``retrieval_metrics`` computes the gates (core) and returns one result
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
+from retrieval_pipeline.core.common.asset_metadata import Markdown
+from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult, check_name, drift_check_name
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY, partitioned_check_spec
 
@@ -23,15 +23,15 @@ PER_PARTITION = (
 
 
 def blocking_datasets(metric: str) -> list[str]:
-    """The datasets whose ``metric`` floor has ERROR severity: the only ones where a failure can block the run."""
+    """The datasets whose ``metric`` threshold has ERROR severity: the only ones where a failure can block the run."""
     return [name for name, d in REGISTRY.datasets.items() if metric in d.thresholds and d.thresholds[metric].severity == "ERROR"]
 
 
 def _floor_description(metric: str) -> str:
-    """What a floor check does and where it blocks: declared blocking only when some dataset's floor is an ERROR."""
+    """What a threshold check does and where it blocks: declared blocking only when some dataset's threshold is an ERROR."""
     blocks, warns = blocking_datasets(metric), [n for n, d in REGISTRY.datasets.items() if metric in d.thresholds]
     warns = [n for n in warns if n not in blocks]
-    what = f"Every checked retriever's {metric} is at least the dataset's floor."
+    what = f"Every checked retriever's {metric} is at least the dataset's threshold."
     if blocks:
         what += f" ERROR (blocks downstream steps and fails the run when a gated retriever is below) on: {', '.join(blocks)}."
     if warns:
@@ -40,11 +40,11 @@ def _floor_description(metric: str) -> str:
 
 
 def _build_check_specs() -> list[dg.AssetCheckSpec]:
-    """One floor check per metric any registered dataset sets a threshold on, plus the drift checks.
+    """One threshold check per metric any registered dataset sets a threshold on, plus the drift checks.
 
-    Every spec is partitioned by dataset, so each dataset has its own check status and history. A floor is
+    Every spec is partitioned by dataset, so each dataset has its own check status and history. A threshold check is
     declared ``blocking`` only when some dataset sets it at ERROR severity (Dagster blocks on a failed blocking
-    check of ERROR severity only); a WARN-only floor and the drift checks (WARN) are not blocking.
+    check of ERROR severity only); a WARN-only threshold and the drift checks (WARN) are not blocking.
     """
     metrics = sorted({m for d in REGISTRY.datasets.values() for m in d.thresholds})
     drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
@@ -70,10 +70,10 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
 CHECK_SPECS = _build_check_specs()
 
 
-def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
+def check_result(gate: CheckResult, dataset: str) -> dg.AssetCheckResult:
     """A gate of the evaluation as Dagster's check result, recorded against the dataset's partition.
 
-    The retrievers' values are one Markdown table, rounded to 4 digits, and the floor, the settings and the
+    The retrievers' values are one Markdown table, rounded to 4 digits, and the threshold, the settings and the
     counts are text: the UI plots numeric metadata across evaluations of every partition, which for these
     would draw a constant line and a trend across datasets that does not exist.
     """
@@ -92,20 +92,20 @@ def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
     )
 
 
-def _values_table(gate: GateResult) -> str:
-    """``| retriever | value |``, rounded to 4 digits; a value below the floor is marked."""
+def _values_table(gate: CheckResult) -> str:
+    """``| retriever | value |``, rounded to 4 digits; a value below the threshold is marked."""
     rows = ["| retriever | value | |", "|---|---|---|"]
     for retriever, value in gate.values.items():
         shown = "n/a" if math.isnan(value) else f"{value:.4f}"
         low = gate.threshold is not None and (math.isnan(value) or value < gate.threshold)
-        rows.append(f"| {retriever} | {shown} | {'below the floor' if low else ''} |")
+        rows.append(f"| {retriever} | {shown} | {'below the threshold' if low else ''} |")
     return "\n".join(rows)
 
 
-def check_results(gates: Sequence[GateResult], dataset: str, log: dg.DagsterLogManager) -> list[dg.AssetCheckResult]:
+def check_results(gates: Sequence[CheckResult], dataset: str, log: dg.DagsterLogManager) -> list[dg.AssetCheckResult]:
     """One result per check spec: the dataset's gate where it computed one, else a pass with a note.
 
-    The specs are the union over datasets, so a floor only another dataset sets passes here with a note.
+    The specs are the union over datasets, so a threshold only another dataset sets passes here with a note.
     A gate with no spec of its name (the definitions were loaded from another registry than this run's)
     is logged as a warning and not recorded as a check.
     """

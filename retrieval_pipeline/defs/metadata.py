@@ -13,7 +13,7 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import Markdown, Table
+from retrieval_pipeline.core.common.asset_metadata import Markdown, Table
 
 
 def dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:

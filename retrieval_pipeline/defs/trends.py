@@ -20,9 +20,9 @@ from collections.abc import Mapping
 
 import dagster as dg
 
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.evaluation.scoring import TREND_METRICS, trend_values
 from retrieval_pipeline.core.metric_registry import metric_label
+from retrieval_pipeline.core.registry import DatasetConfig
 from retrieval_pipeline.defs.partitions import REGISTRY
 
 #: The asset group of the trend assets.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.cli.progress import logging_to
-from retrieval_pipeline.core.progress import Progress, terminal_columns
+from retrieval_pipeline.core.common.progress import Progress, terminal_columns
 
 
 def test_transformers_load_report_goes_to_the_log_file_not_the_terminal(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

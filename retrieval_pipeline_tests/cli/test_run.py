@@ -14,8 +14,8 @@ from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, format_summa
 from retrieval_pipeline.cli.run import UsageError, add_retriever_selection, main, unused_note, used_by_dataset
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.automation import failed_checks_of_run
 from retrieval_pipeline.defs.retrieval import REGISTRY, retriever_step
+from retrieval_pipeline.defs.sensors import failed_checks_of_run
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
@@ -259,7 +259,7 @@ def test_the_demos_expected_failed_checks_say_why_under_each_and_the_last_line_d
     text = format_summary([DatasetRun("stdlib", "abcdef12", True, 1.0, [], failed, None, tmp_path)], tmp_path / "run.log")
     why = [line.strip() for line in text.splitlines() if line.strip().startswith("why: ")]
     assert len(why) == 3
-    assert "WARN floor (severity WARN for stdlib in data/config/datasets.yaml)" in why[0] and "on purpose" in why[0]
+    assert "WARN threshold (severity WARN for stdlib in data/config/datasets.yaml)" in why[0] and "on purpose" in why[0]
     assert "never fails a run" in why[1] and "not blocking" in why[2] and "disproven" in why[2]
     last = text.rstrip().splitlines()[-1]
     assert last.startswith("Done, exit code 0: 1 dataset(s) materialised, no run failed; 1 non-blocking ERROR check(s) and 2 WARN")

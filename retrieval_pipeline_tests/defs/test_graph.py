@@ -9,7 +9,8 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.automation import retrieval_alert_sensor, weekly_evaluation_schedule
+from retrieval_pipeline.defs.schedules import weekly_evaluation_schedule
+from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 PARTITION = "stdlib"
@@ -237,7 +238,7 @@ def test_unused_retrievers_runs_are_read_as_absent_without_a_warning_each(tiny_r
 
 
 def test_the_sensor_cursor_is_readable_and_reads_the_old_json_one():
-    from retrieval_pipeline.defs.automation import read_cursor, tick_message, write_cursor
+    from retrieval_pipeline.defs.sensors import read_cursor, tick_message, write_cursor
 
     seen = {"retrieval_metrics": 34, "quality_report": 12}
     assert write_cursor(seen) == "quality_report=12,retrieval_metrics=34" and read_cursor(write_cursor(seen)) == seen

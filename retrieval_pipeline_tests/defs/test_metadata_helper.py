@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.defs.metadata import dagster_metadata
 
 
@@ -32,7 +32,7 @@ def test_markdown_paths_and_json_are_wrapped_numbers_become_text_the_rest_passes
 
 
 def test_a_table_keeps_its_schema_and_text_numbers_keep_bools():
-    from retrieval_pipeline.core.asset_metadata import Table
+    from retrieval_pipeline.core.common.asset_metadata import Table
     from retrieval_pipeline.defs.metadata import as_text
 
     converted = dagster_metadata({"t": Table((("retriever", "string"), ("hit@5", "float")), ({"retriever": "bm25", "hit@5": 0.5},))})

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.api import compare
-from retrieval_pipeline.core.evaluation import stats
-from retrieval_pipeline.core.evaluation.pairwise import PairwiseSettings, compare_all
-from retrieval_pipeline.core.evaluation.significance import significance_table, wide_values
-from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.evaluation.statistics import stats
+from retrieval_pipeline.core.evaluation.statistics.pairwise import PairwiseSettings, compare_all
+from retrieval_pipeline.core.evaluation.statistics.significance import significance_table, wide_values
 from retrieval_pipeline_tests.core.evaluation.test_stats import SETTINGS, _query_results, _synthetic
 
 METRICS = ["hit_rate@5", "mrr", "ndcg@10"]

@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.evaluation.trec import (
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Qrels, Run
+from retrieval_pipeline.core.evaluation.exports.trec import (
     read_trec_qrels,
     read_trec_run,
     untie_scores,
     write_trec_qrels,
     write_trec_run,
 )
-from retrieval_pipeline.core.types import Qrels, Run
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 
 TOLERANCE = 1e-9
 

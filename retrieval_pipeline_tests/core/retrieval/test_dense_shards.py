@@ -3,7 +3,7 @@
 A shard is one chunk the embedding cache commits (``batch_size x BATCHES_PER_COMMIT`` texts). A
 SIGKILLed :meth:`DenseRetriever.build` loses at most the shard in progress; the re-run embeds only the
 missing shards and builds the same index a clean build does. Progress reaches the caller once per
-committed shard, and :class:`~retrieval_pipeline.core.progress.Progress` turns it into throttled log lines (``pytest -s`` prints the
+committed shard, and :class:`~retrieval_pipeline.core.common.progress.Progress` turns it into throttled log lines (``pytest -s`` prints the
 kill/resume figures).
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_pipeline.core.progress import Progress, progress_line
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
+from retrieval_pipeline.core.common.progress import Progress, progress_line
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
+from retrieval_pipeline.core.retrieval.models.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
 from retrieval_pipeline_tests.core.retrieval.kit import build, committed_vectors, fake_model_folder, parse_as
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
@@ -56,8 +56,8 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
     from retrieval_pipeline_tests.core.retrieval.test_dense_shards import BATCH, VOCAB, corpus
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, RetrieverError
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 DOCS = [
@@ -177,7 +177,7 @@ def test_a_query_error_is_kept_with_the_query_and_counts_as_not_found() -> None:
 
 
 def test_a_hybrid_does_not_hide_a_failed_input() -> None:
-    from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
+    from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever
 
     class Flaky:
         name = "service"

@@ -27,7 +27,7 @@ A case ``id`` becomes a query id in TREC run and qrels files and in the pipeline
 checked at load (:func:`case_id_problem`), not when ``evaluation_exports`` writes it: a string or an
 integer (not a list, mapping, float or boolean), non-empty once stripped, without whitespace or other
 control characters inside (TREC files are whitespace-separated; see
-:func:`retrieval_pipeline.core.evaluation.trec.check_trec_id`) and at most :data:`MAX_CASE_ID_CHARS` characters.
+:func:`retrieval_pipeline.core.evaluation.exports.trec.check_trec_id`) and at most :data:`MAX_CASE_ID_CHARS` characters.
 A row with a bad id is rejected naming the file and the row's index.
 """
 
@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import PathRefused, read_text_bounded, resolve_inside, shown
-from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
-from retrieval_pipeline.core.yaml_file import read_yaml
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import PathRefused, read_text_bounded, resolve_inside, shown
+from retrieval_pipeline.core.common.types import BENCHMARK_TYPES, Case, Rejected
+from retrieval_pipeline.core.common.yaml_file import read_yaml
 
 #: YAML key -> role name used in ``Case.files`` and ``extra["missing_files"]``.
 FIX_FILE_ROLES: dict[str, str] = {"fixed_file": "fixed", "test_file": "test", "unfixed_file": "unfixed"}

@@ -3,7 +3,7 @@
 vLLM, Hugging Face TEI, Ollama, llama.cpp and OpenAI itself serve ``POST {base_url}/embeddings``. The
 corpus is embedded once (in batches of ``batch_size``, through the embedding cache), indexed exactly
 like ``dense`` (FAISS flat inner product over L2-normalised vectors, see
-:mod:`retrieval_pipeline.core.retrieval.dense`), and queries are embedded at search time::
+:mod:`retrieval_pipeline.core.retrieval.engines.dense_search`), and queries are embedded at search time::
 
     retrievers:
       dense_bge_small_vllm:
@@ -54,13 +54,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from retrieval_pipeline.core.closing import Closing
-from retrieval_pipeline.core.llm.transport import classify_error, describe_error
+from retrieval_pipeline.core.common.closing import Closing
 from retrieval_pipeline.core.retrieval.base import QueryResult
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import l2_normalise
-from retrieval_pipeline.core.retrieval.remote import (
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+from retrieval_pipeline.core.retrieval.engines.remote import (
     ENV_NAME,
     GaveUp,
     RetryPolicy,
@@ -69,7 +66,10 @@ from retrieval_pipeline.core.retrieval.remote import (
     scrub,
     secret_from_env,
 )
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import l2_normalise
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
+from retrieval_pipeline.core.services.llm.transport import classify_error, describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def embedding_model_id(base_url: str, model: str, dimensions: int | None = None)
 
 
 class OpenAIEmbeddingEncoder(Closing):
-    """An :class:`~retrieval_pipeline.core.retrieval.encoders.Encoder` backed by an OpenAI-compatible server.
+    """An :class:`~retrieval_pipeline.core.retrieval.models.encoders.Encoder` backed by an OpenAI-compatible server.
 
     Texts are sent ``batch_size`` at a time with ``encoding_format="float"`` (what every compatible
     server supports); each request is retried per ``policy``; answers are validated and L2-normalised.
@@ -159,7 +159,7 @@ class OpenAIEmbeddingEncoder(Closing):
         """An ``openai.OpenAI`` with its own retries off (this class retries)."""
         import openai
 
-        from retrieval_pipeline.core.llm.transport import DeadlineTransport  # timeout_s bounds the whole request
+        from retrieval_pipeline.core.services.llm.transport import DeadlineTransport  # timeout_s bounds the whole request
 
         http_client = openai.DefaultHttpxClient(transport=DeadlineTransport(self.timeout_s), timeout=self.timeout_s)
         return openai.OpenAI(

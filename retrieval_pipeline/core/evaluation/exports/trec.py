@@ -1,0 +1,288 @@
+"""TREC run and qrels files: write them so reference tools read our ranking, and read them back.
+
+Formats (whitespace-separated, one judgement or hit per line)::
+
+    run:    <query_id> Q0 <doc_id> <rank> <score> <tag>
+    qrels:  <query_id> 0 <doc_id> <grade>
+
+**Why scores are rewritten on ties.** trec_eval, pytrec_eval and ranx ignore the rank column and re-sort
+each query by score. Ties are then broken by doc id (trec_eval/pytrec_eval: descending docno) or by an
+unstable sort (ranx), so a run with tied scores would be evaluated in an order that is not ours. Worse,
+trec_eval (and so pytrec_eval and ir_measures' trec_eval provider) stores scores as C ``float``: scores
+that differ only past single precision (e.g. ``0.5`` and ``0.5 - 1e-9``) are ties for it, while ranx
+(float64) keeps them apart. :func:`write_trec_run` therefore writes scores that strictly decrease down
+each query's list *both as float64 and after rounding to float32*:
+
+* a score whose float32 rounding is below the float32 rounding of the score written above it is written
+  unchanged (``repr`` of the double, which reads back bit-identical);
+* any other score (a tie, or a gap lost in float32) is written as the next float32 below the one written
+  above it (``numpy.nextafter`` in float32, written as its exact double). So a score only ever moves
+  down, by one float32 unit in the last place (about ``6e-8`` relative) more than the score above it: a
+  block of ``m`` tied hits spreads over ``m - 1`` such steps, and the real scores of untied hits are
+  kept unless a long tie block just above has been pushed down past them.
+
+Every reader then sees exactly our order, whether it parses scores as float32 or float64. Scores beyond
+the float32 range (``|score| > 3.4e38``) raise :class:`ValueError`, since trec_eval would read them as
+infinite.
+
+Scores that *increase* down the list contradict "best first" and raise :class:`ValueError`, as do NaN and
+infinite scores. A query with an empty hit list writes no
+line (TREC files cannot express it; a missing query and an empty one evaluate the same in
+:mod:`retrieval_pipeline.core.evaluation.metrics`). Likewise a qrels query with no judgements writes nothing.
+
+:func:`read_trec_run` orders each query by score descending and breaks ties by doc id descending, as
+trec_eval does, so it returns the ranking reference tools evaluate; for files written here that is the
+original list order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from retrieval_pipeline.core.common.atomic import atomic_write
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Hit, Qrels, Run
+
+V = TypeVar("V", int, float)
+
+#: Largest finite float32: trec_eval stores run scores as C ``float``.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+# --------------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------------
+
+
+def write_trec_run(run: Run, path: str | Path, tag: str) -> Path:
+    """Write a run as a TREC run file whose scores strictly decrease within each query.
+
+    Args:
+        run: ``{query_id: [(doc_id, score), ...]}``, best first, scores non-increasing.
+        path: Output file (parent directories are created; the file is replaced atomically).
+        tag: Run name for the sixth column; no whitespace.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: An id or the tag is empty or holds whitespace (the message names it), a doc id
+            repeats within a query, or a score is NaN/infinite, beyond float32 range, or higher than the
+            one above it.
+    """
+    check_trec_id(tag, "run tag")
+    lines = (line for query_id, hits in run.items() for line in _run_lines(query_id, hits, tag))
+    return _write_atomically(Path(path), lines)
+
+
+def write_trec_qrels(qrels: Qrels, path: str | Path) -> Path:
+    """Write qrels as a TREC qrels file (``query_id 0 doc_id grade``), in dict order.
+
+    Args:
+        qrels: ``{query_id: {doc_id: grade}}`` with integer grades.
+        path: Output file (parent directories are created; the file is replaced atomically).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: An id is empty or holds whitespace (the message names it), or a grade is not an int.
+    """
+    lines = (line for query_id, judged in qrels.items() for line in _qrels_lines(query_id, judged))
+    return _write_atomically(Path(path), lines)
+
+
+def untie_scores(query_id: str, scores: Sequence[float]) -> list[float]:
+    """Scores to write for one query: strictly decreasing in float64 and in float32, ties pushed down.
+
+    Args:
+        query_id: Named in error messages.
+        scores: The query's scores in list (best-first) order.
+
+    Returns:
+        Floats that strictly decrease even after rounding to float32; a score is unchanged wherever its
+        float32 rounding is already below that of the score written above it.
+
+    Raises:
+        ValueError: A score is not a number, is NaN, infinite or beyond float32 range, or is higher than
+            the score above it.
+    """
+    written: list[float] = []
+    previous = math.inf
+    for rank, raw in enumerate(scores, start=1):
+        score = _finite_score(query_id, rank, raw)
+        if score > previous:
+            raise ValueError(
+                f"run for query {query_id!r}: score {score!r} at rank {rank} is higher than {previous!r} "
+                "at the rank above; a run must be sorted best first"
+            )
+        written.append(_below(score, written[-1]) if written else score)
+        previous = score
+    return written
+
+
+def _below(score: float, above: float) -> float:
+    """``score`` if it stays below ``above`` in float32, else the next float32 below ``above``."""
+    ceiling = np.float32(above)
+    if np.float32(score) < ceiling:
+        return score
+    return float(np.nextafter(ceiling, np.float32(-np.inf)))
+
+
+def check_trec_id(value: object, what: str) -> str:
+    """Return ``value`` when it can be a TREC field: a non-empty string without whitespace.
+
+    Raises:
+        ValueError: Naming ``what`` and the offending value.
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} {value!r} must be a non-empty string")
+    if any(char.isspace() for char in value):
+        raise ValueError(f"{what} {value!r} contains whitespace; TREC files are whitespace-separated")
+    return value
+
+
+def _finite_score(query_id: str, rank: int, raw: float) -> float:
+    """``raw`` as a finite float, or ValueError naming the query and rank."""
+    try:
+        score = float(raw)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"run for query {query_id!r}: score {raw!r} at rank {rank} is not a number") from error
+    if not math.isfinite(score):
+        raise ValueError(f"run for query {query_id!r}: score {score!r} at rank {rank} is not finite")
+    if abs(score) > _FLOAT32_MAX:
+        raise ValueError(
+            f"run for query {query_id!r}: score {score!r} at rank {rank} is beyond float32 range (trec_eval reads scores as C float)"
+        )
+    return score
+
+
+def _run_lines(query_id: str, hits: Sequence[Hit], tag: str) -> Iterator[str]:
+    """The TREC lines of one query."""
+    check_trec_id(query_id, "query id")
+    doc_ids = [check_trec_id(doc_id, f"doc id (query {query_id!r})") for doc_id, _ in hits]
+    if len(set(doc_ids)) != len(doc_ids):
+        raise ValueError(f"run for query {query_id!r} lists the same doc id more than once")
+    scores = untie_scores(query_id, [score for _, score in hits])
+    for rank, (doc_id, score) in enumerate(zip(doc_ids, scores), start=1):
+        yield f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}\n"
+
+
+def _qrels_lines(query_id: str, judged: dict[str, int]) -> Iterator[str]:
+    """The TREC qrels lines of one query."""
+    check_trec_id(query_id, "query id")
+    for doc_id, grade in judged.items():
+        check_trec_id(doc_id, f"doc id (query {query_id!r})")
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise ValueError(f"qrels grade {grade!r} for query {query_id!r}, doc {doc_id!r} must be an int")
+        yield f"{query_id} 0 {doc_id} {grade}\n"
+
+
+def _write_atomically(path: Path, lines: Iterable[str]) -> Path:
+    """Write to a uniquely named sibling temp file, then rename over ``path`` (see :func:`atomic_write`)."""
+
+    def write(temp: Path) -> None:
+        with temp.open("w", encoding="utf-8", newline="\n") as handle:
+            handle.writelines(lines)
+
+    return atomic_write(path, write)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------------
+
+
+def read_trec_run(path: str | Path) -> Run:
+    """Read a TREC run file (6 fields a line) into a Run, ranked the way trec_eval ranks it.
+
+    Each query's hits are ordered by score descending, ties by doc id descending (trec_eval's rule); the
+    rank column is checked to be an integer and otherwise ignored, as reference tools do.
+
+    Args:
+        path: The run file.
+
+    Returns:
+        ``{query_id: [(doc_id, score), ...]}``, best first, queries in first-seen order.
+
+    Raises:
+        InputError: Naming file and line: wrong field count, a rank that is not an integer, a score that
+            is not a finite number, or a doc id listed twice for a query.
+    """
+    path = Path(path)
+    scores: dict[str, dict[str, float]] = {}
+    for number, fields in _records(path, 6, "query_id Q0 doc_id rank score tag"):
+        query_id, _, doc_id, rank, score, _ = fields
+        _parse_int(rank, "rank", path, number)
+        value = _parse_score(score, path, number)
+        _add_once(scores.setdefault(query_id, {}), query_id, doc_id, value, path, number)
+    return {query_id: _trec_eval_order(hits) for query_id, hits in scores.items()}
+
+
+def _trec_eval_order(hits: dict[str, float]) -> list[Hit]:
+    """Hits by score descending, ties by doc id descending (trec_eval's ``get_trec_results.c`` rule)."""
+    return sorted(hits.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)
+
+
+def read_trec_qrels(path: str | Path) -> Qrels:
+    """Read a TREC qrels file (``query_id iteration doc_id grade``) into Qrels.
+
+    Args:
+        path: The qrels file.
+
+    Returns:
+        ``{query_id: {doc_id: grade}}`` in file order.
+
+    Raises:
+        InputError: Naming file and line: wrong field count, a non-integer grade, or a repeated pair.
+    """
+    path = Path(path)
+    qrels: Qrels = {}
+    for number, (query_id, _, doc_id, grade) in _records(path, 4, "query_id 0 doc_id grade"):
+        value = _parse_int(grade, "grade", path, number)
+        _add_once(qrels.setdefault(query_id, {}), query_id, doc_id, value, path, number)
+    return qrels
+
+
+def _records(path: Path, n_fields: int, layout: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(1-based line, fields)`` of each non-blank line, checking the field count."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                fields = line.split()
+                if not fields:
+                    continue
+                if len(fields) != n_fields:
+                    message = f"line {number}: expected {n_fields} fields ({layout}), got {len(fields)}"
+                    raise InputError(message, path=str(path))
+                yield number, fields
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read file: {error}", path=str(path)) from error
+
+
+def _parse_int(text: str, what: str, path: Path, number: int) -> int:
+    try:
+        return int(text)
+    except ValueError as error:
+        raise InputError(f"line {number}: {what} {text!r} is not an integer", path=str(path)) from error
+
+
+def _parse_score(text: str, path: Path, number: int) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise InputError(f"line {number}: score {text!r} is not a number", path=str(path)) from error
+    if not math.isfinite(value):
+        raise InputError(f"line {number}: score {text!r} is not finite", path=str(path))
+    return value
+
+
+def _add_once(target: dict[str, V], query_id: str, doc_id: str, value: V, path: Path, number: int) -> None:
+    """Set ``target[doc_id]``; raises naming the line when the doc is already there for the query."""
+    if doc_id in target:
+        raise InputError(f"line {number}: doc id {doc_id!r} appears twice for query {query_id!r}", path=str(path))
+    target[doc_id] = value

@@ -1,0 +1,486 @@
+"""A BM25 retriever that reproduces ``rank_bm25.BM25Okapi`` scores, built on a sparse weight matrix."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import platform
+from collections.abc import Iterable, Sequence
+from importlib import metadata
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from retrieval_pipeline.core.common.progress import Progress, ProgressCallback
+from retrieval_pipeline.core.common.types import Hit
+from retrieval_pipeline.core.retrieval.engines.tokenize import Tokenizer, tokenize
+
+FORMAT_VERSION = 1
+PARAMS_FILE = "params.json"
+WEIGHTS_FILE = "weights.npz"
+VOCABULARY_FILE = "vocabulary.json"
+DOC_IDS_FILE = "doc_ids.json"
+#: Documents tokenized between two reports to the build's :class:`~retrieval_pipeline.core.common.progress.Progress`.
+TOKENIZE_CHUNK = 5000
+
+
+class BM25Retriever:
+    r"""Okapi BM25 with exactly the scores of ``rank_bm25.BM25Okapi`` (rank-bm25 0.2.2).
+
+    For a corpus of :math:`N` documents, a query :math:`q = (q_1, \dots, q_m)` (its tokens, repeats
+    kept) and a document :math:`d`::
+
+        score(q, d) = sum_{i=1..m} idf(q_i) * tf(q_i, d) * (k1 + 1)
+                                   / (tf(q_i, d) + k1 * (1 - b + b * |d| / avgdl))
+
+        idf(t) = log(N - n(t) + 0.5) - log(n(t) + 0.5)     if that is >= 0
+               = epsilon * mean_{t' in V} [log(N - n(t') + 0.5) - log(n(t') + 0.5)]   otherwise
+
+    where ``tf(t, d)`` counts ``t`` in ``d``, ``|d|`` is the document's token count, ``avgdl`` the
+    mean token count, ``n(t)`` the number of documents containing ``t`` and ``V`` the vocabulary.
+    The floor replaces the negative idf of a term found in more than half of the documents by
+    ``epsilon`` times the average *raw* idf over the vocabulary (which can itself be zero or negative
+    on tiny corpora; rank_bm25 does the same). A query token that repeats counts once per occurrence;
+    an unknown token contributes 0.
+
+    **How it is computed.** Every per-(term, document) summand is precomputed into a sparse
+    ``terms x documents`` CSR matrix. A batch of queries becomes a sparse ``queries x terms`` matrix
+    holding one entry of value 1 per query token, in query order (repeats are separate entries), and
+    the scores are one sparse product (a single query instead adds its terms' rows into a dense
+    vector, which is faster for one). Either way each score is accumulated term by term in query
+    order from 0.0, as ``BM25Okapi.get_scores`` does, so the scores match rank_bm25 to the last bit.
+
+    **Ranking.** ``search`` returns, per query, at most ``k`` hits by score descending, ties broken by
+    corpus position ascending. **Only documents with a score > 0 are returned**: a document that
+    shares no term with the query (score 0) carries no evidence, and a run padded with zero-scored
+    documents would be arbitrary corpus order that rank-based metrics would still count (ranx's
+    maintainers also advise against zero scores in a run). So a query with fewer than ``k``
+    matching documents returns fewer than ``k`` hits, and an empty or all-unknown query returns
+    none. (Negative scores, only possible when the floored idf is negative on degenerate tiny
+    corpora, are dropped for the same reason.) :meth:`scores` gives the full score vector.
+
+    Build with :meth:`build` (texts) or :meth:`from_tokens` (pre-tokenized); persist with
+    :meth:`save` / :meth:`load`.
+    """
+
+    name: str = "bm25"
+
+    def __init__(
+        self,
+        *,
+        doc_ids: Sequence[str],
+        vocabulary: Sequence[str],
+        weights: sp.csr_array,
+        params: dict[str, Any],
+        tokenizer: Tokenizer,
+    ) -> None:
+        """Wrap built parts; use :meth:`build`, :meth:`from_tokens` or :meth:`load` instead.
+
+        Args:
+            doc_ids: Document ids, in corpus order.
+            vocabulary: Terms, in term-id order (the rows of ``weights``).
+            weights: ``len(vocabulary) x len(doc_ids)`` CSR matrix of BM25 summands.
+            params: Index parameters (``k1``, ``b``, ``epsilon``, ``avgdl``, ...), as saved.
+            tokenizer: Turns query text into tokens.
+        """
+        self.doc_ids: list[str] = list(doc_ids)
+        self.vocabulary: dict[str, int] = {term: i for i, term in enumerate(vocabulary)}
+        self.weights = weights
+        self.params = dict(params)
+        self.tokenizer = tokenizer
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def build(
+        cls,
+        doc_ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        tokenizer: Tokenizer = tokenize,
+    ) -> BM25Retriever:
+        """Tokenize and index a corpus (tokenizing reports to a :class:`~retrieval_pipeline.core.common.progress.Progress`).
+
+        Args:
+            doc_ids: Unique document ids, in corpus order (the tie-break order).
+            texts: Document texts, aligned with ``doc_ids``.
+            k1: Term-frequency saturation.
+            b: Length normalisation, in [0, 1].
+            epsilon: Factor of the average idf used as the floor for negative idf.
+            tokenizer: Tokenizer for documents and, later, queries.
+
+        Returns:
+            The built retriever.
+
+        Raises:
+            ValueError: Empty corpus, misaligned inputs, duplicate ids, no tokens, bad parameters.
+        """
+        if len(doc_ids) != len(texts):
+            raise ValueError(f"doc_ids and texts differ in length: {len(doc_ids)} != {len(texts)}")
+        with Progress("BM25 index", verb="tokenized", noun="documents", unit="docs") as progress:
+            corpus_tokens = _tokenized(texts, tokenizer, progress)
+        return cls.from_tokens(doc_ids, corpus_tokens, k1=k1, b=b, epsilon=epsilon, tokenizer=tokenizer)
+
+    @classmethod
+    def from_tokens(
+        cls,
+        doc_ids: Sequence[str],
+        corpus_tokens: Sequence[Sequence[str]],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        tokenizer: Tokenizer = tokenize,
+    ) -> BM25Retriever:
+        """Index an already tokenized corpus (the same input ``BM25Okapi(corpus_tokens)`` takes).
+
+        Args:
+            doc_ids: Unique document ids, in corpus order.
+            corpus_tokens: Tokens per document, aligned with ``doc_ids``.
+            k1: Term-frequency saturation.
+            b: Length normalisation, in [0, 1].
+            epsilon: Factor of the average idf used as the floor for negative idf.
+            tokenizer: Tokenizer used later for query text (recorded by name in ``params.json``).
+
+        Returns:
+            The built retriever.
+
+        Raises:
+            ValueError: Empty corpus, misaligned inputs, duplicate ids, no tokens, bad parameters.
+            TypeError: A document is a string rather than a token list.
+        """
+        _check_corpus(doc_ids, corpus_tokens)
+        _check_params(k1, b, epsilon)
+        vocabulary = _first_occurrence_vocabulary(corpus_tokens)
+        if not vocabulary:
+            raise ValueError("the corpus has no tokens after tokenization; nothing to index")
+        term_freqs, doc_len = _term_frequencies(corpus_tokens, vocabulary)
+        avgdl = int(doc_len.sum()) / len(doc_len)
+        idf, average_idf = _okapi_idf(np.diff(term_freqs.indptr), len(doc_len), epsilon)
+        weights = _okapi_weights(term_freqs, doc_len, idf, k1=k1, b=b, avgdl=avgdl)
+        params = _params(k1=k1, b=b, epsilon=epsilon, tokenizer=tokenizer, n_docs=len(doc_len), avgdl=avgdl)
+        params.update(average_idf=average_idf, n_terms=len(vocabulary), nnz=int(weights.nnz))
+        return cls(doc_ids=doc_ids, vocabulary=list(vocabulary), weights=weights, params=params, tokenizer=tokenizer)
+
+    # ------------------------------------------------------------------ querying
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Rank the corpus for a batch of queries.
+
+        Args:
+            queries: Query texts, tokenized with this index's tokenizer.
+            k: Maximum hits per query (>= 0).
+
+        Returns:
+            Per query, at most ``k`` ``(doc_id, score)`` with score > 0, by score descending then
+            corpus position ascending.
+
+        Raises:
+            TypeError: ``queries`` is a single string instead of a sequence of them.
+            ValueError: ``k`` is negative.
+        """
+        if isinstance(queries, str):
+            raise TypeError("queries must be a sequence of strings, not one string")
+        return self.search_tokens([self.tokenizer(query) for query in queries], k)
+
+    def search_tokens(self, queries_tokens: Sequence[Sequence[str]], k: int) -> list[list[Hit]]:
+        """Like :meth:`search`, for queries already tokenized.
+
+        Args:
+            queries_tokens: Tokens per query (repeats count, unknown tokens are ignored).
+            k: Maximum hits per query (>= 0).
+
+        Returns:
+            As :meth:`search`.
+
+        Raises:
+            ValueError: ``k`` is negative.
+        """
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        if len(queries_tokens) == 1:  # one query: a dense accumulation beats the sparse product's overhead
+            return [self._dense_hits(queries_tokens[0], k)]
+        if not queries_tokens:
+            return []
+        scores = self._query_matrix(queries_tokens) @ self.weights
+        return [self._row_hits(scores, row, k) for row in range(len(queries_tokens))]
+
+    def scores(self, query: str) -> np.ndarray:
+        """Score every document, like ``BM25Okapi.get_scores(tokenizer(query))``.
+
+        Args:
+            query: Query text.
+
+        Returns:
+            ``float64`` array of length ``n_docs``, in corpus order (zeros included).
+        """
+        return self.scores_tokens(self.tokenizer(query))
+
+    def scores_tokens(self, query_tokens: Sequence[str]) -> np.ndarray:
+        """Score every document for an already tokenized query.
+
+        Args:
+            query_tokens: Query tokens (repeats count, unknown tokens are ignored).
+
+        Returns:
+            ``float64`` array of length ``n_docs``, in corpus order.
+        """
+        scores = np.zeros(len(self.doc_ids), dtype=np.float64)
+        indptr, indices, data = self.weights.indptr, self.weights.indices, self.weights.data
+        for term in self._term_ids(query_tokens):
+            start, end = indptr[term], indptr[term + 1]
+            scores[indices[start:end]] += data[start:end]
+        return scores
+
+    def _term_ids(self, query_tokens: Iterable[str]) -> list[int]:
+        """Known query tokens as term ids, in query order, repeats kept."""
+        vocabulary = self.vocabulary
+        return [vocabulary[token] for token in query_tokens if token in vocabulary]
+
+    def _query_matrix(self, queries_tokens: Sequence[Sequence[str]]) -> sp.csr_array:
+        """``queries x terms`` matrix with one 1.0 per known query token, in query order.
+
+        Repeated tokens stay separate entries (the matrix is deliberately not canonicalised), so
+        the sparse product accumulates every summand in query order, exactly like rank_bm25.
+        """
+        term_ids = [self._term_ids(tokens) for tokens in queries_tokens]
+        indptr = np.zeros(len(term_ids) + 1, dtype=np.int64)
+        np.cumsum([len(ids) for ids in term_ids], out=indptr[1:])
+        indices = np.fromiter(chain.from_iterable(term_ids), dtype=self.weights.indices.dtype, count=int(indptr[-1]))
+        data = np.ones(len(indices), dtype=np.float64)
+        shape = (len(term_ids), self.weights.shape[0])
+        return sp.csr_array((data, indices, indptr.astype(indices.dtype)), shape=shape, copy=False)
+
+    def _row_hits(self, scores: sp.csr_array, row: int, k: int) -> list[Hit]:
+        """Top-``k`` positive hits of one row of the ``queries x documents`` score matrix."""
+        start, end = scores.indptr[row], scores.indptr[row + 1]
+        return self._hits(*top_k(scores.indices[start:end], scores.data[start:end], k))
+
+    def _dense_hits(self, query_tokens: Sequence[str], k: int) -> list[Hit]:
+        """Top-``k`` positive hits of one query, from its dense score vector."""
+        scores = self.scores_tokens(query_tokens)
+        positions = np.flatnonzero(scores > 0)
+        return self._hits(*top_k(positions, scores[positions], k))
+
+    def _hits(self, positions: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        """``(doc_id, score)`` pairs for corpus positions."""
+        doc_ids = self.doc_ids
+        return [(doc_ids[p], s) for p, s in zip(positions.tolist(), scores.tolist())]
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, directory: Path) -> None:
+        """Write the index to ``directory`` (created if missing).
+
+        Files: ``weights.npz`` (the CSR weight matrix, ``scipy.sparse.save_npz``),
+        ``vocabulary.json`` (terms in row order), ``doc_ids.json`` (corpus order) and
+        ``params.json`` (k1, b, epsilon, tokenizer, n_docs, avgdl, library versions, ...).
+
+        Args:
+            directory: Target directory.
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        sp.save_npz(directory / WEIGHTS_FILE, self.weights, compressed=False)
+        terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
+        _write_json(directory / VOCABULARY_FILE, terms)
+        _write_json(directory / DOC_IDS_FILE, self.doc_ids)
+        _write_json(directory / PARAMS_FILE, self.params, indent=2)
+
+    @classmethod
+    def load(cls, directory: Path, *, tokenizer: Tokenizer | None = None) -> BM25Retriever:
+        """Read an index written by :meth:`save`; it returns identical results.
+
+        Args:
+            directory: Directory written by :meth:`save`.
+            tokenizer: Query tokenizer; by default the one recorded in ``params.json`` is imported
+                (pass it explicitly when it is not importable, e.g. a lambda).
+
+        Returns:
+            The loaded retriever.
+
+        Raises:
+            ValueError: Unknown format, inconsistent files, or a tokenizer that cannot be imported.
+        """
+        directory = Path(directory)
+        params = json.loads((directory / PARAMS_FILE).read_text(encoding="utf-8"))
+        if params.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{directory}: unsupported BM25 index format {params.get('format_version')!r}")
+        weights = sp.csr_array(sp.load_npz(directory / WEIGHTS_FILE))
+        vocabulary = json.loads((directory / VOCABULARY_FILE).read_text(encoding="utf-8"))
+        doc_ids = json.loads((directory / DOC_IDS_FILE).read_text(encoding="utf-8"))
+        if weights.shape != (len(vocabulary), len(doc_ids)):
+            raise ValueError(f"{directory}: weights {weights.shape} do not match vocabulary/doc ids")
+        tokenizer = tokenizer or resolve_tokenizer(params["tokenizer"])
+        return cls(doc_ids=doc_ids, vocabulary=vocabulary, weights=weights, params=params, tokenizer=tokenizer)
+
+
+# ---------------------------------------------------------------------- ranking
+
+
+def top_k(positions: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best positive scores, by score descending then position ascending.
+
+    Args:
+        positions: Corpus positions of the candidates (unique, any order).
+        scores: Their scores, aligned with ``positions``.
+        k: Maximum number to keep.
+
+    Returns:
+        ``(positions, scores)`` of the kept candidates, best first.
+    """
+    positive = scores > 0
+    if not positive.all():
+        positions, scores = positions[positive], scores[positive]
+    if k <= 0 or len(scores) == 0:
+        return positions[:0], scores[:0]
+    if len(scores) > k:
+        kth_best = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth_best  # everything tied with the k-th best competes in the tie-break
+        positions, scores = positions[keep], scores[keep]
+    order = np.lexsort((positions, -scores))[:k]
+    return positions[order], scores[order]
+
+
+# ---------------------------------------------------------------------- building helpers
+
+
+def _tokenized(texts: Sequence[str], tokenizer: Tokenizer, progress: ProgressCallback) -> list[list[str]]:
+    """Every text's tokens, reporting ``progress(done, total)`` after each :data:`TOKENIZE_CHUNK` documents."""
+    tokens: list[list[str]] = []
+    for start in range(0, len(texts), TOKENIZE_CHUNK):
+        tokens.extend(tokenizer(text) for text in texts[start : start + TOKENIZE_CHUNK])
+        progress(len(tokens), len(texts))
+    return tokens
+
+
+def _check_corpus(doc_ids: Sequence[str], corpus_tokens: Sequence[Sequence[str]]) -> None:
+    """Reject an empty, misaligned or duplicate-id corpus, or documents given as strings."""
+    if len(doc_ids) == 0:
+        raise ValueError("cannot build a BM25 index over an empty corpus (no documents)")
+    if len(doc_ids) != len(corpus_tokens):
+        raise ValueError(f"doc_ids and documents differ in length: {len(doc_ids)} != {len(corpus_tokens)}")
+    if len(set(doc_ids)) != len(doc_ids):
+        raise ValueError("doc_ids must be unique")
+    if any(isinstance(tokens, str) for tokens in corpus_tokens):
+        raise TypeError("corpus_tokens must hold a token list per document, not strings (use build for texts)")
+
+
+def _check_params(k1: float, b: float, epsilon: float) -> None:
+    """Reject parameters outside BM25's meaningful range."""
+    if not (math.isfinite(k1) and k1 >= 0):
+        raise ValueError(f"k1 must be a finite number >= 0, got {k1}")
+    if not 0 <= b <= 1:
+        raise ValueError(f"b must be in [0, 1], got {b}")
+    if not math.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite, got {epsilon}")
+
+
+def _first_occurrence_vocabulary(corpus_tokens: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Term -> id, ids in order of first occurrence (rank_bm25's order, which fixes its idf sum)."""
+    return {term: i for i, term in enumerate(dict.fromkeys(chain.from_iterable(corpus_tokens)))}
+
+
+def _term_frequencies(corpus_tokens: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> tuple[sp.csr_array, np.ndarray]:
+    """``terms x documents`` term-frequency CSR matrix (canonical) and token count per document."""
+    doc_len = np.fromiter(map(len, corpus_tokens), dtype=np.int64, count=len(corpus_tokens))
+    n_tokens = int(doc_len.sum())
+    index_dtype = np.int32 if max(len(vocabulary), len(doc_len), n_tokens) < 2**31 else np.int64
+    term_ids = np.fromiter(map(vocabulary.__getitem__, chain.from_iterable(corpus_tokens)), dtype=index_dtype, count=n_tokens)
+    doc_positions = np.repeat(np.arange(len(doc_len), dtype=index_dtype), doc_len)
+    counts = np.ones(n_tokens, dtype=np.int64)
+    shape = (len(vocabulary), len(doc_len))
+    term_freqs = sp.coo_array((counts, (term_ids, doc_positions)), shape=shape).tocsr()
+    term_freqs.sum_duplicates()  # canonical: one entry per (term, doc), docs ascending within a term
+    return term_freqs, doc_len
+
+
+def _okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float) -> tuple[np.ndarray, float]:
+    """rank_bm25's idf per term (same ``math.log`` calls, same summation order) and the raw average."""
+    raw = [math.log(n_docs - n + 0.5) - math.log(n + 0.5) for n in doc_freq.tolist()]
+    idf_sum = 0.0
+    for value in raw:  # a plain left-to-right sum, as rank_bm25 (not fsum / pairwise)
+        idf_sum += value
+    average_idf = idf_sum / len(raw)
+    floor = epsilon * average_idf
+    return np.array([floor if value < 0 else value for value in raw], dtype=np.float64), average_idf
+
+
+def _okapi_weights(term_freqs: sp.csr_array, doc_len: np.ndarray, idf: np.ndarray, *, k1: float, b: float, avgdl: float) -> sp.csr_array:
+    """Per-(term, doc) summands, with rank_bm25's exact operation order.
+
+    rank_bm25 computes ``idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``; the same
+    expression, evaluated the same way, gives bit-identical summands.
+    """
+    length_norm = k1 * (1 - b + b * doc_len / avgdl)  # per document
+    tf = term_freqs.data
+    term_idf = np.repeat(idf, np.diff(term_freqs.indptr))
+    data = term_idf * (tf * (k1 + 1) / (tf + length_norm[term_freqs.indices]))
+    return sp.csr_array((data, term_freqs.indices, term_freqs.indptr), shape=term_freqs.shape)
+
+
+# ---------------------------------------------------------------------- persistence helpers
+
+
+def tokenizer_name(tokenizer: Tokenizer) -> str:
+    """``module:qualname`` of a tokenizer, as recorded in ``params.json``."""
+    module = getattr(tokenizer, "__module__", None) or "?"
+    qualname = getattr(tokenizer, "__qualname__", None) or type(tokenizer).__qualname__
+    return f"{module}:{qualname}"
+
+
+def resolve_tokenizer(name: str) -> Tokenizer:
+    """Import the tokenizer recorded as ``module:qualname``.
+
+    Raises:
+        ValueError: The name does not resolve to an importable callable.
+    """
+    module_name, _, qualname = name.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for attribute in qualname.split("."):
+            target = getattr(target, attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ValueError(f"cannot import tokenizer {name!r}; pass tokenizer= to load()") from error
+    if not callable(target):
+        raise ValueError(f"tokenizer {name!r} is not callable; pass tokenizer= to load()")
+    return target
+
+
+def _library_versions() -> dict[str, str | None]:
+    """Versions of what produced the index (rank_bm25: the reference the scores match)."""
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for package in ("numpy", "scipy", "rank-bm25"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def _params(*, k1: float, b: float, epsilon: float, tokenizer: Tokenizer, n_docs: int, avgdl: float) -> dict[str, Any]:
+    """The ``params.json`` content of a freshly built index."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "retriever": BM25Retriever.name,
+        "variant": "rank_bm25.BM25Okapi",
+        "k1": k1,
+        "b": b,
+        "epsilon": epsilon,
+        "tokenizer": tokenizer_name(tokenizer),
+        "n_docs": n_docs,
+        "avgdl": avgdl,
+        "versions": _library_versions(),
+    }
+
+
+def _write_json(path: Path, value: Any, *, indent: int | None = None) -> None:
+    """Write JSON as UTF-8 (non-ASCII kept readable)."""
+    path.write_text(json.dumps(value, ensure_ascii=False, indent=indent), encoding="utf-8")
