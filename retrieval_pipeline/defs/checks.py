@@ -27,7 +27,7 @@ def blocking_datasets(metric: str) -> list[str]:
     return [name for name, d in REGISTRY.datasets.items() if metric in d.thresholds and d.thresholds[metric].severity == "ERROR"]
 
 
-def _floor_description(metric: str) -> str:
+def _threshold_description(metric: str) -> str:
     """What a threshold check does and where it blocks: declared blocking only when some dataset's threshold is an ERROR."""
     blocks, warns = blocking_datasets(metric), [n for n, d in REGISTRY.datasets.items() if metric in d.thresholds]
     warns = [n for n in warns if n not in blocks]
@@ -50,7 +50,7 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
     drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
     specs = [
         partitioned_check_spec(
-            check_name(m), asset="retrieval_metrics", blocking=bool(blocking_datasets(m)), description=_floor_description(m)
+            check_name(m), asset="retrieval_metrics", blocking=bool(blocking_datasets(m)), description=_threshold_description(m)
         )
         for m in metrics
     ]
