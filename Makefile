@@ -8,15 +8,20 @@ DATASETS ?= stdlib python_nq python_reference_qa
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# when this make started (seconds): `make run` and `make test` end with the time they took in all, install included
+MAKE_START := $(shell date +%s)
 
 .PHONY: install install-mpnet lock run test test-local-llm test-local-qwen dev bench adk-env add-retriever lint mutation
 
 # every install is held to constraints/pipeline.txt, the versions the suite was proven on (make lock refreshes it)
 $(VENV)/.installed: pyproject.toml constraints/pipeline.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c constraints/pipeline.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev]'
-	touch $@
+	@echo "install: .venv (first call only): torch for CPU, then the project with its pinned dependencies; a few minutes"
+	@start=$$(date +%s) && \
+	$(PYTHON) -m venv $(VENV) && \
+	$(BIN)/pip install -q -c constraints/pipeline.txt torch==2.13.0 && \
+	$(BIN)/pip install -q -c constraints/pipeline.txt -e '.[dev]' && \
+	touch $@ && \
+	echo "install: .venv ready in $$(( $$(date +%s) - start )) s"
 
 install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 
@@ -68,7 +73,8 @@ $(DAGSTER_HOME)/dagster.yaml: Makefile
 # finished step, then per dataset the retriever table, the failed checks and where the exports are; the full event
 # stream goes to data/out/logs/run-<timestamp>.log. Exit 1 when a run failed (a failing ERROR floor).
 run: install
-	@$(BIN)/python -m retrieval_pipeline.cli.run --datasets $(DATASETS)
+	@$(BIN)/python -m retrieval_pipeline.cli.run --datasets $(DATASETS); rc=$$?; \
+	echo "make run: $$(( $$(date +%s) - $(MAKE_START) )) s in all (install included)"; exit $$rc
 
 # build and evaluate one retriever (the indexes of those it is built on first) on materialised datasets:
 #   make add-retriever RETRIEVER=bm25_code DATASETS=stdlib
@@ -105,7 +111,8 @@ test:
 	@# bytecode caches on even where PYTHONDONTWRITEBYTECODE is set (this machine's image sets it): each test worker,
 	@# Dagster process and CLI test compiled the project again, and the workers re-rewrote every test module
 	@# (collection 19 s -> 9 s a worker once cached; __pycache__ is ignored by git)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder --durations=15
+	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder --durations=15; \
+	rc=$$?; echo "make test: $$(( $$(date +%s) - $(MAKE_START) )) s in all (install included)"; exit $$rc
 
 test-local-llm: install $(VENV)/.installed-local-llm
 	$(BIN)/python -m pytest -m local_llm
@@ -114,10 +121,13 @@ test-local-llm: install $(VENV)/.installed-local-llm
 test-local-qwen: install $(VENV)/.installed-local-llm-qwen
 	$(BIN)/python -m pytest -m local_llm retrieval_pipeline_tests/core/services/llm/test_local_qwen.py
 
-# dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal) stop the
-# whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL) and its temp folder goes
+# dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal, to make's
+# group or to make's PID alone) stop the whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL),
+# its temp folder goes, and it prints "make dev: stopped" and exits 0. `exec`: the Python process is make's own
+# child, which make forwards SIGTERM to; RETRIEVAL_DEV_PARENT=make lets it see the SIGINT or SIGHUP make received.
+# DEV_ARGS: options of dg dev, e.g. DEV_ARGS="--port 3001"
 dev: install  # the UI on http://127.0.0.1:3000, with the daemon (schedule, sensor, run monitoring)
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m retrieval_pipeline.cli.dev
+	@exec env RETRIEVAL_DEV_PARENT=make VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m retrieval_pipeline.cli.dev $(DEV_ARGS)
 
 bench: install
 	$(BIN)/python benchmarks/bm25_vs_rank_bm25.py --docs 50000 --queries 200

@@ -356,7 +356,7 @@ def test_compare_reuses_core_stats_and_holm_corrects_each_metric() -> None:
         for p in pairs:
             x = np.array(list(result.per_query[metric][p.run].values()))
             y = np.array(list(result.per_query[metric][p.other].values()))
-            seed = stats.derive_seed(3, metric, p.run, p.other, "randomisation")
+            seed = stats.pair_seed(3, metric, p.run, p.other)  # the one seed of a pair
             assert p.p == stats.randomisation_test(x, y, 5000, seed)
             assert p.ci_low <= p.delta <= p.ci_high
             assert p.significant == (p.p_holm <= 0.05)

@@ -18,7 +18,18 @@ at once, mid-start for some, and left processes behind. This wrapper owns the sh
   when dg ends by itself, what is left of its group is stopped the same way;
 * it removes the private ``TMPDIR`` at the end.
 
-Exit code: dg dev's, or ``128 + signal`` when stopped by a signal.
+Under ``make dev`` (the recipe sets ``RETRIEVAL_DEV_PARENT=make`` and ``exec``s this module, so it is make's own
+child) a signal sent to make's PID alone stops the tree too, as a process supervisor or an IDE sends it:
+
+* SIGTERM: GNU make forwards it to its child, this process;
+* SIGINT, SIGHUP: make forwards nothing; it blocks the signal while its handler waits for its children, then
+  re-raises it. That block shows in ``/proc/<make>/status`` (``SigBlk``), which this process polls: a stop
+  signal blocked in make for :data:`PARENT_BLOCKED_POLLS` polls in a row is taken as that signal;
+* make gone (SIGKILL): the parent PID changes, and the tree is stopped the same way.
+
+Exit code: 0 after a stop by a signal (it prints "stopped": a clean stop is not a failure), dg dev's own
+otherwise. make itself, when it received the signal, re-raises it once its child has ended (GNU make
+does so for every fatal signal): the shell then sees ``128 + signal`` from make, with no "Error" line.
 """
 
 from __future__ import annotations
@@ -44,6 +55,10 @@ STOP_WITHIN_S = 10.0
 #: The signals that stop ``make dev``.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_CHILD_SUBREAPER = 36
+#: Consecutive polls (0.1 s apart) that make must show a stop signal blocked before it counts as received.
+PARENT_BLOCKED_POLLS = 3
+#: ``RETRIEVAL_DEV_PARENT=make``: the parent is make, whose signals this process watches (the Makefile sets it).
+PARENT_ENV = "RETRIEVAL_DEV_PARENT"
 
 
 def dg_command(args: Sequence[str]) -> list[str]:
@@ -62,6 +77,36 @@ def _child_setup() -> None:
     """In the child, before exec: SIGINT and SIGTERM at their defaults (an ignored SIGINT would be inherited)."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
+
+
+def blocked_stop_signal(pid: int) -> int | None:
+    """The stop signal ``pid`` has blocked (``SigBlk`` of ``/proc/<pid>/status``), or None (none, or unreadable).
+
+    GNU make blocks a fatal signal while its handler waits for its children to end: the sign that make was
+    sent SIGINT or SIGHUP (which it does not forward) while its child runs.
+    """
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigBlk:")), 0)
+    return next((int(sig) for sig in STOP_SIGNALS if mask & (1 << (int(sig) - 1))), None)
+
+
+class _ParentWatch:
+    """make's signals, seen from its child: a stop signal make has blocked for a while, or make gone."""
+
+    def __init__(self) -> None:
+        self.parent = os.getppid()
+        self.streak: dict[int, int] = {}
+
+    def signal(self) -> int | None:
+        """The stop signal make received, SIGHUP when make is gone, else None (call every 0.1 s)."""
+        if os.getppid() != self.parent:
+            return int(signal.SIGHUP)
+        sig = blocked_stop_signal(self.parent)
+        self.streak = {sig: self.streak.get(sig, 0) + 1} if sig is not None else {}
+        return sig if sig is not None and self.streak[sig] >= PARENT_BLOCKED_POLLS else None
 
 
 class _Tree:
@@ -126,18 +171,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     _become_subreaper()
+    watch = _ParentWatch() if os.environ.get(PARENT_ENV) == "make" else None
     tmp = Path(tempfile.mkdtemp(prefix="retrieval-dev-"))
     try:
-        tree = _Tree(dg_command(args), {**os.environ, "TMPDIR": str(tmp)})
+        env = {k: v for k, v in os.environ.items() if k != PARENT_ENV}
+        tree = _Tree(dg_command(args), {**env, "TMPDIR": str(tmp)})
         while not received and tree.status is None:
             tree.reap()
             time.sleep(0.1)
+            if watch is not None and (sig := watch.signal()) is not None and not received:
+                received.append(sig)
         if received:
-            print(f"retrieval_pipeline.cli.dev: {signal.Signals(received[0]).name}: stopping dg dev", file=sys.stderr, flush=True)
+            print(f"make dev: {signal.Signals(received[0]).name}: stopping dg dev", file=sys.stderr, flush=True)
         tree.stop()  # also what dg left running when it ended by itself
         tree.reap()
         status = tree.status or 0
-        return 128 + received[0] if received else (128 - status if status < 0 else status)
+        if received:
+            print(f"make dev: stopped ({signal.Signals(received[0]).name}; the webserver, daemon and code servers ended)", flush=True)
+            return 0
+        return 128 - status if status < 0 else status
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         for sig, handler in previous.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -47,9 +48,17 @@ class Plan:
             names.append(key.to_user_string())
         return cls(steps)
 
+    @property
+    def stage_width(self) -> int:
+        """The stage column's width: the longest stage (asset group) of the plan, at least 10."""
+        return max([10, *(len(stage) for stage, _ in self.steps.values())])
+
     def label(self, step_key: str) -> tuple[str, str]:
+        """``(stage, label)``: the label is the step key, as the run page and the event log name the step
+        (``retrievers__hybrid_minmax_a0_5_index`` for asset ``retrievers/hybrid_minmax_a0.5_index``: Dagster's op
+        names allow only letters, digits and ``_``), then the assets of a step that makes several."""
         stage, names = self.steps.get(step_key, ("", [step_key]))
-        return stage, ", ".join(names)
+        return stage, step_key if len(names) < 2 else f"{step_key} ({', '.join(names)})"
 
 
 class EventStream:
@@ -80,7 +89,7 @@ class EventStream:
                 self._started[event.step_key] = entry.timestamp
                 if self.live:  # a transient line while the step runs, replaced by its result
                     stage, label = self.plan.label(event.step_key)
-                    self.out.write(f"\r\x1b[K  {self._counter(len(self.steps) + 1)} {stage:<10} {label} ...")
+                    self.out.write(f"\r\x1b[K  {self._counter(len(self.steps) + 1)} {stage:<{self.plan.stage_width}} {label} ...")
                     self.out.flush()
             elif event.event_type in _STEP_END:
                 self._finish(event, entry.timestamp)
@@ -114,7 +123,7 @@ class EventStream:
             error = "a blocking ERROR check failed (see the summary)"
         line = note[status] + (f": {first_line(error)}" if error else "")
         prefix = "\r\x1b[K" if self.live else ""
-        self.out.write(f"{prefix}  {self._counter(len(self.steps))} {stage:<10} {label:<44} {line}\n")
+        self.out.write(f"{prefix}  {self._counter(len(self.steps))} {stage:<{self.plan.stage_width}} {label:<44} {line}\n")
         self.out.flush()
 
     def _counter(self, n: int) -> str:
@@ -134,15 +143,41 @@ def logging_to(path: Path) -> Iterator[logging.Handler]:
     dagster_logger.handlers, dagster_logger.propagate = [handler], False
     dagster_logger.setLevel(logging.DEBUG)
     root.addHandler(handler)  # root keeps its level: libraries' INFO chatter (and progress bars tied to it) stays off
+    libraries = _own_handlers_to(handler)
     logging.captureWarnings(True)
     try:
         yield handler
     finally:
         logging.captureWarnings(False)
+        for logger, handlers in libraries.items():
+            logger.handlers = handlers
         root.removeHandler(handler)
         dagster_logger.handlers, dagster_logger.propagate = saved[0], saved[2]
         dagster_logger.setLevel(saved[1])
         handler.close()
+
+
+#: Libraries whose logger writes to stderr through its own handler (not propagating to the root logger): transformers
+#: prints its ``BertForSequenceClassification LOAD REPORT`` table (``classifier.weight | MISSING``) that way.
+LIBRARY_LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub")
+
+
+def _own_handlers_to(handler: logging.Handler) -> dict[logging.Logger, list[logging.Handler]]:
+    """Point the library loggers that keep their own stderr handler at ``handler``; returns their handlers to restore.
+
+    transformers installs its stderr handler when its logging module is first used, so that module is set up here
+    (when installed) before the handler is replaced; otherwise the first model load would add it back.
+    """
+    if importlib.util.find_spec("transformers") is not None:
+        with contextlib.suppress(Exception):  # a broken install is the run's problem, not the log's
+            importlib.import_module("transformers.utils.logging")._configure_library_root_logger()
+    saved = {}
+    for name in LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.handlers:
+            saved[logger] = list(logger.handlers)
+            logger.handlers = [handler]
+    return saved
 
 
 @contextlib.contextmanager

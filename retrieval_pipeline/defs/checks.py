@@ -15,20 +15,42 @@ from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult, ch
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY, partitioned_check_spec
 
+#: What every check's description says about where the UI shows which partition.
+PER_PARTITION = (
+    "Recorded per dataset partition: the check list and the Partition column name the dataset; the asset page's "
+    "'Latest check results' summary is the latest evaluated partition's."
+)
+
+
+def blocking_datasets(metric: str) -> list[str]:
+    """The datasets whose ``metric`` threshold has ERROR severity: the only ones where a failure can block the run."""
+    return [name for name, d in REGISTRY.datasets.items() if metric in d.thresholds and d.thresholds[metric].severity == "ERROR"]
+
+
+def _threshold_description(metric: str) -> str:
+    """What a threshold check does and where it blocks: declared blocking only when some dataset's threshold is an ERROR."""
+    blocks, warns = blocking_datasets(metric), [n for n, d in REGISTRY.datasets.items() if metric in d.thresholds]
+    warns = [n for n in warns if n not in blocks]
+    what = f"Every checked retriever's {metric} is at least the dataset's threshold."
+    if blocks:
+        what += f" ERROR (blocks downstream steps and fails the run when a gated retriever is below) on: {', '.join(blocks)}."
+    if warns:
+        what += f" WARN only (never blocks) on: {', '.join(warns)}."
+    return f"{what} {PER_PARTITION}"
+
 
 def _build_check_specs() -> list[dg.AssetCheckSpec]:
     """One threshold check per metric any registered dataset sets a threshold on, plus the drift checks.
 
-    Every spec is partitioned by dataset, so each dataset has its own check status and history.
+    Every spec is partitioned by dataset, so each dataset has its own check status and history. A threshold check is
+    declared ``blocking`` only when some dataset sets it at ERROR severity (Dagster blocks on a failed blocking
+    check of ERROR severity only); a WARN-only threshold and the drift checks (WARN) are not blocking.
     """
     metrics = sorted({m for d in REGISTRY.datasets.values() for m in d.thresholds})
     drift = sorted({d.drift.metric for d in REGISTRY.datasets.values()})
     specs = [
         partitioned_check_spec(
-            check_name(m),
-            asset="retrieval_metrics",
-            blocking=True,
-            description=f"Every checked retriever's {m} is at least the dataset's threshold.",
+            check_name(m), asset="retrieval_metrics", blocking=bool(blocking_datasets(m)), description=_threshold_description(m)
         )
         for m in metrics
     ]
@@ -37,7 +59,8 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
             drift_check_name(m),
             asset="retrieval_metrics",
             description=f"{m} did not drop against the blessed baseline evaluation: by default, no drop that is both significant "
-            "(paired randomisation test, Holm-corrected) and larger than the dataset's drift.min_drop; the flipped queries are listed.",
+            "(paired randomisation test, Holm-corrected) and larger than the dataset's drift.min_drop; the flipped queries are listed. "
+            f"WARN, never blocks. {PER_PARTITION}",
         )
         for m in drift
     ]
@@ -59,21 +82,14 @@ def check_result(gate: CheckResult, dataset: str) -> dg.AssetCheckResult:
         meta["threshold"] = f"{gate.threshold:g}"
     if gate.values:
         meta["values"] = Markdown(_values_table(gate))
-    meta.update({k: _as_text(v) for k, v in gate.extra.items()})
+    meta.update(gate.extra)
     return dg.AssetCheckResult(
         check_name=gate.name,
         passed=gate.passed,
-        description=gate.description,
+        description=f"[dataset {dataset}] {gate.description}",
         severity=dg.AssetCheckSeverity.ERROR if gate.severity == "ERROR" else dg.AssetCheckSeverity.WARN,
         metadata=dagster_metadata({k: v for k, v in meta.items() if v is not None}),
     )
-
-
-def _as_text(value: object) -> object:
-    """A number as text (4 significant digits), so the UI does not plot a setting or a count across datasets."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value
-    return "n/a" if isinstance(value, float) and math.isnan(value) else f"{value:.4g}"
 
 
 def _values_table(gate: CheckResult) -> str:
@@ -100,7 +116,10 @@ def check_results(gates: Sequence[CheckResult], dataset: str, log: dg.DagsterLog
     results = [check_result(g, dataset) for g in gates if g.name in spec_names]
     return results + [
         dg.AssetCheckResult(
-            check_name=n, passed=True, description=f"no such threshold configured for dataset {dataset}", metadata={"dataset": dataset}
+            check_name=n,
+            passed=True,
+            description=f"[dataset {dataset}] no such threshold configured for this dataset",
+            metadata={"dataset": dataset},
         )
         for n in sorted(spec_names - {g.name for g in gates})
     ]

@@ -14,6 +14,7 @@ from retrieval_pipeline.core.common.types import Case, Document, Rejected
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.core.datasets.inputs import build_corpus, load_cases
 from retrieval_pipeline.core.registry import DatasetConfig
+from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions, datasets_note
 from retrieval_pipeline.defs.resources import PipelineSettings
 
@@ -44,8 +45,8 @@ def _with_rejects(name: str, description: str, rejects: str, rejects_description
         )
         def _asset(context: dg.AssetExecutionContext, settings: PipelineSettings) -> Iterator[dg.Output]:
             (frame, metadata), (rejected, rejects_metadata) = ingest(context, settings.dataset(context.partition_key))
-            yield dg.Output(frame, name, metadata=metadata)
-            yield dg.Output(rejected, rejects, metadata=rejects_metadata)
+            yield dg.Output(frame, name, metadata=dagster_metadata(metadata))
+            yield dg.Output(rejected, rejects, metadata=dagster_metadata(rejects_metadata))
 
         return _asset
 

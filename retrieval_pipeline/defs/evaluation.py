@@ -21,6 +21,7 @@ from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
+from retrieval_pipeline.defs.trends import trend_observation
 
 #: The asset group of every asset of this file: the file's name (a group per stage of the graph).
 GROUP = __name__.rsplit(".", 1)[-1]
@@ -68,8 +69,8 @@ def query_results(
                 frame = _judge_retrieved(frame, client, retrieval_dataset, corpus, judge_cfg)
                 meta.update(llm_metadata(client))
     meta["judged_queries"] = int(frame["judge_quality"].notna().sum())
-    meta.update({k: dg.MetadataValue.json(v) if isinstance(v, (dict, list)) else v for k, v in adapter.metadata(config).items()})
-    return dg.MaterializeResult(value=frame, metadata=meta)
+    meta.update(adapter.metadata(config))
+    return dg.MaterializeResult(value=frame, metadata=dagster_metadata(meta))
 
 
 def _judge_retrieved(frame: pd.DataFrame, client, retrieval_dataset: pd.DataFrame, corpus: pd.DataFrame, cfg: JudgeConfig) -> pd.DataFrame:
@@ -122,6 +123,9 @@ def _metric_values(meta: dict, metric: str) -> dict[str, float]:
 def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSettings, query_results: pd.DataFrame):
     """Retrievers compared: hit rate and recall @1/5/10, P@5, F1@5, MRR, nDCG@10, not-found rate, average rank, latency.
 
+    The asset page shows the ``headline`` table (hit@1/5/10, MRR, nDCG@10, not-found rate, queries per retriever)
+    without a click; the same numbers over time, per dataset, are on ``metric_trends/<dataset>``.
+
     ``hit_rate@k`` = share of queries with ANY gold document in the top k (Success@k);
     ``recall@k`` = mean share of a query's gold documents in the top k. Checks compare every checked
     retriever with the dataset's thresholds, and the drift metric with the blessed baseline evaluation
@@ -132,11 +136,14 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
     config = settings.dataset(dataset)
     snapshot = write_snapshot(query_results, snapshot_path(settings.out_dir, dataset, context.run.run_id))
     evaluated = evaluate_dataset(config, query_results, _earlier_evaluations(context, config.drift.metric))
+    # the dataset's own time series (metric_trends/<dataset>): a plot of this partitioned asset would join datasets
+    context.log_event(trend_observation(dataset, config, evaluated.table.by_retriever, context.run.run_id))
+    roles = {config.baseline_retriever: "baseline", **({config.production: "production"} if config.production else {})}
     return dg.MaterializeResult(
         value=evaluated.table.frame,
         metadata=dagster_metadata(
             {
-                **evaluated.metadata(),
+                **evaluated.metadata(roles=roles),
                 SNAPSHOT_KEY: dg.MetadataValue.path(str(snapshot)),
                 "queries": int(query_results["query_id"].nunique()),
             }

@@ -235,8 +235,8 @@ def test_summary_prints_a_verdict_line_per_table_metric_under_the_table_and_noth
     ).splitlines()
     legend = next(i for i, line in enumerate(lines) if line.startswith("  (* best per column"))
     assert lines[legend + 1 : legend + 4] == [
-        "  every retriever against every other (delta [95% CI], randomisation test, Holm-corrected over the 1 pair of a metric:"
-        " a stricter family than the table's ▲/▼ against the baseline):",
+        "  every retriever against every other (delta [95% CI, unadjusted], randomisation test, Holm-corrected over the 1"
+        " pair of a metric, the family of the table's ▲/▼; a verdict follows the Holm p, not the interval):",
         "    b beats a on hit@5 by +0.300 [+0.120, +0.450], p < 0.001",
         "    b and a are indistinguishable on MRR (p = 0.41)",
     ]
@@ -251,6 +251,24 @@ def test_summary_names_only_the_error_checks_that_failed_the_run(tmp_path: Path)
     run = DatasetRun("insurance", "abcdef12", False, 1.0, [], failed, None, tmp_path)
     last = format_summary([run], tmp_path / "run.log").rstrip().splitlines()[-1]
     assert last == "FAILED: 1 of 1 run(s): insurance (ERROR check min_hit_rate_at_5). Exit code 1"
+
+
+def test_the_demos_expected_failed_checks_say_why_under_each_and_the_last_line_does_not_read_ok(tmp_path: Path) -> None:
+    """The demo ends with WARN floors and a non-blocking ERROR check: each says why under it; the last line says exit 0
+    and that checks failed without blocking, instead of a bare "OK:" above failures."""
+    failed = [
+        FailedCheck("retrieval_metrics", "min_hit_rate_at_5", "WARN", "hit_rate@5 below 0.8 for bm25 (0.436)", {}),
+        FailedCheck("retrieval_metrics", "drift_hit_rate_at_5", "WARN", "dropped", {}),
+        FailedCheck("quality_report", "no_incorrect_questions", "ERROR", "1 disproven", {}),
+    ]
+    text = format_summary([DatasetRun("stdlib", "abcdef12", True, 1.0, [], failed, None, tmp_path)], tmp_path / "run.log")
+    why = [line.strip() for line in text.splitlines() if line.strip().startswith("why: ")]
+    assert len(why) == 3
+    assert "WARN threshold (severity WARN for stdlib in data/config/datasets.yaml)" in why[0] and "on purpose" in why[0]
+    assert "never fails a run" in why[1] and "not blocking" in why[2] and "disproven" in why[2]
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("Done, exit code 0: 1 dataset(s) materialised, no run failed; 1 non-blocking ERROR check(s) and 2 WARN")
+    assert not last.startswith("OK")
 
 
 class _Specs:
@@ -309,13 +327,34 @@ def test_add_retriever_on_the_command_line(tmp_path: Path, dagster_home: Path, c
     code, out, _ = run(resources, tmp_path / "d.log", capfd, args=("--add-retriever", "hybrid_rrf_k60"))
     assert code == 0
     steps = [m.group(1) for line in out.splitlines() if (m := re.match(r"\s+\[\s*\d+/\d+\]\s+\S+\s+(\S+)", line))]
-    assert steps[:4] == [
-        "retrievers/bm25_index",
-        "retrievers/dense_minilm_index",
-        "retrievers/hybrid_rrf_k60_index",
-        "retrievers/hybrid_rrf_k60_runs",
+    assert steps[:4] == [  # step keys, as the run page names them
+        "retrievers__bm25_index",
+        "retrievers__dense_minilm_index",
+        "retrievers__hybrid_rrf_k60_index",
+        "retrievers__hybrid_rrf_k60_runs",
     ]
-    assert "retrieval_runs" in steps and "retrievers/bm25_runs" not in steps
+    assert "retrieval_runs" in steps and "retrievers__bm25_runs" not in steps
+
+
+def test_the_terminal_names_each_step_as_the_run_page_does() -> None:
+    """The progress line's label is the step key the run page and the event log show (not the asset's user string);
+    a step making several assets names them after it."""
+    import dagster as dg
+
+    from retrieval_pipeline.cli.progress import Plan
+    from retrieval_pipeline.definitions import defs
+
+    definitions = defs()
+    job = definitions.resolve_job_def("weekly_evaluation")
+    keys = job.asset_layer.executable_asset_keys
+    plan = Plan.of(definitions, sorted(keys))
+    run_page_steps = {node.name for node in job.graph.node_defs}  # one op per step: the run page's step keys
+    assert set(plan.steps) == run_page_steps
+    for step in plan.steps:
+        assert plan.label(step)[1].split(" ")[0] == step
+    assert plan.label("retrievers__hybrid_minmax_a0_5_index")[1] == "retrievers__hybrid_minmax_a0_5_index"
+    assert plan.label("verify_questions")[1] == "verify_questions (quality_report, question_verdicts)"
+    assert dg.AssetKey(["retrievers", "hybrid_minmax_a0.5_index"]) in keys
 
 
 def test_a_missing_input_names_the_cause_and_the_fix(tmp_path: Path, dagster_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -323,7 +362,7 @@ def test_a_missing_input_names_the_cause_and_the_fix(tmp_path: Path, dagster_hom
     resources = tiny_resources(tmp_path)
     code, out, err = run(resources, tmp_path / "a.log", capfd, args=("--add-retriever", "bm25"))
     assert code == 1 and "Traceback" not in out + err
-    step = next(line for line in out.splitlines() if "retrievers/bm25_index" in line and "FAILED" in line)
+    step = next(line for line in out.splitlines() if "retrievers__bm25_index" in line and "FAILED" in line)
     assert "Error occurred while loading input" not in step
     assert f"input 'corpus' of dataset {DATASET} was never materialised" in step
     assert f"run the dataset first: make run DATASETS={DATASET}" in step

@@ -24,7 +24,7 @@ def test_one_result_per_spec_notes_for_floors_the_dataset_does_not_set_and_unkno
     results = check_results(gates, "stdlib", log)
     assert [r.check_name for r in results] == names  # the gate first, then the notes in name order
     assert (results[0].passed, results[0].metadata["dataset"].value, results[0].metadata["threshold"].value) == (False, "stdlib", "0.5")
-    assert all(r.passed and r.description == "no such threshold configured for dataset stdlib" for r in results[1:])
+    assert all(r.passed and r.description == "[dataset stdlib] no such threshold configured for this dataset" for r in results[1:])
     assert log.warnings == ["no check named min_not_a_spec is defined; result not recorded as a check: from another registry"]
 
 

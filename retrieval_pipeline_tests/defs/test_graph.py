@@ -17,7 +17,8 @@ PARTITION = "stdlib"
 
 
 def all_assets():
-    return list(defs().assets)
+    """The executable assets (not the non-executable metric_trends/<dataset> specs, which only receive observations)."""
+    return [a for a in defs().assets if isinstance(a, dg.AssetsDefinition)]
 
 
 def materialize(resources, instance):
@@ -31,7 +32,7 @@ def value(result, key: str) -> pd.DataFrame:
 def test_definitions_load_with_schedule_sensor_and_checks():
     d = defs()
     weekly = d.resolve_job_def("weekly_evaluation")
-    every_asset = {key for assets in d.assets for key in assets.keys}
+    every_asset = {key for assets in d.assets if isinstance(assets, dg.AssetsDefinition) for key in assets.keys}  # not the trend specs
     assert weekly.asset_layer.selected_asset_keys == every_asset  # inputs, dataset, indexes, runs, metrics, report, verifier
     assert d.resolve_schedule_def("weekly_evaluation_schedule").cron_schedule == "0 3 * * 1"
     assert d.resolve_sensor_def("retrieval_alert_sensor") is not None
@@ -79,14 +80,47 @@ def test_graph_end_to_end_counts_add_up_and_rerun_embeds_nothing(tiny_resources,
     dense_meta = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm_index"])][
         0
     ]
-    assert dense_meta.materialization.metadata["embedded_now"].value > 0
+    assert int(dense_meta.materialization.metadata["embedded_now"].value) > 0
+    assert_no_number_to_plot_across_datasets(result)
+    assert_metrics_table_and_trend(result, instance, metrics)
 
     again = materialize(resources, instance)
     assert again.success
     dense_meta = [m for m in again.get_asset_materialization_events() if m.asset_key == dg.AssetKey(["retrievers", "dense_minilm_index"])][
         0
     ]
-    assert dense_meta.materialization.metadata["embedded_now"].value == 0
+    assert int(dense_meta.materialization.metadata["embedded_now"].value) == 0
+    trend = instance.fetch_observations(dg.AssetKey(["metric_trends", PARTITION]), limit=10).records
+    assert len(trend) == 2  # one point per evaluation of this dataset, on its own unpartitioned key
+
+
+def _numbers(metadata) -> list[str]:
+    return [k for k, v in metadata.items() if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
+
+
+def assert_no_number_to_plot_across_datasets(result) -> None:
+    """Every asset is partitioned by dataset; the UI plots a partitioned asset's numeric metadata across partitions
+    (a line from one dataset to the next), so no materialisation or check result of the graph carries a number."""
+    numeric = {e.asset_key.to_user_string(): _numbers(e.materialization.metadata) for e in result.get_asset_materialization_events()}
+    assert {k: v for k, v in numeric.items() if v} == {}
+    checks = {e.check_name: _numbers(e.metadata) for e in result.get_asset_check_evaluations()}
+    assert {k: v for k, v in checks.items() if v} == {}
+
+
+def assert_metrics_table_and_trend(result, instance, metrics: pd.DataFrame) -> None:
+    """retrieval_metrics shows a typed headline table (hit@5 per retriever); the dataset's trend key gets the floats."""
+    event = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("retrieval_metrics")][0]
+    headline = event.materialization.metadata["headline"]
+    assert isinstance(headline, dg.TableMetadataValue)
+    assert {c.name: c.type for c in headline.schema.columns}["hit@5"] == "float"
+    rows = {r.data["retriever"]: r.data for r in headline.records}
+    assert set(rows) == set(metrics.index)
+    assert all(abs(rows[r]["hit@5"] - metrics.loc[r, "hit_rate@5"]) <= 5e-4 for r in rows)  # 3 digits
+    assert rows["bm25"]["role"] == "baseline" and rows["bm25"]["queries"] == int(metrics.loc["bm25", "n_queries"])
+    observed = instance.fetch_observations(dg.AssetKey(["metric_trends", PARTITION]), limit=1).records[0]
+    values = observed.event_log_entry.asset_observation.metadata
+    assert abs(values["bm25 hit@5"].value - metrics.loc["bm25", "hit_rate@5"]) < 1e-4
+    assert {"bm25 MRR", "bm25 nDCG@10"} <= set(values) and observed.event_log_entry.asset_observation.partition is None
 
 
 def test_failing_error_check_fails_the_run_and_sensor_alerts_once(tiny_resources):
@@ -101,11 +135,15 @@ def test_failing_error_check_fails_the_run_and_sensor_alerts_once(tiny_resources
     tick = retrieval_alert_sensor.evaluate_tick(context)
     alerts = resources["alerts"].sink().read()
     assert len(alerts) == 1 and alerts[0]["dataset"] == PARTITION
+    # the tick says it alerted, and on what (every tick reads "0 runs requested" in the UI otherwise)
+    assert tick.skip_message.startswith(f"ALERTED 1: retrieval_metrics[{PARTITION}] ") and "ERROR min_hit_rate_at_5" in tick.skip_message
+    assert not tick.cursor.startswith("{") and "retrieval_metrics=" in tick.cursor  # no raw JSON in the tick list
     assert any(f["check"] == "min_hit_rate_at_5" for f in alerts[0]["failed_checks"])
 
     again = dg.build_sensor_context(instance=instance, cursor=tick.cursor, resources={"alerts": resources["alerts"]})
-    retrieval_alert_sensor.evaluate_tick(again)
+    idle = retrieval_alert_sensor.evaluate_tick(again)
     assert len(resources["alerts"].sink().read()) == 1  # once per failing evaluation
+    assert idle.skip_message == "no new evaluation: no alert"
 
 
 def test_drift_against_previous_materialisation_raises_an_alert(tiny_resources):
@@ -155,3 +193,56 @@ def test_sample_size_evaluates_only_the_first_queries(tiny_resources):
     assert result.success
     results = result.asset_value("query_results")
     assert results["query_id"].nunique() == 1  # the unsampled queries are not scored as misses
+
+
+def test_a_quick_look_in_the_projects_own_out_dir_is_refused_not_silently_written(tiny_resources, tmp_path):
+    """A sample_size run writes the dataset's outputs like a full run: in the project's data/out it would replace the
+    full evaluation with a 20-query one. It is refused there (before anything is written), with the command that runs
+    it in its own folder; elsewhere, or with overwrite_main_outputs, it runs."""
+    from retrieval_pipeline.defs.resources import DEFAULT_OUT_DIR, PipelineSettings
+    from retrieval_pipeline.defs.retrieval import RunsConfig, side_run_refusal
+
+    resources = tiny_resources()
+    main = PipelineSettings(**{**resources["settings"].model_dump(), "out_dir": str(DEFAULT_OUT_DIR)})
+    result = dg.materialize(
+        [a for a in all_assets() if isinstance(a, dg.AssetsDefinition)],
+        selection=["retrieval_runs"],
+        partition_key=PARTITION,
+        resources={**resources, "settings": main},
+        instance=dg.DagsterInstance.ephemeral(),
+        run_config=dg.RunConfig(ops={"retrieval_runs": {"config": {"sample_size": 20}}}),
+        raise_on_error=False,
+    )
+    failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error.message
+    assert "sample_size=20 would replace the full evaluation of stdlib" in failure and "--out-dir data/out/quick-look" in failure
+    assert side_run_refusal(RunsConfig(sample_size=20, overwrite_main_outputs=True), str(DEFAULT_OUT_DIR), PARTITION) is None
+    assert side_run_refusal(RunsConfig(sample_size=20), str(tmp_path), PARTITION) is None
+    assert side_run_refusal(RunsConfig(), str(DEFAULT_OUT_DIR), PARTITION) is None  # a full run
+
+
+def test_unused_retrievers_runs_are_read_as_absent_without_a_warning_each(tiny_resources):
+    """retrieval_runs reads the runs of every registered retriever, most of them never built for a dataset (``make run``
+    and a quick look leave their steps out): Dagster logged one "Couldn't load partition" WARNING per missing one."""
+    from retrieval_pipeline.defs.retrieval import RETRIEVER_NAMES, runs_key
+
+    resources = tiny_resources()
+    listed = resources["settings"].registry().get(PARTITION).retrievers
+    unused = [runs_key(n) for n in RETRIEVER_NAMES if n not in listed]
+    instance = dg.DagsterInstance.ephemeral()
+    selection = dg.AssetSelection.all() - dg.AssetSelection.assets(*unused)
+    result = dg.materialize(all_assets(), selection=selection, partition_key=PARTITION, resources=resources, instance=instance)
+    assert result.success and len(unused) > 10
+    messages = [e.user_message or "" for e in instance.all_logs(result.run_id)]
+    assert not [m for m in messages if "Couldn't load partition" in m]
+    assert len(result.asset_value("retrieval_runs")["retriever"].unique()) == len(listed)
+
+
+def test_the_sensor_cursor_is_readable_and_reads_the_old_json_one():
+    from retrieval_pipeline.defs.sensors import read_cursor, tick_message, write_cursor
+
+    seen = {"retrieval_metrics": 34, "quality_report": 12}
+    assert write_cursor(seen) == "quality_report=12,retrieval_metrics=34" and read_cursor(write_cursor(seen)) == seen
+    assert read_cursor('{"quality_report": 12, "retrieval_metrics": 34}') == seen  # what earlier versions stored
+    assert read_cursor(None) == {} and read_cursor("") == {}
+    assert tick_message(2, []) == "2 new evaluation(s), no failed check: no alert"
+    assert tick_message(1, ["a[x] WARN c", "b[y] ERROR d"]) == "ALERTED 2: a[x] WARN c | b[y] ERROR d"

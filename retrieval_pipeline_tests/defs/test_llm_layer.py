@@ -66,13 +66,13 @@ def test_llm_decides_targets_filter_and_judge_with_stored_rationales(llm_resourc
         result = run(resources, dg.DagsterInstance.ephemeral(), judge_retrieved=True)
     assert result.success
     pairs = meta(result, "qa_pairs")
-    assert pairs["target_inferer"].startswith("llm:") and pairs["ast_llm_agreement_rate"] == 1.0  # AST also says DictWriter
+    assert pairs["target_inferer"].startswith("llm:") and float(pairs["ast_llm_agreement_rate"]) == 1.0  # AST also says DictWriter
     verified = result.asset_value("verified_pairs")
     decided = verified[verified["judge"].str.startswith("llm:")]
     assert len(decided) > 0 and not decided["undecided"].any()
     details = json.loads(decided.iloc[0]["judge_details"])
     assert details["sufficiency"]["value"]["rationale"] == "read the contexts"  # the model's answer is stored
-    assert meta(result, "verified_pairs")["llm_prompt_tokens"] > 0
+    assert int(meta(result, "verified_pairs")["llm_prompt_tokens"]) > 0
     judged = result.asset_value("query_results")
     assert judged["judge_quality"].notna().all() and judged["judge_pass"].all()
     # the key reaches the server but no output, metadata or cache file
@@ -148,7 +148,7 @@ def test_faults_that_exhaust_retries_change_only_their_pairs_and_a_rerun_decides
     error = json.loads(row["judge_details"])["necessity"]["error"]
     assert row["reason"] == f"undecided: {error}" and "HTTP 429" in error and "after 5 attempt(s)" in error
     first_meta = meta(first, "verified_pairs")
-    assert (first_meta["undecided"], first_meta["llm_failures"]) == (len(lost), len(failed))
+    assert (int(first_meta["undecided"]), int(first_meta["llm_failures"])) == (len(lost), len(failed))
 
     # the re-run asks the failed judge calls again, nothing else, and decides exactly the undecided pairs
     asked = {f"Question: {query}\n": q for q, query in verified["query"].items()}
@@ -158,7 +158,7 @@ def test_faults_that_exhaust_retries_change_only_their_pairs_and_a_rerun_decides
     assert sorted(reasked_calls) == sorted(failed)
     assert not again["undecided"].any() and set(again.index[again["keep"]]) == reference_keep
     judged_calls = 2 * len(RETRIEVAL_PAIRS - {"api_understanding:missing_gold"})  # sufficiency + necessity per resolved pair
-    assert meta(second, "verified_pairs")["llm_cache_hits"] == judged_calls - len(failed)
+    assert int(meta(second, "verified_pairs")["llm_cache_hits"]) == judged_calls - len(failed)
 
 
 @pytest.mark.integration

@@ -83,11 +83,11 @@ def test_asset_writes_the_report_and_returns_path_size_trend_and_summary(tmp_pat
     assert meta["report"].value == str(path) and path.is_file()
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "Retrieval evaluation: stdlib" in text
-    assert meta["size_kb"] == round(path.stat().st_size / 1024, 1)
+    assert float(meta["size_kb"]) == pytest.approx(path.stat().st_size / 1024, abs=0.1)
     # the two past stdlib evaluations and this one fall in one week: this one's values supersede theirs
     # (one point per retriever and metric), and the other dataset's evaluation is not read
     current = trend_frame([(0.0, {"metrics": metric_table(_inputs()["query_results"], []).by_retriever})])
-    assert meta["trend_weeks"] == 1 and meta["trend_points"] == len(current) > 2
+    assert meta["trend_weeks"] == "1" and int(meta["trend_points"]) == len(current) > 2
     assert 'data-chart="trend"' in text
     assert meta["inputs_without_data"].value == []
 
@@ -116,7 +116,7 @@ def test_asset_with_empty_new_inputs_still_writes_a_report(tmp_path: Path):
     text = Path(result.metadata["report"].value).read_text(encoding="utf-8")
     assert "No fusion sweep for this dataset" in text and "No failure buckets" in text
     assert sorted(result.metadata["inputs_without_data"].value) == ["failure_buckets", "fusion_sweep", "metric_significance"]
-    assert result.metadata["trend_weeks"] == 1  # a first evaluation: its own point is the trend
+    assert result.metadata["trend_weeks"] == "1"  # a first evaluation: its own point is the trend
 
 
 def test_asset_is_in_the_graph_partitioned_in_the_report_group_after_its_inputs():
@@ -143,7 +143,7 @@ def test_whole_graph_on_the_tiny_dataset_writes_the_report(tiny_resources, tmp_p
     assert path == tmp_path / "out" / "exports" / PARTITION / "report.html" and path.is_file()
     text = path.read_text(encoding="utf-8")
     assert 'data-chart="bars"' in text and 'data-chart="ranks"' in text and 'data-chart="trend"' in text
-    assert meta["trend_points"].value > 0  # the first run's metrics (and this run's) are in the history
+    assert int(meta["trend_points"].value) > 0  # the first run's metrics (and this run's) are in the history
 
 
 def _registry_named_inputs(settings: PipelineSettings) -> tuple[dict, list[str]]:
@@ -175,7 +175,7 @@ def test_asset_logs_the_evaluation_to_a_real_mlflow_store(tmp_path: Path, monkey
         path.write_text(f"{name}\n")
     result = evaluation_report(context, **inputs)
 
-    run_id, step = result.metadata["mlflow_run_id"], result.metadata["mlflow_step"]
+    run_id, step = result.metadata["mlflow_run_id"], int(result.metadata["mlflow_step"])  # text in the UI: not plotted
     client = mlflow.MlflowClient(tracking_uri=uri)
     parent = client.get_run(run_id)
     config = settings.dataset(PARTITION)

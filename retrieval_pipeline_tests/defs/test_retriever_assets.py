@@ -100,3 +100,28 @@ def test_a_listed_retriever_without_runs_names_the_asset_to_materialise(tmp_path
     assert not result.success
     message = " ".join(str(e.event_specific_data.error) for e in result.all_events if e.is_step_failure)
     assert "materialise `retrievers/bm25_code_runs` for this dataset first" in message
+
+
+def test_retriever_assets_are_grouped_by_family_tagged_by_dataset_and_described_by_name():
+    """The graph groups retrievers by family; ``tag:"dataset/<name>"`` selects the retriever assets a dataset builds;
+    each description starts with the asset's full name (the graph cuts long names in the middle)."""
+    import dagster as dg
+
+    from retrieval_pipeline.defs.partitions import REGISTRY as PROJECT
+
+    definitions = defs()
+    graph = definitions.resolve_asset_graph()
+    specs = {s.key: s for s in definitions.resolve_all_asset_specs()}
+    for name in PROJECT.retrievers.names:
+        spec = PROJECT.retrievers.specs.get(name)
+        for suffix in ("index", "runs"):
+            asset = specs[dg.AssetKey(["retrievers", f"{name}_{suffix}"])]
+            assert asset.group_name == f"retrievers_{spec.kind if spec else 'invalid'}"
+            assert asset.description.startswith(f"{name}_{suffix}: ")
+    config = PROJECT.get("stdlib")
+    selected = dg.AssetSelection.tag("dataset/stdlib", "").resolve(graph)
+    runs = {k.path[1][: -len("_runs")] for k in selected if k.path[1].endswith("_runs")}
+    indexes = {k.path[1][: -len("_index")] for k in selected if k.path[1].endswith("_index")}
+    assert runs == set(config.retrievers)
+    assert indexes == set(PROJECT.retrievers.closure(config.retrievers))
+    assert len(selected) < len([k for k in specs if k.path[0] == "retrievers"]) / 2  # a dataset's view is a small part

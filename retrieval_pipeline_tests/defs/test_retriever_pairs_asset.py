@@ -43,7 +43,7 @@ def test_too_few_queries_give_deltas_and_cis_but_no_p_values(tiny_resources) -> 
         assert pair["delta"] == pytest.approx(means[pair["a"]] - means[pair["b"]], abs=1e-12)
         assert pair["ci_low"] <= pair["delta"] <= pair["ci_high"]
     meta = _metadata(result)
-    assert meta["pairs"] == len(pairs) and meta["pairs_tested"] == 0 and meta["significant"] == 0
+    assert (meta["pairs"], meta["pairs_tested"], meta["significant"]) == (str(len(pairs)), "0", "0")  # text: never plotted across datasets
     assert f"- hit@5: no test (not enough queries for a test (n={n} < 6))" in meta["comparison"]
     header = next(line for line in meta["comparison"].splitlines() if "hit@5: row − column" in line)
     assert header.split("|")[2:-1] == [f" {r} ".ljust(len(c)) for r, c in zip(RETRIEVERS, header.split("|")[2:-1])]
@@ -55,4 +55,4 @@ def test_with_enough_queries_every_pair_is_tested_and_holm_corrected_per_metric(
     assert pairs["p"].notna().all() and (pairs["note"] == "").all()
     for _, part in pairs.groupby("metric"):
         assert part["p_holm"].tolist() == pytest.approx(stats.holm(part["p"].to_numpy()).tolist())
-    assert _metadata(result)["pairs_tested"] == len(pairs)
+    assert _metadata(result)["pairs_tested"] == str(len(pairs))

@@ -4,6 +4,7 @@ Core functions return metadata as a ``{name: value}`` dict of plain Python value
 maps each value to its display kind by type (``retrieval_pipeline.defs.pairs.dagster_metadata``):
 
 * :class:`Markdown` (a ``str``): rendered as Markdown (tables, reports);
+* :class:`Table`: a table with typed columns, shown inline on the asset page (Dagster's ``TableMetadataValue``);
 * a :class:`~pathlib.Path`: a file path;
 * a ``dict`` or ``list``: JSON;
 * anything else (numbers, plain strings, ``None``): as is.
@@ -25,6 +26,18 @@ class Markdown(str):
     """A string meant to be rendered as Markdown; equal to (and usable as) the plain string."""
 
     __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows under typed columns: ``columns`` is ``[(name, type)]`` with type ``"string"``, ``"float"`` or ``"int"``.
+
+    Shown inline on the asset page, without a click; a table's numbers are not plotted across partitions
+    (the UI plots only top-level numeric entries), so a count may live here.
+    """
+
+    columns: tuple[tuple[str, str], ...]
+    rows: tuple[dict[str, Any], ...]
 
 
 @dataclass(kw_only=True)

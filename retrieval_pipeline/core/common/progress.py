@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -77,6 +78,27 @@ def bars_on(terminal: TextIO) -> Iterator[None]:
         yield
     finally:
         _terminal = saved
+
+
+#: The bar's width when the terminal reports 0 columns (some CI runners) and ``COLUMNS`` is not set.
+FALLBACK_COLUMNS = 80
+
+
+def terminal_columns(stream: object) -> int | None:
+    """None when the terminal of ``stream`` reports its width (tqdm then follows it); else a fixed width.
+
+    A terminal that reports 0 columns (some CI runners' pseudo-terminals) made tqdm draw no bar at all (its
+    ``ncols=0`` means "no meter"): the width is then ``COLUMNS`` when set, else :data:`FALLBACK_COLUMNS`.
+    """
+    try:
+        if os.get_terminal_size(stream.fileno()).columns > 0:  # type: ignore[attr-defined]
+            return None
+    except (AttributeError, OSError, ValueError):
+        pass
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 20)
+    except ValueError:
+        return FALLBACK_COLUMNS
 
 
 def is_terminal(stream: object) -> bool:
@@ -183,9 +205,10 @@ class Progress:
         if self.stream is None:
             return
         if self.bar is None and not finished:  # opened at the first report: tqdm's rate starts there too
+            width = terminal_columns(self.stream)
             self.bar = tqdm(
                 total=total, initial=done, desc=self.name, unit=f" {self.unit}", file=self.stream, bar_format=_BAR,
-                leave=False, dynamic_ncols=True, mininterval=0.5, disable=False,
+                leave=False, dynamic_ncols=width is None, ncols=width, mininterval=0.5, disable=False,
             )  # fmt: skip
         elif self.bar is not None:
             self.bar.total = total

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.common.asset_metadata import Markdown, md_preview
+from retrieval_pipeline.core.common.asset_metadata import Markdown, Table, md_preview
 from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.checks.regression import DriftSettings, regression_gate
 from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult, drift_check_name, drift_gate, threshold_check
@@ -27,7 +27,7 @@ from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluatio
 from retrieval_pipeline.core.evaluation.latency import latency_spread
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
 from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md
+from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md, metric_label
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 
 if TYPE_CHECKING:
@@ -164,11 +164,13 @@ class EvaluatedDataset:
     drift_metric: str
     latency: pd.DataFrame  # latency_spread of the retrievers: the metadata crowns no latency within it
 
-    def metadata(self, digits: int = 4) -> dict[str, Any]:
-        """One JSON table of every mean (rounded) and Markdown tables; no per-retriever number for the UI to plot.
+    def metadata(self, digits: int = 4, roles: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The headline table first (shown inline on the asset page), then one JSON table of every mean (rounded)
+        and Markdown tables; no top-level number for the UI to plot.
 
-        The UI draws numeric metadata as a line across the materialisations of every partition, which for a
-        retriever's metric would be a trend across datasets that does not exist.
+        The UI draws top-level numeric metadata as a line across the materialisations of every partition, which
+        for a retriever's metric would be a trend across datasets that does not exist; the per-dataset trend is
+        ``trend_values``'s job.
         """
         columns = headline_columns(self.table.frame.columns)
         rounded = {
@@ -176,11 +178,63 @@ class EvaluatedDataset:
             for r, ms in self.table.by_retriever.items()
         }
         return {
+            "headline": headline_table(self.table.by_retriever, roles or {}),  # 3 digits, to fit the page
             "metrics": rounded,
             "drift_baseline": self.baseline.reason,
             "comparison": Markdown(comparison_table(self.table.by_retriever, columns, self.latency)),
             "metric_definitions": Markdown(metric_definitions_md(columns)),
         }
+
+
+#: The headline table's metric columns (registry names), in order: what a reader compares first comes first (the
+#: asset page shows the table in a column of about 700 px, and the right-hand columns may need a scroll).
+HEADLINE_TABLE_METRICS = ("hit_rate@5", "mrr", "ndcg@10", "hit_rate@1", "hit_rate@10", "not_found_rate")
+#: The metrics plotted over time per dataset (``metric_trends/<dataset>``), of the baseline and production retrievers.
+TREND_METRICS = ("hit_rate@5", "mrr", "ndcg@10")
+
+
+def headline_table(by_retriever: Mapping[str, Mapping[str, float]], roles: Mapping[str, str], digits: int = 3) -> Table:
+    """One row per retriever: hit@5, MRR, nDCG@10, hit@1, hit@10, not-found rate, queries, its role (baseline, production).
+
+    Column names are the metrics' short labels (``hit@5``, ``MRR``, ``nDCG@10``, ``not found``); a metric no retriever
+    has is left out; a missing or NaN value is an empty cell. ``queries`` is a column here, not a top-level number.
+    Values are rounded to ``digits`` (3: the console's precision), so the table fits the asset page.
+    """
+    present = [m for m in HEADLINE_TABLE_METRICS if any(m in ms for ms in by_retriever.values())]
+    columns = (("retriever", "string"), *((_short(m), "float") for m in present), ("queries", "int"), ("role", "string"))
+
+    def cell(value: Any) -> float | None:
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), digits)
+
+    rows = tuple(
+        {
+            "retriever": name,
+            **{_short(m): cell(ms.get(m)) for m in present},
+            "queries": int(ms["n_queries"]) if ms.get("n_queries") is not None else None,
+            "role": roles.get(name, ""),
+        }
+        for name, ms in by_retriever.items()
+    )
+    return Table(columns, rows)
+
+
+def _short(metric: str) -> str:
+    """A headline column's name: the metric's label (``hit@5``, ``MRR``), ``not found`` for the not-found rate."""
+    return "not found" if metric == "not_found_rate" else metric_label(metric)
+
+
+def trend_values(by_retriever: Mapping[str, Mapping[str, float]], retrievers: Sequence[str], digits: int = 4) -> dict[str, float]:
+    """``{"<retriever> <label>": value}`` of :data:`TREND_METRICS` for ``retrievers`` (NaN and absent left out).
+
+    Keyed by retriever name, so a line stays one retriever's even when the dataset's baseline changes.
+    """
+    out: dict[str, float] = {}
+    for name in retrievers:
+        for metric in TREND_METRICS:
+            value = by_retriever.get(name, {}).get(metric)
+            if value is not None and not math.isnan(float(value)):
+                out[f"{name} {metric_label(metric)}"] = round(float(value), digits)
+    return out
 
 
 def evaluate_dataset(config: EvaluatedSettings, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:

@@ -255,11 +255,22 @@ def comparison_section(data: ReportData) -> Context:
 def _pair_cell(pair: Mapping[str, Any] | None, higher: bool) -> Context:
     """A matrix cell (row against column): ``delta [CI]``, the Holm p, and ``better``/``worse`` when significant."""
     if pair is None:
-        return {"text": _MISSING, "p": "", "direction": None}
+        return {"text": _MISSING, "p": "", "direction": None, "unadjusted_only": False}
     won = pair["delta"] > 0 if higher else pair["delta"] < 0
     direction = ("better" if won else "worse") if _true(pair["significant"]) else None
     text, comma, p = matrix_cell(pair).rpartition(", ")  # "delta [low, high]", "p = .." or "no test"
-    return {"text": text if comma else p, "p": p if comma else "", "direction": direction}
+    return {"text": text if comma else p, "p": p if comma else "", "direction": direction, "unadjusted_only": unadjusted_only(pair)}
+
+
+def unadjusted_only(pair: Mapping[str, Any]) -> bool:
+    """Whether a pair's unadjusted CI excludes 0 while its Holm-corrected test is not significant (tested, no win).
+
+    The report marks such a cell (†) so an interval never reads as a verdict the corrected test does not give.
+    """
+    low, high, p_holm = _number(pair.get("ci_low")), _number(pair.get("ci_high")), _number(pair.get("p_holm"))
+    if low is None or high is None or p_holm is None or _true(pair.get("significant")):
+        return False
+    return low > 0 or high < 0
 
 
 def pairs_section(data: ReportData) -> Context:

@@ -47,7 +47,10 @@ def summary_markdown(data: ReportData, charts: Sequence[str] = ("bars", "ranks")
     Charts that would push the text past ``max_bytes`` are left out (the table always stays), with a line saying so.
     """
     table = summary_table_markdown(data)
-    legend = f"\n\n▲/▼: significantly better/worse than the baseline (Holm-corrected randomisation test, α = {data.alpha:g})."
+    legend = (
+        f"\n\n▲/▼: significantly better/worse than the baseline (randomisation test, Holm-corrected over every pair of"
+        f" retrievers, α = {data.alpha:g}); brackets: {data.confidence:.0%} CIs of the mean, unadjusted."
+    )
     out = f"**{data.dataset}**\n\n{table}{legend if len(data.significance) else ''}"
     for name, png in chart_pngs(data, charts, dpi).items():
         image = f"\n\n![{name}](data:image/png;base64,{png})"

@@ -55,7 +55,7 @@ def test_holm_is_across_the_pairs_of_each_metric_and_seeds_follow_the_names() ->
         assert pairs["p_holm"].tolist() == pytest.approx(stats.holm(pairs["p"].to_numpy()).tolist())
         assert pairs["significant"].tolist() == (pairs["p_holm"] <= SETTINGS.alpha).tolist()
         for pair in pairs.to_dict("records"):
-            seed = stats.derive_seed(5, metric, pair["a"], pair["b"], "randomisation")
+            seed = stats.pair_seed(5, metric, pair["a"], pair["b"])  # the one seed of a pair
             assert pair["p"] == stats.randomisation_test(wide[pair["a"]], wide[pair["b"]], 20_000, seed)
     again = compare_all({"hit_rate@1": HITS, "mrr": other}, SETTINGS)
     pd.testing.assert_frame_equal(again.pairs, result.pairs)

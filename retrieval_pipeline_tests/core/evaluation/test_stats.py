@@ -358,7 +358,8 @@ def test_table_holm_and_direction(synthetic):
     _, _, frame = synthetic
     table = significance_table(frame, ["c", "a", "b"], "c", SETTINGS, metrics=["hit_rate@5", "not_found_rate"])
     for _, rows in table[table["retriever"] != "c"].groupby("metric"):
-        np.testing.assert_allclose(rows["p_randomisation_holm"], holm(rows["p_randomisation"]))
+        # Holm over every pair of a, b, c (the all-pairs family): at least as strict as over the pairs with c alone
+        assert (rows["p_randomisation_holm"].to_numpy() >= holm(rows["p_randomisation"]) - 1e-12).all()
         assert (rows["significant"] == (rows["p_randomisation_holm"] <= SETTINGS.alpha)).all()
     b = table[table["retriever"] == "b"].set_index("metric")
     assert b.loc["hit_rate@5", "direction"] == "better" and b.loc["hit_rate@5", "delta"] > 0

@@ -38,6 +38,7 @@ from retrieval_pipeline.core.evaluation.statistics.stats import (
     derive_seed,
     format_ci,
     holm,
+    pair_seed,
     paired_bootstrap_ci,
     paired_t_test,
     randomisation_test,
@@ -117,7 +118,7 @@ def test_a_compared_row_follows_the_documented_tests_and_seeds(table):
     row = table.iloc[1].to_dict()
     low, high = _ci(np.column_stack([A, B, B - A]), "a")
     p_t = scipy_stats.ttest_rel(B, A).pvalue
-    p_rand = randomisation_test(B, A, SETTINGS.n_permutations, derive_seed(SETTINGS.seed, "mrr", "b", "a", "randomisation"))
+    p_rand = randomisation_test(B, A, SETTINGS.n_permutations, pair_seed(SETTINGS.seed, "mrr", "b", "a"))
     assert 0.0 < p_rand < 0.5 and 0.0 < p_t < 0.5
     assert (row["retriever"], row["baseline_retriever"], row["n_queries"], row["n_paired"], row["note"]) == ("b", "a", N, N, "")
     assert row["mean"] == pytest.approx(B.mean()) and row["baseline"] == pytest.approx(A.mean())

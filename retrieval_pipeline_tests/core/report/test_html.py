@@ -373,6 +373,23 @@ def test_pairs_section_gives_the_verdicts_then_a_matrix_per_metric_symmetric_in_
     assert "Holm-corrected" in pairs and "Holm p ≤ 0.05" in pairs
 
 
+def test_an_unadjusted_interval_never_reads_as_a_verdict_the_corrected_test_does_not_give():
+    """The issue's `+0.128 [+0.021, +0.234], p = 0.27`: the interval excludes 0, the Holm p does not reject. The cell
+    carries no colour, a † says the interval is unadjusted and not a win, and both legends say "unadjusted"."""
+    frame = pairs_frame()
+    frame.loc[1, ["delta", "ci_low", "ci_high", "p", "p_holm", "significant"]] = [0.128, 0.021, 0.234, 0.09, 0.27, False]
+    document = build_report(synthetic_data(pairs=frame))
+    pairs = section(document, "pairs")
+    hit5 = pairs.split("<h3")[1]
+    cells = dict(re.findall(r'<th scope="row">(.+?)</th>(.*?)</tr>', hit5))
+    row = {name.replace("<wbr>", ""): re.findall(r"<td[^>]*>(.*?)</td>", html) for name, html in cells.items()}
+    assert row["hybrid_mm"][0].startswith("+0.128 [+0.021, +0.234]<sup") and "†" in row["hybrid_mm"][0]
+    assert "hybrid_mm and bm25 are indistinguishable (p = 0.27)" in pairs
+    assert "†" not in row["dense"][0]  # a significant pair: the interval and the verdict agree, no mark
+    assert "unadjusted" in pairs and "unadjusted" in section(document, "comparison")
+    assert "Holm-corrected over every pair of retrievers" in section(document, "comparison")
+
+
 def test_pairs_without_a_test_say_so_and_no_pairs_is_one_line():
     untested = pairs_frame().assign(p=np.nan, p_holm=np.nan, significant=False, note="not enough queries for a test (n=4 < 6)")
     pairs = section(build_report(synthetic_data(pairs=untested)), "pairs")

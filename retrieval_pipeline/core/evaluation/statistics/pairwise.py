@@ -9,9 +9,10 @@ into a ranx-``compare``-style square table, :func:`pair_sentence` and :func:`ver
 
 The statistics are those of :mod:`~retrieval_pipeline.core.evaluation.statistics.stats`, on the queries where every run has
 a value: one paired percentile bootstrap per metric for the means and every difference (seed
-``derive_seed(seed, metric, "bootstrap")``), Fisher's randomisation test per pair (seed ``derive_seed(seed,
-metric, run, other, "randomisation")``, the seed the significance table gives a retriever against its
-baseline) or the paired t-test, and Holm's correction over the pairs of each metric.
+``derive_seed(seed, metric, "bootstrap")``), Fisher's randomisation test per pair (seed ``pair_seed(seed,
+metric, run, other)``, the one seed of a pair everywhere: the significance table, the report, the console) or the
+paired t-test, and Holm's correction over the pairs of each metric (:func:`all_pairs_p`, the family the
+significance table's ▲/▼ marks use too).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.evaluation.statistics import stats
-from retrieval_pipeline.core.evaluation.statistics.significance import check_query_results, significance_metrics, wide_values
+from retrieval_pipeline.core.evaluation.statistics.significance import all_pairs_p, check_query_results, significance_metrics, wide_values
 from retrieval_pipeline.core.metric_info import View
 from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label, view_columns
 
@@ -89,18 +90,12 @@ def too_few_note(n: int, minimum: int) -> str:
     return f"not enough queries for a test (n={n} < {minimum})"
 
 
-def _p_value(a: np.ndarray, b: np.ndarray, seed_position: tuple[str, str, str], settings: PairwiseSettings) -> float:
-    if settings.test == "t-test":
-        return stats.paired_t_test(a, b)
-    return stats.randomisation_test(a, b, settings.n_permutations, stats.derive_seed(settings.seed, *seed_position, "randomisation"))
-
-
 def _metric(name: str, wide: pd.DataFrame, settings: PairwiseSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The pair rows and mean rows of one metric (queries without a value for some run left out)."""
     names = [str(c) for c in wide.columns]
     values = wide.dropna().to_numpy(dtype=float)
     n = values.shape[0]
-    pair_index = [(j, i) for i, j in combinations(range(len(names)), 2)]  # later run against earlier
+    pair_index = [(j, i) for i, j in combinations(range(len(names)), 2)]  # later run against earlier, as all_pairs_p
     if n == 0:
         low = high = np.full(len(names) + len(pair_index), math.nan)
         deltas = np.empty((0, len(pair_index)))
@@ -112,8 +107,9 @@ def _metric(name: str, wide: pd.DataFrame, settings: PairwiseSettings) -> tuple[
     means = [float(values[:, i].mean()) if n else math.nan for i in range(len(names))]
     tested = n >= max(settings.min_queries, 1)
     note = "" if tested else (too_few_note(n, settings.min_queries) if n else "no query has a value for every run")
-    raw = [_p_value(values[:, a], values[:, b], (name, names[a], names[b]), settings) if tested else math.nan for a, b in pair_index]
-    adjusted = stats.holm(raw) if raw else np.empty(0)
+    _, raw, adjusted = all_pairs_p(
+        values, names, name, seed=settings.seed, n_permutations=settings.n_permutations, test=settings.test, tested=tested
+    )
     pairs = [
         {
             "metric": name,

@@ -1,5 +1,10 @@
 """The significance table of a ``query_results`` frame: one row per (retriever, metric), each retriever tested
-against the dataset's baseline retriever, Holm-corrected per metric (:func:`significance_table`).
+against the dataset's baseline retriever (:func:`significance_table`).
+
+The Holm family is the all-pairs one: every pair of the dataset's retrievers on the metric (:func:`all_pairs_p`, what
+``retriever_pairs`` and ``compare()`` use), so a retriever marked significantly better than the baseline (▲) is
+never "indistinguishable" from it in the all-pairs section. Each pair's randomisation test is seeded by
+:func:`~retrieval_pipeline.core.evaluation.statistics.stats.pair_seed` alone, so a pair has one p-value everywhere.
 
 The per-query values of a metric (measured, or derived from measured ones: :data:`DERIVED_METRICS`) are
 read from the frame here; the confidence intervals and tests are those of
@@ -12,13 +17,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
+import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.evaluation.statistics.stats import (
     StatisticsSettings,
     derive_seed,
     holm,
+    pair_seed,
     paired_bootstrap_ci,
     paired_t_test,
     randomisation_test,
@@ -186,10 +194,51 @@ def _comparison(
     if len(pair) < settings.min_queries_for_test:
         row["note"] = _too_few_note(len(pair), settings.min_queries_for_test)
         return row
-    seed = derive_seed(settings.seed, name, retriever, baseline, "randomisation")
+    seed = pair_seed(settings.seed, name, retriever, baseline)
     row["p_t"] = paired_t_test(current, base)
     row["p_randomisation"] = randomisation_test(current, base, settings.n_permutations, seed)
     return row
+
+
+def all_pairs_p(
+    values: np.ndarray,
+    names: Sequence[str],
+    metric: str,
+    *,
+    seed: int,
+    n_permutations: int,
+    test: str = "randomisation",
+    tested: bool = True,
+) -> tuple[list[tuple[int, int]], list[float], np.ndarray]:
+    """The all-pairs family of one metric: ``(pairs, raw p, Holm p)``, each pair ``(later, earlier)`` by index.
+
+    ``values``: a ``queries x runs`` array without NaN (the queries every run has a value for). The raw p of each
+    pair is Fisher's randomisation test seeded by :func:`pair_seed` (or the paired t-test); Holm's correction is
+    over all the pairs of the metric. ``tested=False``: every p is NaN (too few queries).
+    """
+    pairs = [(j, i) for i, j in combinations(range(len(names)), 2)]  # later run against earlier
+    if not tested:
+        raw = [math.nan] * len(pairs)
+    elif test == "t-test":
+        raw = [paired_t_test(values[:, a], values[:, b]) for a, b in pairs]
+    else:
+        raw = [
+            randomisation_test(values[:, a], values[:, b], n_permutations, pair_seed(seed, metric, names[a], names[b])) for a, b in pairs
+        ]
+    return pairs, raw, (holm(raw) if raw else np.empty(0))
+
+
+def _family_holm(
+    wide: pd.DataFrame, name: str, retrievers: list[str], baseline: str, settings: StatisticsSettings, test: str
+) -> dict[str, float]:
+    """``{retriever: Holm p against the baseline}`` in the all-pairs family of ``name`` (on the common queries)."""
+    common = wide[retrievers].dropna().to_numpy(dtype=float)
+    tested = common.shape[0] >= max(settings.min_queries_for_test, 1)
+    pairs, _, adjusted = all_pairs_p(
+        common, retrievers, name, seed=settings.seed, n_permutations=settings.n_permutations, test=test, tested=tested
+    )
+    at = retrievers.index(baseline)
+    return {retrievers[a if b == at else b]: float(p) for (a, b), p in zip(pairs, adjusted) if at in (a, b)}
 
 
 def _direction(significant: bool, delta: float, higher: bool) -> str | None:
@@ -210,8 +259,9 @@ def _metric_rows(
         columns[f"delta:{r}"] = wide[r] - wide[baseline]
     cis = _grouped_cis(columns, settings, name)
     comparisons = {r: _comparison(wide, name, r, baseline, settings) for r in others}
-    p_t_holm = dict(zip(others, holm([comparisons[r]["p_t"] for r in others])))
-    p_rand_holm = dict(zip(others, holm([comparisons[r]["p_randomisation"] for r in others])))
+    # Holm over every pair of retrievers (the all-pairs family), not only the pairs with the baseline
+    p_t_holm = _family_holm(wide, name, retrievers, baseline, settings, "t-test")
+    p_rand_holm = _family_holm(wide, name, retrievers, baseline, settings, "randomisation")
     higher = bool(higher_is_better(name))
     rows = []
     for r in retrievers:
@@ -232,6 +282,8 @@ def _metric_rows(
             row |= {"significant": False, "direction": None, "note": "baseline"}
         else:
             row |= comparisons[r] | {"delta_ci_low": cis[f"delta:{r}"][0], "delta_ci_high": cis[f"delta:{r}"][1]}
+            if math.isnan(float(row["p_randomisation"])):  # too few paired queries for this pair: no test, whatever the family
+                p_t_holm[r] = p_rand_holm[r] = math.nan
             significant = bool(p_rand_holm[r] <= settings.alpha)  # False for NaN
             row |= {"p_t_holm": float(p_t_holm[r]), "p_randomisation_holm": float(p_rand_holm[r]), "significant": significant}
             row["direction"] = _direction(significant, float(row["delta"]), higher)
@@ -275,9 +327,10 @@ def significance_table(
     * against the baseline, on the ``n_paired`` queries where both have a value: ``baseline`` (the
       baseline's mean there), ``delta`` (mean of retriever minus baseline, so ``mean - baseline`` when
       both have every query), its paired bootstrap CI ``delta_ci_low``/``delta_ci_high``, ``p_t``
-      (:func:`paired_t_test`), ``p_randomisation`` (:func:`randomisation_test`, two-sided), their Holm
-      adjustments ``p_t_holm``/``p_randomisation_holm`` across the retrievers compared with the
-      baseline for this metric; ``significant`` is ``p_randomisation_holm <= alpha``; ``direction`` is
+      (:func:`paired_t_test`), ``p_randomisation`` (:func:`randomisation_test`, two-sided, seeded by
+      :func:`pair_seed`), their Holm adjustments ``p_t_holm``/``p_randomisation_holm`` in the all-pairs
+      family of this metric (every pair of the retrievers, on the queries all of them have: the family of
+      ``retriever_pairs`` and ``compare()``); ``significant`` is ``p_randomisation_holm <= alpha``; ``direction`` is
       ``better``/``worse`` for a significant difference (the metric registry gives the good direction:
       lower ``not_found_rate`` is better), else None.
     * the baseline's own rows have NaN p-values, ``delta`` 0 and note ``baseline``; with fewer than

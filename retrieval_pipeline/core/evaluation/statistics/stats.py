@@ -120,6 +120,17 @@ def _chunks(total: int, row_size: int) -> Iterable[int]:
         yield min(rows, total - start)
 
 
+def pair_seed(seed: int, metric: str, run: str, other: str) -> int:
+    """The seed of the randomisation test of ``run`` against ``other`` on ``metric``: the ONE derivation every p-value
+    of a pair uses (the significance table, the all-pairs table, the report, the console and ``compare()``).
+
+    The pair is unordered (the names sorted), so ``bm25`` against ``dense`` and ``dense`` against ``bm25`` draw the
+    same sign flips; the two-sided p-value is then the same whichever of the two is the baseline or comes first.
+    """
+    first, second = sorted((str(run), str(other)))
+    return derive_seed(seed, metric, first, second, "randomisation")
+
+
 def bootstrap_means(matrix: npt.ArrayLike, n_resamples: int, seed: int) -> np.ndarray:
     """Means of ``n_resamples`` paired bootstrap resamples of the rows (queries) of ``matrix``.
 
