@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Hit, Qrels, Run
 from retrieval_pipeline.core.metric_formulas import RELEVANCE_THRESHOLD, Judged
 from retrieval_pipeline.core.metric_registry import compute_metric, is_metric_column, metric_descriptions
 from retrieval_pipeline.core.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
-from retrieval_pipeline.core.types import Hit, Qrels, Run
 
 # --------------------------------------------------------------------------------------------------
 # Judging: run + qrels -> the arrays the registry's formulas read.

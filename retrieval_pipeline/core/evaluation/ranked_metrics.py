@@ -39,7 +39,7 @@ def trec_eval_order(scores: Mapping[str, float]) -> list[str]:
 
 
 def ranked_run(run: ScoreRun, query_ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
-    """The run of ``query_ids`` as best-first lists (the :data:`~retrieval_pipeline.core.types.Run` shape)."""
+    """The run of ``query_ids`` as best-first lists (the :data:`~retrieval_pipeline.core.common.types.Run` shape)."""
     return {q: [(d, float(run[q][d])) for d in trec_eval_order(run[q])] for q in query_ids if q in run}
 
 
