@@ -84,6 +84,19 @@ def ratio(ours: float, peer: float) -> str:
     return f"{peer / ours:.1f}x faster" if peer >= ours else f"{ours / peer:.1f}x slower"
 
 
+class Lines(list):
+    """The lines of a section, each printed as it is added (a section takes minutes at full scale)."""
+
+    def append(self, text: str) -> None:
+        print(text, flush=True)
+        super().append(text)
+
+    def __iadd__(self, texts):  # type: ignore[override]
+        for text in texts:
+            self.append(text)
+        return self
+
+
 def line(work: str, ours: float, peer_name: str, peer: float | None, note: str = "") -> str:
     """One side-by-side line: the work, both times, the ratio (or why the peer has no time)."""
     if peer is None:
@@ -257,9 +270,10 @@ def largest_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]
 
 def evaluate_section(data: EvalSet, paths: dict[str, Any], missing: dict[str, str], timeout_s: float) -> list[str]:
     """The evaluate lines: in memory, plain files, gzip files; each against every peer."""
-    out = [
+    out = Lines()
+    out.append(
         f"evaluate: {len(data.qrels):,} queries x {_depth(data):,} docs x {len(data.runs)} runs, 5 metrics ({', '.join(METRICS['ours'])})"
-    ]
+    )
     reference: list[list[float]] | None = None
     cases: list[tuple[str, Callable[[], list[list[float]]], dict[str, Callable[[], list[list[float]]]]]] = [
         (
@@ -336,9 +350,10 @@ def ranx_compare(data: EvalSet, permutations: int) -> dict[tuple[str, str, str],
 
 def compare_section(data: EvalSet, paths: dict[str, Any], permutations: int, missing: dict[str, str], timeout_s: float) -> list[str]:
     n_pairs = len(data.runs) * (len(data.runs) - 1) // 2
-    out = [
+    out = Lines()
+    out.append(
         f"compare: {n_pairs} pairs x {len(COMPARE_METRICS[0])} metrics, {permutations:,} permutations (Fisher), raw-p verdicts at {ALPHA}"
-    ]
+    )
     ours, ours_s = timed(lambda: ours_compare(paths["qrels"], paths["runs"], permutations))
     if "ranx" in missing:
         out.append(line("compare", ours_s, "ranx", None, missing["ranx"]))
@@ -434,7 +449,8 @@ def bm25s_top(retriever: Any, queries: Sequence[list[str]], k: int) -> list[set[
 
 
 def bm25_section(corpus: Corpus, k: int, missing: dict[str, str]) -> list[str]:
-    out = [f"BM25, {corpus.description}, top {k}"]
+    out = Lines()
+    out.append(f"BM25, {corpus.description}, top {k}")
     doc_ids = [str(i) for i in range(len(corpus.doc_tokens))]
     ours, ours_build = timed(lambda: BM25Retriever.from_tokens(doc_ids, corpus.doc_tokens))
     queries = corpus.query_tokens
@@ -502,16 +518,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths, write_s = timed(lambda: write_files(data, Path(folder)))
             print(f"synthetic set: {seconds:.1f} s to generate, {write_s:.1f} s to write its TREC files (untimed below)", flush=True)
             if "evaluate" not in skip:
-                print("\n".join(evaluate_section(data, paths, missing, args.peer_timeout)), flush=True)
+                evaluate_section(data, paths, missing, args.peer_timeout)
             if "compare" not in skip:
-                print("\n".join(compare_section(data, paths, args.permutations, missing, args.peer_timeout)), flush=True)
+                compare_section(data, paths, args.permutations, missing, args.peer_timeout)
         del data
     if "known-item" not in skip:
         corpus = known_item_corpus(args.known_item_queries, args.build_corpus, args.corpus_file)
-        print(f"BM25, known-item: {corpus}" if isinstance(corpus, str) else "\n".join(bm25_section(corpus, args.k, missing)), flush=True)
+        if isinstance(corpus, str):
+            print(f"BM25, known-item: {corpus}", flush=True)
+        else:
+            bm25_section(corpus, args.k, missing)
     if "code" not in skip:
         corpus = code_corpus(args.code_docs, args.code_queries, args.chunk_words)
-        print("\n".join(bm25_section(corpus, args.k, missing)), flush=True)
+        bm25_section(corpus, args.k, missing)
     return 0
 
 
