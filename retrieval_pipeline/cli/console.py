@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from retrieval_pipeline.core.evaluation.pairwise import metric_verdicts
+from retrieval_pipeline.core.evaluation.statistics.pairwise import metric_verdicts
 from retrieval_pipeline.core.metric_registry import metric_label, view_columns
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).

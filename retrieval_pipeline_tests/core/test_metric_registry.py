@@ -12,8 +12,8 @@ import pytest
 from retrieval_pipeline.core.common.types import Document, Qrels, Run
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
+from retrieval_pipeline.core.evaluation.exports.tables import comparison_table
 from retrieval_pipeline.core.evaluation.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
-from retrieval_pipeline.core.evaluation.tables import comparison_table
 from retrieval_pipeline.core.metric_formulas import Judged, hit_rate_at
 from retrieval_pipeline.core.metric_registry import (
     HEADLINE_COLUMNS,

