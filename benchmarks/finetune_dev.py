@@ -25,8 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dev_eval import build_indexes, dev_pairs, paired_table, per_query, registry_specs, table_lines  # noqa: E402
 
+from retrieval_pipeline.core.retrieval.factory import parse_spec  # noqa: E402
 
-def main(argv: list[str] | None = None) -> int:
+
+def main(argv: list[str] | None = None, extra_specs: dict[str, dict] | None = None) -> int:
+    """Run it; ``extra_specs`` (``{name: settings}``, as in ``retrievers.yaml``) are built beside the registry's."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="adk_v1_24_1")
     parser.add_argument("--retrievers", default="dense_minilm,dense_minilm_ft")
@@ -37,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     specs = registry_specs()
+    for name, settings in (extra_specs or {}).items():
+        specs.specs[name] = parse_spec(name, settings)
     dev = dev_pairs(args.dataset, {t for t in args.types.split(",") if t})
     index_root = args.index_root or Path(tempfile.mkdtemp(prefix="ft-dev-"))
     names = args.retrievers.split(",")

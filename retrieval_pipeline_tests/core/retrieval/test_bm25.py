@@ -12,6 +12,7 @@ from rank_bm25 import BM25Okapi
 
 from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import Retriever
+from retrieval_pipeline.core.retrieval.engines import okapi_bm25 as bm25_module
 from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever, top_k
 from retrieval_pipeline.core.retrieval.engines.tokenize import tokenize
 
@@ -286,3 +287,38 @@ def test_strings_where_sequences_are_expected_raise(api_index: BM25Retriever) ->
 def test_bad_parameters_raise(k1: float, b: float) -> None:
     with pytest.raises(ValueError):
         BM25Retriever.build(["a"], ["x"], k1=k1, b=b)
+
+
+# ---------------------------------------------------------------------- the batch path: dense chunks or the sparse product
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+@pytest.mark.parametrize(("min_fill", "chunk_cells"), [(0.0, 7), (0.0, 2**17), (float("inf"), 2**17)])
+def test_dense_chunks_and_sparse_product_both_match_rank_bm25(seed: int, min_fill: float, chunk_cells: int, monkeypatch) -> None:
+    """Forced onto either batch path, and onto dense chunks of one query or many, the hits stay rank_bm25's."""
+    monkeypatch.setattr(bm25_module, "DENSE_MIN_POSTINGS_PER_CELL", min_fill)
+    monkeypatch.setattr(bm25_module, "DENSE_CHUNK_CELLS", chunk_cells)
+    assert_parity(*random_corpus(seed), k=3)
+    assert_parity(*random_corpus(seed), k=1000)
+
+
+def test_dense_top_k_keeps_ties_across_blocks_in_position_order(monkeypatch) -> None:
+    monkeypatch.setattr(bm25_module, "TOP_K_BLOCK", 4)
+    dense = np.array([[0.0, 2.0, 1.0, 0.0, 2.0, 0.0, 0.0, 3.0], [0.0] * 8, [-1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0]])
+    rows = [(positions.tolist(), scores.tolist()) for positions, scores in bm25_module._dense_top_k(dense, 2)]
+    assert rows == [([7, 1], [3.0, 2.0]), ([], []), ([1, 6], [0.5, 0.5])]  # 7, then the first of the tied 2.0s
+    assert [p.tolist() for p, _ in bm25_module._dense_top_k(dense, 10)] == [[7, 1, 4, 2], [], [1, 6]]
+
+
+def test_batch_of_common_terms_does_not_take_the_sparse_product(monkeypatch) -> None:
+    """Queries whose postings cover most of the corpus are scored as dense rows (the product's output would be
+    nearly dense: 2.4x slower than the loop in issue 38); rare-term batches keep the product."""
+    corpus = [["common", "word", f"rare{i}"] for i in range(200)]
+    index = BM25Retriever.from_tokens([f"d{i}" for i in range(200)], corpus)
+    products: list[int] = []
+    original = BM25Retriever._query_matrix
+    monkeypatch.setattr(BM25Retriever, "_query_matrix", lambda self, ids: products.append(len(ids)) or original(self, ids))
+    common = index.search_tokens([["common", "word"]] * 5, 3)
+    assert products == [] and common == [index.search_tokens([["common", "word"]], 3)[0]] * 5
+    rare = index.search_tokens([[f"rare{i}"] for i in range(5)], 3)
+    assert products == [5] and [hits[0][0] for hits in rare] == [f"d{i}" for i in range(5)]

@@ -100,7 +100,7 @@ def onnx_encoder(model_dir: Path, cache: Path, exporter: Any, **settings: Any) -
 
 
 def test_backend_setting_is_validated(model_dir: Path) -> None:
-    assert BACKENDS == ("torch", "onnx_int8") and set(ENCODER_BACKENDS) == set(BACKENDS)
+    assert BACKENDS == ("torch", "onnx_int8", "onnx_int8_ffn_fp32") and set(ENCODER_BACKENDS) == set(BACKENDS)
     assert dense("d", model_dir).backend == DEFAULT_BACKEND
     assert dense("d", model_dir, backend="onnx_int8").backend == "onnx_int8"
     assert dense("d", model_dir, backend="torch").settings()["backend"] == "torch"
@@ -365,3 +365,55 @@ def test_real_export_is_reused_by_a_new_process_without_torch(
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [onnx.model_id, f"({len(REAL_TEXTS)},", "384)", "False", "False"]
+
+
+# -- the second recipe: feed-forward output MatMuls in fp32 (issue 38) -------------------------------
+
+
+def test_ffn_output_matmuls_are_the_feed_forward_outputs_only() -> None:
+    from onnx import helper
+
+    from retrieval_pipeline.core.retrieval.models.onnx_backend import ffn_output_matmuls
+
+    names = [
+        ("MatMul", "/transformer/encoder/layer.0/attention/attn/q/MatMul"),
+        ("MatMul", "/transformer/encoder/layer.0/attention/output/dense/MatMul"),  # BERT's attention output
+        ("MatMul", "/transformer/encoder/layer.0/intermediate/dense/MatMul"),
+        ("MatMul", "/transformer/encoder/layer.0/output/dense/MatMul"),
+        ("Add", "/transformer/encoder/layer.0/output/dense/Add"),
+        ("MatMul", "/transformer/encoder/layer.11/output/dense/MatMul"),
+    ]
+    graph = helper.make_graph([helper.make_node(op, ["x", "w"], [name], name=name) for op, name in names], "g", [], [])
+    assert ffn_output_matmuls(helper.make_model(graph)) == [
+        "/transformer/encoder/layer.0/output/dense/MatMul",
+        "/transformer/encoder/layer.11/output/dense/MatMul",
+    ]
+
+
+def test_the_ffn_fp32_backend_has_its_own_recipe_cache_folder_and_model_id(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_pipeline.core.retrieval.models import encoders as encoders_module
+    from retrieval_pipeline.core.retrieval.models.encoders import OnnxInt8FfnFp32Encoder
+    from retrieval_pipeline.core.retrieval.models.onnx_backend import FFN_FP32_SUBFOLDER, RECIPE_FFN_FP32
+
+    flags: list[bool] = []
+    fake = FakeExporter()
+
+    def export(model_folder: Path, onnx_path: Path, tokenizer_path: Path, *, ffn_output_fp32: bool = False) -> dict[str, Any]:
+        flags.append(ffn_output_fp32)
+        return fake(model_folder, onnx_path, tokenizer_path)
+
+    monkeypatch.setattr(encoders_module, "export_qint8", export)  # the default exporter of both backends
+    cache = tmp_path / "onnx"
+    first = OnnxInt8Encoder(model_dir, cache_dir=cache, name="toy")
+    second = OnnxInt8FfnFp32Encoder(model_dir, cache_dir=cache, name="toy")
+    assert first.encode(["cat"]).shape == second.encode(["cat"]).shape == (1, 2)
+    assert flags == [False, True]
+    assert second.exported().folder.parent == cache / FFN_FP32_SUBFOLDER and first.exported().folder.parent == cache
+    assert first.exported().manifest["recipe"] == RECIPE and second.exported().manifest["recipe"] == RECIPE_FFN_FP32
+    assert first.model_id.endswith(";backend=onnx_int8") and second.model_id.endswith(";backend=onnx_int8_ffn_fp32")
+    assert ENCODER_BACKENDS["onnx_int8_ffn_fp32"] is OnnxInt8FfnFp32Encoder and "onnx_int8_ffn_fp32" in BACKENDS
+    assert dense("mpnet_like", model_dir, backend="onnx_int8_ffn_fp32").backend == "onnx_int8_ffn_fp32"
+    OnnxInt8FfnFp32Encoder(model_dir, cache_dir=cache, name="toy").encode(["dog"])
+    assert flags == [False, True]  # cached: not exported again

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from retrieval_pipeline.core.common.frames import from_frame, to_frame
 from retrieval_pipeline.core.common.types import Case
-from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs, runs_to_frame, timed_run
+from retrieval_pipeline.core.retrieval.run_loop import batched_run, frame_to_runs, runs_to_frame, timed_run
 
 
 class Fixed:
@@ -92,3 +93,33 @@ def test_frame_to_runs_equals_the_pandas_groups_reference_on_shuffled_rows_error
         assert ours[name] == timed
         assert list(ours[name].run) == list(timed.run)  # the same query order too
     assert {name: t.run for name, t in ours.items()} == {t.retriever: t.run for t in runs}
+
+
+def test_latency_sample_is_bounded_by_a_share_of_the_batch_time(monkeypatch) -> None:
+    """A slow retriever (10 ms a query, as a cross-encoder's 50 pairs) times a few queries, not all 100 again."""
+    from retrieval_pipeline.core.retrieval import run_loop
+
+    class Slow:
+        name = "slow"
+
+        def search(self, queries, k):
+            time.sleep(0.01 * len(queries))
+            return [[("d1", 1.0)] for _ in queries]
+
+    monkeypatch.setattr(run_loop, "LATENCY_FLOOR_S", 0.0)
+    queries = {f"q{i}": f"text {i}" for i in range(100)}
+    tr = batched_run(Slow(), queries, k=1, latency_sample=200)
+    assert set(tr.run) == set(queries)  # every query ranked by the batch
+    assert run_loop.LATENCY_MIN_QUERIES <= len(tr.latency_ms) <= 60  # about 25 (a quarter of the batch's second)
+    assert list(tr.latency_ms) == [f"q{i}" for i in range(len(tr.latency_ms))]  # the first ones, in order
+
+
+def test_cheap_retriever_still_times_its_whole_sample() -> None:
+    class Fast:
+        name = "fast"
+
+        def search(self, queries, k):
+            return [[("d1", 1.0)] for _ in queries]
+
+    tr = batched_run(Fast(), {f"q{i}": "t" for i in range(50)}, k=1, latency_sample=30)
+    assert len(tr.latency_ms) == 30

@@ -16,20 +16,18 @@ from retrieval_pipeline.core.verifier.library_index import LibraryIndex, Library
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verify import run_verification, verify_question
-from retrieval_pipeline_tests.core.conftest import require_sandbox
 from retrieval_pipeline_tests.core.verifier import fake_adk
 
 
 @pytest.fixture(scope="module")
-def acme(tmp_path_factory):
-    """The ADK-shaped environment's sandbox settings (skips when the sandbox cannot run here)."""
-    require_sandbox()
-    return fake_adk.sandbox_settings(fake_adk.make_env(tmp_path_factory.mktemp("acme")))
+def acme(acme_offline):
+    """The ADK-shaped environment's sandbox settings (the verifier conftest's session environment; skips without a sandbox)."""
+    return acme_offline[0]
 
 
 @pytest.fixture(scope="module")
-def acme_index(acme):
-    return probe_environment(acme, fake_adk.DISTRIBUTION, import_name=fake_adk.IMPORT_NAME)
+def acme_index(acme_offline):
+    return acme_offline[1].index  # probe_environment(acme, fake_adk.DISTRIBUTION, import_name=fake_adk.IMPORT_NAME)
 
 
 def cases():

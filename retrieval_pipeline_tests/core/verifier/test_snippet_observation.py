@@ -28,7 +28,6 @@ from retrieval_pipeline.core.verifier.snippet_observation import (
 )
 from retrieval_pipeline.core.verifier.verify import case_snippet, verify_question
 from retrieval_pipeline_tests.core.conftest import require_sandbox
-from retrieval_pipeline_tests.core.verifier import fake_adk
 
 # ---- reading the options
 
@@ -355,10 +354,8 @@ def yaml_suite(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def acme(tmp_path_factory):
-    require_sandbox()
-    settings = fake_adk.sandbox_settings(fake_adk.make_env(tmp_path_factory.mktemp("acme")))
-    return settings, OfflineProver(probe_environment(settings, fake_adk.DISTRIBUTION, import_name=fake_adk.IMPORT_NAME))
+def acme(acme_offline):
+    return acme_offline  # the verifier conftest's session environment
 
 
 def verify(case, acme, marked: str | None = None):

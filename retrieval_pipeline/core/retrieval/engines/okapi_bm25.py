@@ -26,6 +26,16 @@ VOCABULARY_FILE = "vocabulary.json"
 DOC_IDS_FILE = "doc_ids.json"
 #: Documents tokenized between two reports to the build's :class:`~retrieval_pipeline.core.common.progress.Progress`.
 TOKENIZE_CHUNK = 5000
+#: Queries whose postings decide together between the sparse product and dense rows (see :meth:`BM25Retriever.search_tokens`).
+DECISION_GROUP = 256
+#: A group of queries is scored densely when their postings hold at least this many entries per document (summed
+#: over the group's queries), else by one sparse product; a group of one query is always scored densely.
+DENSE_MIN_POSTINGS_PER_CELL = 0.05
+#: Cells (queries x documents) summed by one ``bincount`` on the dense path: 2**17 float64 (1 MiB, about an L2
+#: cache); at least one query. Larger chunks scatter over more memory and were slower per query.
+DENSE_CHUNK_CELLS = 2**17
+#: Documents per block of the dense top-k's threshold (the k-th largest block maximum bounds the k-th best from below).
+TOP_K_BLOCK = 256
 
 
 class BM25Retriever:
@@ -48,11 +58,15 @@ class BM25Retriever:
     an unknown token contributes 0.
 
     **How it is computed.** Every per-(term, document) summand is precomputed into a sparse
-    ``terms x documents`` CSR matrix. A batch of queries becomes a sparse ``queries x terms`` matrix
-    holding one entry of value 1 per query token, in query order (repeats are separate entries), and
-    the scores are one sparse product (a single query instead adds its terms' rows into a dense
-    vector, which is faster for one). Either way each score is accumulated term by term in query
-    order from 0.0, as ``BM25Okapi.get_scores`` does, so the scores match rank_bm25 to the last bit.
+    ``terms x documents`` CSR matrix. A batch of queries is scored in groups of :data:`DECISION_GROUP`, each
+    the cheaper of two ways, chosen by how many postings its queries touch: rare-term groups as one sparse
+    product with a ``queries x terms`` matrix holding one entry of value 1 per query token, in query order
+    (repeats are separate entries); groups whose postings cover at least :data:`DENSE_MIN_POSTINGS_PER_CELL`
+    of their ``queries x documents`` cells (common terms, code: the product's result would be nearly dense)
+    as dense rows, :data:`DENSE_CHUNK_CELLS` cells at a time, each summed by one ``np.bincount`` over the
+    postings laid out in query order. A single query is always a dense row, so a batch costs at most what
+    its queries cost one at a time. Either way each score is accumulated term by term in query order from
+    0.0, as ``BM25Okapi.get_scores`` does, so the scores match rank_bm25 to the last bit.
 
     **Ranking.** ``search`` returns, per query, at most ``k`` hits by score descending, ties broken by
     corpus position ascending. **Only documents with a score > 0 are returned**: a document that
@@ -205,12 +219,21 @@ class BM25Retriever:
         """
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        if len(queries_tokens) == 1:  # one query: a dense accumulation beats the sparse product's overhead
-            return [self._dense_hits(queries_tokens[0], k)]
-        if not queries_tokens:
-            return []
-        scores = self._query_matrix(queries_tokens) @ self.weights
-        return [self._row_hits(scores, row, k) for row in range(len(queries_tokens))]
+        term_ids = [self._term_ids(tokens) for tokens in queries_tokens]
+        n_docs = len(self.doc_ids)
+        rows = max(1, DENSE_CHUNK_CELLS // n_docs)
+        postings = np.diff(self.weights.indptr)
+        hits: list[list[Hit]] = []
+        for start in range(0, len(term_ids), DECISION_GROUP):
+            group = term_ids[start : start + DECISION_GROUP]
+            entries = int(postings[np.fromiter(chain.from_iterable(group), dtype=np.int64)].sum())
+            if len(group) == 1 or entries >= DENSE_MIN_POSTINGS_PER_CELL * len(group) * n_docs:
+                for chunk in range(0, len(group), rows):
+                    hits.extend(self._dense_chunk_hits(group[chunk : chunk + rows], k))
+            else:
+                scores = self._query_matrix(group) @ self.weights
+                hits.extend(self._row_hits(scores, row, k) for row in range(len(group)))
+        return hits
 
     def scores(self, query: str) -> np.ndarray:
         """Score every document, like ``BM25Okapi.get_scores(tokenizer(query))``.
@@ -244,13 +267,12 @@ class BM25Retriever:
         vocabulary = self.vocabulary
         return [vocabulary[token] for token in query_tokens if token in vocabulary]
 
-    def _query_matrix(self, queries_tokens: Sequence[Sequence[str]]) -> sp.csr_array:
-        """``queries x terms`` matrix with one 1.0 per known query token, in query order.
+    def _query_matrix(self, term_ids: Sequence[Sequence[int]]) -> sp.csr_array:
+        """``queries x terms`` matrix with one 1.0 per known query term id, in query order.
 
         Repeated tokens stay separate entries (the matrix is deliberately not canonicalised), so
         the sparse product accumulates every summand in query order, exactly like rank_bm25.
         """
-        term_ids = [self._term_ids(tokens) for tokens in queries_tokens]
         indptr = np.zeros(len(term_ids) + 1, dtype=np.int64)
         np.cumsum([len(ids) for ids in term_ids], out=indptr[1:])
         indices = np.fromiter(chain.from_iterable(term_ids), dtype=self.weights.indices.dtype, count=int(indptr[-1]))
@@ -263,11 +285,24 @@ class BM25Retriever:
         start, end = scores.indptr[row], scores.indptr[row + 1]
         return self._hits(*top_k(scores.indices[start:end], scores.data[start:end], k))
 
-    def _dense_hits(self, query_tokens: Sequence[str], k: int) -> list[Hit]:
-        """Top-``k`` positive hits of one query, from its dense score vector."""
-        scores = self.scores_tokens(query_tokens)
-        positions = np.flatnonzero(scores > 0)
-        return self._hits(*top_k(positions, scores[positions], k))
+    def _dense_chunk_hits(self, term_ids: Sequence[Sequence[int]], k: int) -> list[list[Hit]]:
+        """Top-``k`` positive hits of a chunk of queries, from their dense ``queries x documents`` scores.
+
+        Every query term's posting is laid out in (query, query position) order and summed into its query's row
+        by one ``np.bincount``, which adds its weights one after another in that order: a cell receives its
+        summands in query order from 0.0, as rank_bm25 adds them (bit-identical). The top k come from the cells
+        at or above the k-th largest maximum of :data:`TOP_K_BLOCK`-document blocks (see :func:`_dense_top_k`).
+        """
+        indptr, indices, data = self.weights.indptr, self.weights.indices, self.weights.data
+        width = -(-len(self.doc_ids) // TOP_K_BLOCK) * TOP_K_BLOCK  # padded with zeros, which are never hits
+        spans = [(row, indptr[term], indptr[term + 1]) for row, ids in enumerate(term_ids) for term in ids]
+        if not spans:
+            return [[] for _ in term_ids]
+        offsets = np.repeat([row * width for row, _, _ in spans], [end - start for _, start, end in spans])
+        cells = offsets + np.concatenate([indices[start:end] for _, start, end in spans])
+        weights = np.concatenate([data[start:end] for _, start, end in spans])
+        dense = np.bincount(cells, weights=weights, minlength=len(term_ids) * width).reshape(len(term_ids), width)
+        return [self._hits(positions, scores) for positions, scores in _dense_top_k(dense, k)]
 
     def _hits(self, positions: np.ndarray, scores: np.ndarray) -> list[Hit]:
         """``(doc_id, score)`` pairs for corpus positions."""
@@ -347,6 +382,32 @@ def top_k(positions: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray
         positions, scores = positions[keep], scores[keep]
     order = np.lexsort((positions, -scores))[:k]
     return positions[order], scores[order]
+
+
+def _dense_top_k(dense: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per row of ``dense`` (width a multiple of :data:`TOP_K_BLOCK`), :func:`top_k` of its positive cells.
+
+    The k-th largest block maximum of a row is at most its k-th best score, so the cells at or above it, all
+    in blocks whose maximum reaches it, hold the row's top k with all their ties; only those are sorted.
+    """
+    n_rows = dense.shape[0]
+    if k <= 0:
+        return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))] * n_rows
+    blocks = dense.reshape(n_rows, -1, TOP_K_BLOCK)
+    maxima = blocks.max(axis=2)
+    n_blocks = maxima.shape[1]
+    threshold = np.partition(maxima, n_blocks - k, axis=1)[:, n_blocks - k] if k < n_blocks else np.zeros(n_rows)
+    threshold = np.maximum(threshold, np.nextafter(0.0, 1.0))[:, None]  # positive scores only
+    block_rows, block_ids = np.nonzero(maxima >= threshold)
+    candidates = blocks[block_rows, block_ids]  # (blocks, TOP_K_BLOCK)
+    cand_rows, cand_cols = np.nonzero(candidates >= threshold[block_rows])
+    rows = block_rows[cand_rows]
+    positions = block_ids[cand_rows] * TOP_K_BLOCK + cand_cols
+    scores = candidates[cand_rows, cand_cols]
+    order = np.lexsort((positions, -scores, rows))
+    rows, positions, scores = rows[order], positions[order], scores[order]
+    bounds = np.searchsorted(rows, np.arange(n_rows + 1)).tolist()
+    return [(positions[a : min(b, a + k)], scores[a : min(b, a + k)]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 # ---------------------------------------------------------------------- building helpers

@@ -42,6 +42,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -57,8 +58,8 @@ from retrieval_pipeline.core.common.atomic import atomic_write, atomic_write_tex
 from retrieval_pipeline.core.common.paths import CACHE_ROOT
 
 #: The encoder backends a dense retriever can choose.
-Backend = Literal["torch", "onnx_int8"]
-BACKENDS: tuple[str, ...] = ("torch", "onnx_int8")
+Backend = Literal["torch", "onnx_int8", "onnx_int8_ffn_fp32"]
+BACKENDS: tuple[str, ...] = ("torch", "onnx_int8", "onnx_int8_ffn_fp32")
 #: The quantised graph, the tokenizer and the export record inside a model's cache folder.
 ONNX_FILE = "model_qint8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -67,6 +68,15 @@ LOCK_FILE = ".export.lock"
 #: How the graph is made; a cache folder whose ``export.json`` names another recipe is exported again.
 #: The vectors of a new recipe may differ: give it a new backend name too, so that ``model_id`` changes.
 RECIPE = "torchscript-opset17-eager+quantize_dynamic-qint8-per-channel/v1"
+#: The second recipe (backend ``onnx_int8_ffn_fp32``): only MatMuls with a constant weight quantised, and the
+#: feed-forward output MatMuls (:data:`FFN_OUTPUT_MATMUL`) left in fp32. all-mpnet-base-v2's outlier activations
+#: at those MatMuls' inputs took its cosine to torch to .885 under :data:`RECIPE`; this one gives .994 (issue 38).
+RECIPE_FFN_FP32 = "torchscript-opset17-eager+quantize_dynamic-qint8-per-channel-constB-ffn-output-fp32/v1"
+#: Where the second recipe's graphs are cached, under the cache folder (its files have the same names).
+FFN_FP32_SUBFOLDER = "ffn_output_fp32"
+#: The traced graph's feed-forward output MatMuls (``.../encoder/layer.N/output/dense/MatMul``; BERT's attention
+#: output, ``layer.N/attention/output/dense``, does not match).
+FFN_OUTPUT_MATMUL = re.compile(r"layer\.\d+/output/dense/MatMul$")
 #: The ONNX opset of the export.
 OPSET = 17
 #: The export is refused when a quantised vector of its sample has a smaller cosine to the float graph's.
@@ -200,8 +210,8 @@ class ExportedModel:
         return self.folder / TOKENIZER_FILE
 
 
-def read_exported(folder: Path) -> ExportedModel | None:
-    """The cache folder when it is complete and made by the current :data:`RECIPE`, else ``None``."""
+def read_exported(folder: Path, recipe: str = RECIPE) -> ExportedModel | None:
+    """The cache folder when it is complete and made by ``recipe`` (default the current :data:`RECIPE`), else ``None``."""
     manifest_path = folder / MANIFEST_FILE
     if not (manifest_path.is_file() and (folder / ONNX_FILE).is_file() and (folder / TOKENIZER_FILE).is_file()):
         return None
@@ -209,7 +219,7 @@ def read_exported(folder: Path) -> ExportedModel | None:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return ExportedModel(folder, manifest) if manifest.get("recipe") == RECIPE else None
+    return ExportedModel(folder, manifest) if manifest.get("recipe") == recipe else None
 
 
 def ensure_exported(
@@ -218,6 +228,7 @@ def ensure_exported(
     config_sha256: str,
     cache_dir: str | Path | None = None,
     exporter: Exporter | None = None,
+    recipe: str = RECIPE,
 ) -> ExportedModel:
     """The model's quantised graph from the cache, exported first when it is not there.
 
@@ -227,17 +238,18 @@ def ensure_exported(
         config_sha256: SHA-256 of its configuration files (names the cache folder).
         cache_dir: Where cache folders live (default: :func:`default_cache_dir`).
         exporter: What makes the files (default: :func:`export_qint8`); tests pass a fake.
+        recipe: The recipe the exporter follows, recorded in ``export.json`` and required of a cached folder.
 
     Returns:
         The complete cache folder.
     """
     folder = cache_folder(cache_dir if cache_dir is not None else default_cache_dir(), weights_sha256, config_sha256)
-    found = read_exported(folder)
+    found = read_exported(folder, recipe)
     if found is not None:
         return found
     folder.mkdir(parents=True, exist_ok=True)
     with file_lock(folder / LOCK_FILE):
-        found = read_exported(folder)  # another process may have exported it while this one waited
+        found = read_exported(folder, recipe)  # another process may have exported it while this one waited
         if found is not None:
             return found
         export = exporter or export_qint8
@@ -246,7 +258,7 @@ def ensure_exported(
             manifest = export(Path(model_folder), onnx_temp, tokenizer_temp)
             manifest = {
                 **manifest,
-                "recipe": RECIPE,
+                "recipe": recipe,
                 "source_folder": str(model_folder),
                 "weights_sha256": weights_sha256,
                 "config_sha256": config_sha256,
@@ -254,7 +266,7 @@ def ensure_exported(
             atomic_write(folder / ONNX_FILE, lambda temp: os.replace(onnx_temp, temp))
             atomic_write(folder / TOKENIZER_FILE, lambda temp: os.replace(tokenizer_temp, temp))
         atomic_write_text(folder / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True))
-    found = read_exported(folder)
+    found = read_exported(folder, recipe)
     if found is None:  # pragma: no cover - the files were just written
         raise RuntimeError(f"{folder}: the ONNX export left an incomplete cache folder")
     return found
@@ -263,13 +275,15 @@ def ensure_exported(
 # -- export ----------------------------------------------------------------------------------------
 
 
-def export_qint8(model_folder: Path, onnx_path: Path, tokenizer_path: Path) -> dict[str, Any]:
+def export_qint8(model_folder: Path, onnx_path: Path, tokenizer_path: Path, *, ffn_output_fp32: bool = False) -> dict[str, Any]:
     """Export a sentence-transformers model to an int8-quantised ONNX graph (see the module docstring).
 
     Args:
         model_folder: The model folder (loaded offline, on CPU).
         onnx_path: Where the quantised graph is written.
         tokenizer_path: Where the tokenizer is saved (``tokenizers`` JSON).
+        ffn_output_fp32: :data:`RECIPE_FFN_FP32`: quantise only MatMuls with a constant weight and leave the
+            feed-forward output MatMuls in fp32 (a graph without them is refused).
 
     Returns:
         The manifest: ``pooling``, ``inputs``, ``dim``, ``max_seq_length`` (the model's own),
@@ -312,12 +326,20 @@ def export_qint8(model_folder: Path, onnx_path: Path, tokenizer_path: Path) -> d
                 do_constant_folding=True,
                 dynamo=False,
             )
+            extra: dict[str, Any] = {"DefaultTensorType": onnx.TensorProto.FLOAT}
+            kept_fp32: list[str] = []
+            if ffn_output_fp32:
+                kept_fp32 = ffn_output_matmuls(onnx.load(str(float_path), load_external_data=False))
+                if not kept_fp32:
+                    raise ValueError(f"{model_folder}: the traced graph has no feed-forward output MatMul (layer.N/output/dense)")
+                extra["MatMulConstBOnly"] = True
             quantize_dynamic(
                 str(float_path),
                 str(onnx_path),
                 weight_type=QuantType.QInt8,
                 per_channel=True,
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+                nodes_to_exclude=kept_fp32,
+                extra_options=extra,
             )
         agreement = quantised_agreement(float_path, onnx_path, {name: sample[name].numpy() for name in inputs})
     if agreement < MIN_EXPORT_COSINE:
@@ -336,10 +358,20 @@ def export_qint8(model_folder: Path, onnx_path: Path, tokenizer_path: Path) -> d
         "max_seq_length": int(model.max_seq_length),
         "pad_token_id": int(tokenizer.pad_token_id or 0),
         "opset": OPSET,
-        "quantization": {"method": "quantize_dynamic", "weight_type": "QInt8", "per_channel": True},
+        "quantization": {
+            "method": "quantize_dynamic",
+            "weight_type": "QInt8",
+            "per_channel": True,
+            **({"matmul_const_b_only": True, "fp32_nodes": kept_fp32} if ffn_output_fp32 else {}),
+        },
         "float_cosine_min": round(agreement, 6),
         "versions": _versions(),
     }
+
+
+def ffn_output_matmuls(graph: Any) -> list[str]:
+    """The names of an ONNX graph's feed-forward output MatMuls (:data:`FFN_OUTPUT_MATMUL`), in graph order."""
+    return [node.name for node in graph.graph.node if node.op_type == "MatMul" and FFN_OUTPUT_MATMUL.search(node.name)]
 
 
 def quantised_agreement(float_path: Path, quantised_path: Path, feed: dict[str, np.ndarray]) -> float:
