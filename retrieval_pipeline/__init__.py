@@ -12,12 +12,12 @@ __all__ = ["Comparison", "Evaluation", "PairComparison", "compare", "evaluate", 
 
 if TYPE_CHECKING:
     from retrieval_pipeline.api import Comparison, Evaluation, PairComparison, compare, evaluate
-    from retrieval_pipeline.core.evaluation.metric_names import parse_metric
+    from retrieval_pipeline.core.evaluation.metrics.names import parse_metric
 
 
 def __getattr__(name: str) -> Any:
     if name == "parse_metric":
-        from retrieval_pipeline.core.evaluation.metric_names import parse_metric
+        from retrieval_pipeline.core.evaluation.metrics.names import parse_metric
 
         return parse_metric
     if name in __all__:

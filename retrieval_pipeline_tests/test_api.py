@@ -19,7 +19,7 @@ from retrieval_pipeline import compare, evaluate
 from retrieval_pipeline.api_inputs import load_run
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation import stats
-from retrieval_pipeline.core.evaluation.metric_names import parse_metric
+from retrieval_pipeline.core.evaluation.metrics import parse_metric
 
 #: Every spelling the parity test checks, each against the pytrec_eval measure it equals.
 METRIC_NAMES = (

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "retrieval_pipeline"
 #: ``(file relative to the package, imported module)``: why it is imported inside a function.
 LAZY = {
     ("__init__.py", "retrieval_pipeline"): "`import retrieval_pipeline` stays light: the API loads on first attribute use",
-    ("__init__.py", "retrieval_pipeline.core.evaluation.metric_names"): "the same, for parse_metric",
+    ("__init__.py", "retrieval_pipeline.core.evaluation.metrics.names"): "the same, for parse_metric",
     ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.encoders"): "keyword search never loads torch",
     ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.llm.transport"): "httpx only with the openai client",
 }

@@ -34,10 +34,9 @@ from pydantic import ValidationError
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for, all_blocks
 from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
 from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import aggregate, higher_is_better, per_query_metrics, validate_metric_name
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS
 from retrieval_pipeline.core.frames import to_frame
-from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
 from retrieval_pipeline.core.paths import PROJECT_ROOT, check_name, shown
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs

@@ -26,9 +26,8 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.evaluation import stats
+from retrieval_pipeline.core.evaluation.metrics import View, higher_is_better, metric_label, view_columns
 from retrieval_pipeline.core.evaluation.significance import check_query_results, significance_metrics, wide_values
-from retrieval_pipeline.core.metric_info import View
-from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label, view_columns
 
 #: The paired tests :func:`compare_all` runs.
 Test = Literal["randomisation", "t-test"]

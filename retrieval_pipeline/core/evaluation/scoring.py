@@ -22,10 +22,9 @@ from retrieval_pipeline.core.asset_metadata import Markdown, md_preview
 from retrieval_pipeline.core.evaluation.gates import GateResult, drift_check_name, drift_gate, threshold_gate
 from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
 from retrieval_pipeline.core.evaluation.latency import latency_spread
-from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import aggregate, headline_columns, metric_definitions_md, per_query_metrics
 from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate
 from retrieval_pipeline.core.evaluation.tables import comparison_table
-from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.types import Qrels, Run

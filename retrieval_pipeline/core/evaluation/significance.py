@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from retrieval_pipeline.core.evaluation.metrics import headline_columns, higher_is_better, metric
 from retrieval_pipeline.core.evaluation.stats import (
     StatisticsSettings,
     derive_seed,
@@ -23,7 +24,6 @@ from retrieval_pipeline.core.evaluation.stats import (
     paired_t_test,
     randomisation_test,
 )
-from retrieval_pipeline.core.metric_registry import headline_columns, higher_is_better, metric
 
 #: The columns every ``query_results`` frame must have.
 _KEY_COLUMNS = ("retriever", "query_id")

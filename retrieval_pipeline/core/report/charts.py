@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from retrieval_pipeline.core.metric_registry import view_columns
+from retrieval_pipeline.core.evaluation.metrics import view_columns
 from retrieval_pipeline.core.report.data import ReportData, _metric_name, _true
 from retrieval_pipeline.core.result_cache import active_result_cache, content_key
 

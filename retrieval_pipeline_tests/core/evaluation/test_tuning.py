@@ -9,11 +9,10 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics, tuning_objectives, view_columns
 from retrieval_pipeline.core.evaluation.refusion import Judgements, fused_run, fusion_table, setting_metrics, stored_metrics
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
 from retrieval_pipeline.core.evaluation.tuning import FUSION_METHODS, TuningSettings, choose, curve_columns, split_queries, sweep
-from retrieval_pipeline.core.metric_registry import tuning_objectives, view_columns
 from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, minmax_fuse, rrf_fuse
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec

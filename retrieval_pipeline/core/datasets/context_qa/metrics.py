@@ -27,7 +27,7 @@ Plus ``hit@1``, ``hit@3``, ``hit@5`` (``hit_rate@1/3/5`` under the names context
 on the frame). The similarity settings are recorded in ``frame.attrs["similarity_settings"]``.
 
 Every column's description, better direction and aggregation are in
-:mod:`retrieval_pipeline.core.metric_registry` (``best_match_position@k`` is lower-is-better and averaged
+:mod:`retrieval_pipeline.core.evaluation.metrics.registry` (``best_match_position@k`` is lower-is-better and averaged
 over the queries with a hit).
 """
 
@@ -39,9 +39,8 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, similarity_of
-from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.metric_formulas import reciprocal_rank
-from retrieval_pipeline.core.metric_registry import describe_metric
+from retrieval_pipeline.core.evaluation.metrics import describe_metric, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics.families.mrr import reciprocal_rank
 from retrieval_pipeline.core.types import Document, Qrels, Run
 
 #: The default similarity settings (threshold 0.5, autojunk off, normalised).
@@ -138,7 +137,7 @@ def context_qa_metrics(
 def describe_context_metric(name: str) -> str:
     """One-sentence description of a :func:`context_qa_metrics` column (``"context_coverage@5"``, ...).
 
-    Kept for compatibility: the description comes from :func:`retrieval_pipeline.core.metric_registry.describe_metric`.
+    Kept for compatibility: the description comes from :func:`retrieval_pipeline.core.evaluation.metrics.registry.describe_metric`.
 
     Raises:
         KeyError: If the name is not in the metric registry (the message lists the known names).
