@@ -18,6 +18,7 @@ LAZY = {
     ("__init__.py", "retrieval_pipeline"): "`import retrieval_pipeline` stays light: the API loads on first attribute use",
     ("__init__.py", "retrieval_pipeline.core.evaluation.metrics.names"): "the same, for parse_metric",
     ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.encoders"): "keyword search never loads torch",
+    ("core/evaluation/stats.py", "retrieval_pipeline.core.evaluation.stats_kernels"): "Numba loads only for large randomisation tests",
     ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.llm.transport"): "httpx only with the openai client",
 }
 

@@ -213,14 +213,58 @@ def read_trec_run(path: str | Path) -> Run:
         InputError: Naming file and line: wrong field count, a rank that is not an integer, a score that
             is not a finite number, or a doc id listed twice for a query.
     """
+    return {query_id: _trec_eval_order(hits) for query_id, hits in read_trec_run_scores(path).items()}
+
+
+def read_trec_run_scores(path: str | Path) -> dict[str, dict[str, float]]:
+    """Read a TREC run file into ``{query_id: {doc_id: score}}`` (file order), checked as :func:`read_trec_run` checks it.
+
+    A well-formed plain-text file whose queries each sit on consecutive lines is read in bulk (C-level
+    splits and conversions, no per-line Python); anything else is read line by line, which names the
+    file and line of the first problem.
+
+    Raises:
+        InputError: As :func:`read_trec_run`.
+    """
     path = Path(path)
+    fast = _bulk_run_scores(path)
+    if fast is not None:
+        return fast
     scores: dict[str, dict[str, float]] = {}
     for number, fields in _records(path, 6, "query_id Q0 doc_id rank score tag"):
         query_id, _, doc_id, rank, score, _ = fields
         _parse_int(rank, "rank", path, number)
         value = _parse_score(score, path, number)
         _add_once(scores.setdefault(query_id, {}), query_id, doc_id, value, path, number)
-    return {query_id: _trec_eval_order(hits) for query_id, hits in scores.items()}
+    return scores
+
+
+def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
+    """The run read in bulk, or None when the file is not plain, well-formed UTF-8 text with contiguous queries."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8") if not data.startswith(b"\x1f\x8b") else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text is None:
+        return None
+    if not set(map(len, map(str.split, text.splitlines()))) <= {0, 6}:  # each split is freed at once: no GC churn
+        return None
+    tokens = text.split()
+    query_ids, doc_ids = tokens[0::6], tokens[2::6]
+    try:
+        max(map(int, tokens[3::6]), default=0)
+        scores = list(map(float, tokens[4::6]))
+    except ValueError:
+        return None
+    if not np.isfinite(np.asarray(scores, dtype=np.float64)).all():
+        return None
+    queries = np.asarray(query_ids, dtype=object)
+    starts = [0, *(np.flatnonzero(queries[1:] != queries[:-1]) + 1).tolist(), len(query_ids)]
+    run = {query_ids[a]: dict(zip(doc_ids[a:b], scores[a:b])) for a, b in zip(starts, starts[1:]) if a < b}
+    if len(run) != (len(starts) - 1 if query_ids else 0) or sum(map(len, run.values())) != len(query_ids):
+        return None  # a query on lines apart, or a doc listed twice: the line-by-line reader says where
+    return run
 
 
 def _trec_eval_order(hits: dict[str, float]) -> list[Hit]:

@@ -161,7 +161,8 @@ def judge_scores(run: ScoreRun, qrels: Qrels, min_depth: int = 1) -> Judged:
     lengths = np.fromiter(map(len, hits), np.int64, n)
     ends = np.cumsum(lengths)
     scores = np.fromiter(chain.from_iterable(h.values() for h in hits), np.float64, int(ends[-1]) if n else 0)
-    keys = np.sort((np.repeat(np.arange(n, dtype=np.uint64), lengths) << np.uint64(32)) | _sortable(scores.astype(np.float32)))
+    singles = scores.astype(np.float32)
+    keys = np.sort((np.repeat(np.arange(n, dtype=np.uint64), lengths) << np.uint64(32)) | _sortable(singles))
     # the judged documents a query retrieved: (row, doc, grade, score); the grades of all judged ones
     rows, docs, grades, found = [], [], [], []
     for row, (query_id, h) in enumerate(zip(query_ids, hits)):
@@ -170,20 +171,19 @@ def judge_scores(run: ScoreRun, qrels: Qrels, min_depth: int = 1) -> Judged:
             if score is not None:
                 rows.append(row), docs.append(doc), grades.append(grade), found.append(score)
     row_of = np.asarray(rows, dtype=np.int64)
-    own = (row_of.astype(np.uint64) << np.uint64(32)) | _sortable(np.asarray(found, dtype=np.float64).astype(np.float32))
+    singles_of = np.asarray(found, dtype=np.float64).astype(np.float32)
+    own = (row_of.astype(np.uint64) << np.uint64(32)) | _sortable(singles_of)
     below = np.searchsorted(keys, own, side="left")
     above = np.searchsorted(keys, own, side="right")
     ranks = 1 + (ends[row_of] - above) if len(rows) else np.zeros(0, dtype=np.int64)
-    for i in np.flatnonzero(above - below > 1):  # tied scores: trec_eval puts the higher doc id first
-        ranks[i] += _tied_above(hits[rows[i]], docs[i], np.float32(found[i]))
+    starts = ends - lengths
+    doc_ids: dict[int, list[str]] = {}
+    for i in np.flatnonzero(above - below > 1).tolist():  # tied scores: trec_eval puts the higher doc id first
+        row = rows[i]
+        tied = np.flatnonzero(singles[starts[row] : ends[row]] == singles_of[i]).tolist()
+        ids = doc_ids.setdefault(row, list(hits[row]))
+        ranks[i] += sum(ids[t] > docs[i] for t in tied)
     return _judged_flat(qrels, row_of, ranks, np.asarray(grades, dtype=np.float64), lengths, min_depth)
-
-
-def _tied_above(hits: Mapping[str, float], doc: str, score: np.float32) -> int:
-    """How many documents tie with ``doc``'s float32 score and have a higher doc id."""
-    doc_ids = list(hits)
-    single = np.fromiter(hits.values(), np.float64, len(doc_ids)).astype(np.float32)
-    return sum(doc_ids[i] > doc for i in np.flatnonzero(single == score).tolist())
 
 
 def _judged_flat(qrels: Qrels, rows: np.ndarray, ranks: np.ndarray, grades: np.ndarray, n_retrieved: np.ndarray, min_depth: int) -> Judged:
