@@ -35,7 +35,7 @@ def _line_by_line(path: Path) -> dict[str, dict[str, float]]:
 def test_bulk_reader_equals_the_line_reader(tmp_path: Path, text: str) -> None:
     path = tmp_path / "run.txt"
     path.write_text(text, encoding="utf-8", newline="")
-    assert trec._bulk_run_scores(path) is not None
+    assert (trec._bulk_run_scores(path) is not None) == bool(text)  # an empty file is the line reader's
     fast = trec.read_trec_run_scores(path)
     assert fast == _line_by_line(path)
     assert [list(h) for h in fast.values()] == [list(h) for h in _line_by_line(path).values()]  # file order kept
@@ -49,6 +49,9 @@ def test_bulk_reader_equals_the_line_reader(tmp_path: Path, text: str) -> None:
         ("q1 Q0 a 1 0.5 t\nq1 Q0 b x 0.4 t\n", "line 2: rank 'x' is not an integer"),
         ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 nan t\n", "line 2: score 'nan' is not finite"),
         ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4\n", "line 2: expected 6 fields"),
+        ("q1 Q0 a 1 0.5 t x\nq1 Q0 b 2 0.4 t\n", "line 1: expected 6 fields"),
+        ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2.0 0.4 t\n", "line 2: rank '2.0' is not an integer"),
+        ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 1e400 t\n", "line 2: score '1e400' is not finite"),
     ],
 )
 def test_bulk_reader_leaves_odd_files_to_the_line_reader(tmp_path: Path, text: str, message: str | None) -> None:
@@ -60,6 +63,15 @@ def test_bulk_reader_leaves_odd_files_to_the_line_reader(tmp_path: Path, text: s
     else:
         with pytest.raises(InputError, match=message):
             trec.read_trec_run_scores(path)
+
+
+def test_bulk_reader_parses_scores_exactly_as_float_does(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    scores = (rng.random(20_000) * 10.0 ** rng.integers(-30, 30, 20_000) * rng.choice([-1, 1], 20_000)).tolist()
+    scores += [0.1 + 0.2, 5e-324, 1.7976931348623157e308, -0.0, 0.30000000000000004]
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"q Q0 d{i} {i} {v!r} t\n" for i, v in enumerate(scores)), encoding="utf-8")
+    assert trec._bulk_run_scores(path) == {"q": {f"d{i}": v for i, v in enumerate(scores)}}
 
 
 def test_bulk_checked_score_dicts_are_used_as_they_are_and_odd_ones_are_still_refused() -> None:
