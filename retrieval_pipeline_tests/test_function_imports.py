@@ -19,6 +19,7 @@ LAZY = {
     ("__init__.py", "retrieval_pipeline.core.evaluation.metrics.names"): "the same, for parse_metric",
     ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.encoders"): "keyword search never loads torch",
     ("core/evaluation/stats.py", "retrieval_pipeline.core.evaluation.stats_kernels"): "Numba loads only for large randomisation tests",
+    ("core/evaluation/metrics/judging.py", "retrieval_pipeline.core.evaluation.metrics.kernels"): "Numba loads only for large runs",
     ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.llm.transport"): "httpx only with the openai client",
 }
 

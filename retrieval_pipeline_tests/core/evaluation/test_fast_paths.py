@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval_pipeline import evaluate
 from retrieval_pipeline.api_inputs import load_run
 from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation import stats, trec
+from retrieval_pipeline.core.evaluation.metrics import judging
 
 
 def _line_by_line(path: Path) -> dict[str, dict[str, float]]:
@@ -109,3 +111,20 @@ def test_byte_table_p_values_equal_the_unpacked_bits_product(
     for shift in (0.0, 0.05):
         p = stats.randomisation_test(a + shift, b, 3000, seed=seed)
         assert p == _unpacked_bits_p(a + shift - b, 3000, seed)
+
+
+def test_the_compiled_ranking_counts_equal_the_sorted_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    docs = [f"d{i}" for i in range(300)]
+    qrels = {f"q{q}": {d: int(g) for d, g in zip(rng.choice(docs, 12, replace=False).tolist(), rng.integers(-1, 4, 12))} for q in range(80)}
+    run = {
+        q: {d: float(s) for d, s in zip(rng.choice(docs, 150, replace=False).tolist(), np.round(rng.normal(size=150), 1))}
+        for q in list(qrels)[5:]
+    }
+    run["q6"] = {d: -0.0 if i % 2 else 0.0 for i, d in enumerate(docs[:40])}  # -0.0 ties 0.0, as in C
+    names = ["ndcg@10", "map", "mrr", "recall@20", "bpref", "infAP", "judged@10"]
+    monkeypatch.setattr(judging, "_COMPILED_FROM", 10**12)
+    sorted_ = evaluate(qrels, run, names).per_query
+    monkeypatch.setattr(judging, "_COMPILED_FROM", 0)
+    assert evaluate(qrels, run, names).per_query == sorted_

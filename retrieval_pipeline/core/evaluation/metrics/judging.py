@@ -162,7 +162,6 @@ def judge_scores(run: ScoreRun, qrels: Qrels, min_depth: int = 1) -> Judged:
     ends = np.cumsum(lengths)
     scores = np.fromiter(chain.from_iterable(h.values() for h in hits), np.float64, int(ends[-1]) if n else 0)
     singles = scores.astype(np.float32)
-    keys = np.sort((np.repeat(np.arange(n, dtype=np.uint64), lengths) << np.uint64(32)) | _sortable(singles))
     # the judged documents a query retrieved: (row, doc, grade, score); the grades of all judged ones
     rows, docs, grades, found = [], [], [], []
     for row, (query_id, h) in enumerate(zip(query_ids, hits)):
@@ -172,18 +171,39 @@ def judge_scores(run: ScoreRun, qrels: Qrels, min_depth: int = 1) -> Judged:
                 rows.append(row), docs.append(doc), grades.append(grade), found.append(score)
     row_of = np.asarray(rows, dtype=np.int64)
     singles_of = np.asarray(found, dtype=np.float64).astype(np.float32)
-    own = (row_of.astype(np.uint64) << np.uint64(32)) | _sortable(singles_of)
-    below = np.searchsorted(keys, own, side="left")
-    above = np.searchsorted(keys, own, side="right")
-    ranks = 1 + (ends[row_of] - above) if len(rows) else np.zeros(0, dtype=np.int64)
+    higher, same = _above_and_tied(singles, lengths, ends, row_of, singles_of)
+    ranks = 1 + higher
     starts = ends - lengths
     doc_ids: dict[int, list[str]] = {}
-    for i in np.flatnonzero(above - below > 1).tolist():  # tied scores: trec_eval puts the higher doc id first
+    for i in np.flatnonzero(same > 1).tolist():  # tied scores: trec_eval puts the higher doc id first
         row = rows[i]
         tied = np.flatnonzero(singles[starts[row] : ends[row]] == singles_of[i]).tolist()
         ids = doc_ids.setdefault(row, list(hits[row]))
         ranks[i] += sum(ids[t] > docs[i] for t in tied)
     return _judged_flat(qrels, row_of, ranks, np.asarray(grades, dtype=np.float64), lengths, min_depth)
+
+
+#: Documents in a run from which the compiled kernel pays for loading Numba (about a second the first time).
+_COMPILED_FROM = 3_000_000
+
+
+def _above_and_tied(
+    singles: np.ndarray, lengths: np.ndarray, ends: np.ndarray, rows: np.ndarray, own: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each judged document (query ``rows[i]``, float32 score ``own[i]``): how many documents of its query score
+    higher, and how many the same (itself included). All queries at once: Numba's loop over the judged documents'
+    queries for large runs (no sort), else one sort of (query, score) keys and two binary searches."""
+    if singles.size >= _COMPILED_FROM:
+        try:
+            from retrieval_pipeline.core.evaluation.metrics.kernels import above_and_tied
+        except ImportError:  # Numba is not installed: the same counts, by sorting
+            pass
+        else:
+            return above_and_tied(singles, ends - lengths, ends, rows, own)
+    keys = np.sort((np.repeat(np.arange(len(lengths), dtype=np.uint64), lengths) << np.uint64(32)) | _sortable(singles))
+    mine = (rows.astype(np.uint64) << np.uint64(32)) | _sortable(own)
+    below, above = np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")
+    return ends[rows] - above, above - below
 
 
 def _judged_flat(qrels: Qrels, rows: np.ndarray, ranks: np.ndarray, grades: np.ndarray, n_retrieved: np.ndarray, min_depth: int) -> Judged:
