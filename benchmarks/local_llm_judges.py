@@ -31,15 +31,15 @@ from typing import Any
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.filtering.judges.llm import LLMForwardRagJudge
 from retrieval_pipeline.core.filtering.judges.offline import FilterDecision, OfflineLexicalJudge
-from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.llm.local_models import local_model_unavailable_reason, serve_local_model
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.split_packages import default_cache_dir
+from retrieval_pipeline.core.services.llm.cache import LLMCache
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.services.llm.local_models import local_model_unavailable_reason, serve_local_model
+from retrieval_pipeline.core.services.split_packages import default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_pipeline.core.llm.local_server import (
+from retrieval_pipeline.core.services.llm.local_server import (
     LocalLlamaServer,
     find_packaged_gguf,
     llama_server_unavailable_reason,

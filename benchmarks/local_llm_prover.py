@@ -32,15 +32,15 @@ from typing import Any
 
 from verify_adk_mc import extra_suites, moved
 
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets.inputs import load_cases
 from retrieval_pipeline.core.datasets.suite.loading import load_suites
-from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.llm.local_models import local_model_path, local_model_unavailable_reason, serve_local_model
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.split_packages import default_cache_dir
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.services.llm.cache import LLMCache
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.services.llm.local_models import local_model_path, local_model_unavailable_reason, serve_local_model
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.split_packages import default_cache_dir
 from retrieval_pipeline.core.verifier.questions import llm_fallback
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache
@@ -115,7 +115,7 @@ def offline_run(questions: list[Case], sandbox: SandboxSettings, verifier: Any, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--model", default="qwen2.5-coder-1.5b", help="a local model name, .gguf path or package (core/llm/local_models.py)"
+        "--model", default="qwen2.5-coder-1.5b", help="a local model name, .gguf path or package (core/services/llm/local_models.py)"
     )
     parser.add_argument("--model-cache", type=Path, default=default_cache_dir())
     parser.add_argument("--threads", type=int, default=2)

@@ -133,7 +133,7 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "qrels_records",
-        (Scope("retrieval_pipeline/core/retrieval_dataset.py"),),
+        (Scope("retrieval_pipeline/core/filtering/retrieval_dataset.py"),),
         _tests("test_build_dataset.py", "test_negatives_and_records.py", "test_retrieval_dataset_mutants.py"),
         "dataset records (positives with rank_relevance) and the qrels read from them: every kind",
     ),

@@ -40,16 +40,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Qrels
 from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_csv
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import Encoder, OnnxInt8Encoder, SentenceTransformerEncoder
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import default_cache_dir
-from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.types import Qrels
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NQ_CSV = PROJECT_ROOT.parent / "shared" / "data" / "nq" / "natural_questions_sample.csv"

@@ -68,12 +68,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(PROJECT_ROOT))
 
+from retrieval_pipeline.core.common.types import Document  # noqa: E402
 from retrieval_pipeline.core.datasets.known_item.queries import Subset, nested_subsets  # noqa: E402
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever, load_retriever_specs  # noqa: E402
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run, timed_run  # noqa: E402
 from retrieval_pipeline.core.retrieval.runner import build_retriever  # noqa: E402
-from retrieval_pipeline.core.types import Document  # noqa: E402
 
 DATASET = "installed_packages"
 BM25, DENSE, HYBRID = "bm25", "dense_minilm", "hybrid_rrf_k60"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import verify
 from retrieval_pipeline.core.verifier.library_index import probe_environment
 

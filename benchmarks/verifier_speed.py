@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.sandbox import bubblewrap as sandbox_module
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.services.sandbox import bubblewrap as sandbox_module
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.verdict import Verdict

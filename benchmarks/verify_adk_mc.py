@@ -47,13 +47,13 @@ from typing import Any
 
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets.inputs import load_cases
 from retrieval_pipeline.core.datasets.suite.loading import load_suites, suite_name
-from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.services.llm.cache import LLMCache
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, decide

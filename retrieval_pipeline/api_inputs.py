@@ -99,7 +99,7 @@ def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]
 
     Raises:
         ValueError: Empty qrels, a grade that is not an integer, a doc listed twice for a query, a
-            DataFrame without the columns; for a file, :class:`~retrieval_pipeline.core.errors.InputError`
+            DataFrame without the columns; for a file, :class:`~retrieval_pipeline.core.common.errors.InputError`
             naming the file and line.
     """
     if isinstance(qrels, (str, Path)):
@@ -133,7 +133,7 @@ def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
 
     Raises:
         ValueError: A score that is not a finite number, a doc listed twice for a query, a DataFrame
-            without the columns; for a file, :class:`~retrieval_pipeline.core.errors.InputError` naming
+            without the columns; for a file, :class:`~retrieval_pipeline.core.common.errors.InputError` naming
             the file and line.
     """
     if isinstance(run, (str, Path)):

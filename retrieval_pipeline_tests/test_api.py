@@ -17,7 +17,7 @@ import pytest
 
 from retrieval_pipeline import compare, evaluate
 from retrieval_pipeline.api_inputs import load_run
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.evaluation import stats
 from retrieval_pipeline.core.evaluation.metrics import parse_metric
 

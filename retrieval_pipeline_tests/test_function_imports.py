@@ -20,7 +20,7 @@ LAZY = {
     ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.encoders"): "keyword search never loads torch",
     ("core/evaluation/stats.py", "retrieval_pipeline.core.evaluation.stats_kernels"): "Numba loads only for large randomisation tests",
     ("core/evaluation/metrics/judging.py", "retrieval_pipeline.core.evaluation.metrics.kernels"): "Numba loads only for large runs",
-    ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.llm.transport"): "httpx only with the openai client",
+    ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
 }
 
 

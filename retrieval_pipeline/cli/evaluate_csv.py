@@ -38,18 +38,18 @@ from typing import TextIO
 
 from tabulate import tabulate
 
-from retrieval_pipeline.core.datasets.config import RetrievalSettings
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import CACHE_ROOT, PROJECT_ROOT
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
-from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.evaluation.results import comparison_table, evaluation_results, write_evaluation_results
-from retrieval_pipeline.core.paths import CACHE_ROOT, PROJECT_ROOT
 from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.model_source import set_hf_offline
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.retrieval.settings import RetrievalSettings
 
 DEFAULT_CACHE = CACHE_ROOT
 DEFAULT_OUT = PROJECT_ROOT / "data" / "out" / "evaluate_csv"

@@ -3,7 +3,7 @@
 :class:`EventStream` listens to the Dagster instance (what it stores is what the UI shows) and writes each
 event to the log file and a line per finished step to the terminal; :func:`logging_to` sends Dagster's
 python logging and warnings to the log file for the duration of the runs; :func:`bars_on_the_terminal` lets
-the long steps draw their progress bars (:mod:`retrieval_pipeline.core.progress`) on the terminal.
+the long steps draw their progress bars (:mod:`retrieval_pipeline.core.common.progress`) on the terminal.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import dagster as dg
 from dagster import DagsterEvent, EventLogEntry
 
 from retrieval_pipeline.cli.console import CHECK_FAILED_ERROR, StepResult, first_line
-from retrieval_pipeline.core.progress import bars_on, is_terminal
+from retrieval_pipeline.core.common.progress import bars_on, is_terminal
 
 LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
 _STEP_END = {

@@ -48,7 +48,7 @@ import pandas as pd
 
 from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, first_line, format_summary, shown_path
 from retrieval_pipeline.cli.progress import EventStream, Plan, bars_on_the_terminal, logging_to, quiet_progress_bars
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 
 try:  # importing the definitions reads the registries: a refusal there is one line on the command line, not a traceback

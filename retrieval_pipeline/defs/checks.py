@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY, partitioned_check_spec

@@ -6,14 +6,14 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import md_preview
+from retrieval_pipeline.core.common.asset_metadata import md_preview
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.frames import to_frame
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.types import Case, Document, Rejected
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.inputs import build_corpus, load_cases
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.frames import to_frame
-from retrieval_pipeline.core.progress import progress_to
-from retrieval_pipeline.core.types import Case, Document, Rejected
+from retrieval_pipeline.core.registry import DatasetConfig
 from retrieval_pipeline.defs.partitions import dataset_partitions, datasets_note
 from retrieval_pipeline.defs.resources import PipelineSettings
 

@@ -4,8 +4,11 @@ retriever against every other, exports."""
 import dagster as dg
 import pandas as pd
 
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.evaluation.pairwise import retriever_pairs as all_pairs
 from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
@@ -13,8 +16,6 @@ from retrieval_pipeline.core.evaluation.significance import significance_table
 from retrieval_pipeline.core.evaluation.tables import pairs_metadata, significance_metadata
 from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
-from retrieval_pipeline.core.progress import progress_to
-from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
 from retrieval_pipeline.defs.metadata import dagster_metadata
@@ -55,7 +56,9 @@ def query_results(
     config = settings.dataset(context.partition_key)
     adapter = adapter_for(config)
     with using_result_cache(settings.cache_path()):  # context-QA similarities computed once per (text, context, settings)
-        frame = per_query_results(retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus))
+        frame = per_query_results(
+            retrieval_runs, retrieval_dataset, adapter.extra_query_columns(config, raw_cases, corpus, per_query_metrics)
+        )
     meta: dict = {"rows": len(frame), "queries": int(frame["query_id"].nunique())}
     if judge_cfg.judge_retrieved:
         with llm.open() as client, progress_to(context.log.info):

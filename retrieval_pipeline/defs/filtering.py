@@ -5,11 +5,11 @@ import contextlib
 import dagster as dg
 import pandas as pd
 
+from retrieval_pipeline.core.common.frames import from_frame
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.types import PAIR_JSON_FIELDS, Document, QAPair
 from retrieval_pipeline.core.filtering.filter import filter_pairs, needs_llm
-from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.progress import progress_to
-from retrieval_pipeline.core.retrieval_dataset import build_dataset
-from retrieval_pipeline.core.types import PAIR_JSON_FIELDS, Document, QAPair
+from retrieval_pipeline.core.filtering.retrieval_dataset import build_dataset
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata

@@ -1,6 +1,6 @@
 """Parquet on a fixed path: ``<base_path>/<asset>/<partition>.parquet``, kept across runs for drift.
 
-Local files are replaced atomically (:func:`~retrieval_pipeline.core.atomic.atomic_write`: a uniquely
+Local files are replaced atomically (:func:`~retrieval_pipeline.core.common.atomic.atomic_write`: a uniquely
 named temp file in the same folder, then ``os.replace``), so a reader, or a second run writing the same
 partition, never sees half a file; loads read through one open file handle, so they see one version. A
 failed write keeps the previous file and removes its temp file (a SIGKILLed run may leave a
@@ -15,7 +15,7 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from retrieval_pipeline.core.atomic import atomic_write
+from retrieval_pipeline.core.common.atomic import atomic_write
 
 #: ``UPath.protocol`` values of local files (``""`` for plain paths, ``file``/``local`` for URLs).
 _LOCAL_PROTOCOLS = frozenset({"", "file", "local"})

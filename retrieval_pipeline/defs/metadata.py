@@ -6,7 +6,7 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 
 
 def dagster_metadata(values: Mapping[str, Any]) -> dict[str, Any]:

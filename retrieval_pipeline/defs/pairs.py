@@ -5,11 +5,11 @@ import contextlib
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.frames import from_frame
+from retrieval_pipeline.core.common.frames import from_frame
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.result_cache import using_result_cache
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.extract import extract_pairs, needs_llm
-from retrieval_pipeline.core.progress import progress_to
-from retrieval_pipeline.core.result_cache import using_result_cache
-from retrieval_pipeline.core.types import Case, Document
 from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions

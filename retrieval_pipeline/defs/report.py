@@ -8,11 +8,11 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.atomic import atomic_write_text
+from retrieval_pipeline.core.common.atomic import atomic_write_text
+from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.report.assemble import assemble_report, report_metadata
 from retrieval_pipeline.core.report.html import build_report
 from retrieval_pipeline.core.report.ui_summary import summary_markdown
-from retrieval_pipeline.core.result_cache import using_result_cache
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions

@@ -8,15 +8,14 @@ from typing import Any
 
 import dagster as dg
 
-from retrieval_pipeline.core.datasets.config import DatasetConfig, Registry
-from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.llm.local_models import DEFAULT_LOCAL_MODEL, serve_local_model
-from retrieval_pipeline.core.paths import CACHE_ROOT, PROJECT_ROOT, child_path
-from retrieval_pipeline.core.registry import registry_at
+from retrieval_pipeline.core.common.paths import CACHE_ROOT, PROJECT_ROOT, child_path
+from retrieval_pipeline.core.registry import DatasetConfig, Registry, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
-from retrieval_pipeline.core.split_packages import default_cache_dir
+from retrieval_pipeline.core.services.llm.cache import LLMCache
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.services.llm.local_models import DEFAULT_LOCAL_MODEL, serve_local_model
+from retrieval_pipeline.core.services.split_packages import default_cache_dir
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
 from retrieval_pipeline.defs.partitions import REGISTRY_PATH
@@ -81,7 +80,7 @@ class LLMResource(dg.ConfigurableResource):
     from ``dg.EnvVar``), or ``local`` (starts a llama.cpp server on loopback from a GGUF shipped in PyPI
     packages, and stops it afterwards). Answers are cached on disk by model, prompt and parameters.
 
-    ``local_model`` names the local provider's model (``core/llm/local_models.py``: ``smollm2-135m``,
+    ``local_model`` names the local provider's model (``core/services/llm/local_models.py``: ``smollm2-135m``,
     ``qwen2.5-coder-1.5b``), or gives a ``.gguf`` path or a package holding one; a model shipped in slices is
     joined once into ``local_model_cache_dir``.
     """

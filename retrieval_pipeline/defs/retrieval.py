@@ -12,12 +12,12 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.datasets.config import Registry
-from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.progress import progress_to
+from retrieval_pipeline.core.common.frames import from_frame
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.types import Document
+from retrieval_pipeline.core.registry import Registry
 from retrieval_pipeline.core.retrieval.run_loop import RUN_COLUMNS, runs_to_frame
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline.defs.partitions import REGISTRY, dataset_partitions
 from retrieval_pipeline.defs.resources import EncoderResource, PipelineSettings
 

@@ -5,9 +5,9 @@ import contextlib
 import dagster as dg
 import pandas as pd
 
-from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.progress import progress_to
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.frames import from_frame
+from retrieval_pipeline.core.common.progress import progress_to
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata

@@ -11,7 +11,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.common.types import Document
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 VOCABULARY = [f"w{i}" for i in range(40)]

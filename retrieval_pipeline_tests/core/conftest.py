@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.sandbox.bubblewrap import bwrap_path, run_pytest
-from retrieval_pipeline.core.sandbox.settings import SandboxError, SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import bwrap_path, run_pytest
+from retrieval_pipeline.core.services.sandbox.settings import SandboxError, SandboxSettings
 
 
 @functools.lru_cache(maxsize=1)

@@ -33,16 +33,15 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.datasets import adapter_for
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.nq.reader import load_nq_csv
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
-from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.registry import DatasetConfig, load_registry
 
 #: ``{unit: (read, accepted, rejected)}``, e.g. ``{"rows": (3, 2, 1)}``.
 Counts = dict[str, tuple[int, int, int]]
@@ -739,8 +738,8 @@ def _fix_file(content: bytes, *, llm: bool = False) -> Callable[[Path], Outcome]
         lookup = CorpusLookup.from_documents(FIX_DOCS)
         prompts: list[str] = []
         if llm:
-            from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
             from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
+            from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
             from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 
             def reply(messages: list[dict[str, str]]) -> str:

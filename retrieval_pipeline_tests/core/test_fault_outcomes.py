@@ -28,11 +28,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.common.types import Document, QAPair
 from retrieval_pipeline.core.filtering.filter import filter_pairs
-from retrieval_pipeline.core.llm.cache import LLMCache
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
-from retrieval_pipeline.core.types import Document, QAPair
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.services.llm.cache import LLMCache
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline_tests.fakes.persistent_faults import PersistentFaultServer
 
 DOCS = [

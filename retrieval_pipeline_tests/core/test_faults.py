@@ -35,10 +35,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning, atomic_write, atomic_write_text, is_corrupt_sqlite_error
-from retrieval_pipeline.core.llm.cache import LLMCache
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning, atomic_write, atomic_write_text
+from retrieval_pipeline.core.common.sqlite_store import is_corrupt_sqlite_error
+from retrieval_pipeline.core.filtering.retrieval_dataset import write_jsonl
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
-from retrieval_pipeline.core.retrieval_dataset import write_jsonl
+from retrieval_pipeline.core.services.llm.cache import LLMCache
 from retrieval_pipeline_tests.core.retrieval.kit import committed_vectors
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from retrieval_pipeline.core.common.paths import PathRefused, resolve_inside
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.datasets.suite.loading import load_suites
 from retrieval_pipeline.core.datasets.suite.reader import SuiteLoad, load_suite
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
-from retrieval_pipeline.core.paths import PathRefused, resolve_inside
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 
 SECRET = "TOP-SECRET-7f3a9c-never-leaves-the-disk"

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from retrieval_pipeline.core.common.types import Document, Qrels, Run
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.evaluation.metrics import (
@@ -37,7 +38,6 @@ from retrieval_pipeline.core.evaluation.metrics import (
 from retrieval_pipeline.core.evaluation.metrics.families.hit_rate import hit_rate_at
 from retrieval_pipeline.core.evaluation.metrics.registry import _index
 from retrieval_pipeline.core.evaluation.tables import comparison_table
-from retrieval_pipeline.core.types import Document, Qrels, Run
 
 QRELS: Qrels = {"q1": {"d1": 1}, "q2": {"d2": 2, "d3": 1}, "q3": {"d9": 1}}
 RUN: Run = {"q1": [("d4", 0.9), ("d1", 0.8)], "q2": [("d2", 0.9)]}
@@ -53,7 +53,9 @@ def context_frame() -> pd.DataFrame:
     """A context-QA frame on three tiny chunks (similarity to "abcd": c1 0.0, c2 1.0, c3 0.5)."""
     chunks = {d: Document(doc_id=d, text=t, kind="chunk") for d, t in {"c1": "wxyz", "c2": "abcd", "c3": "abxy"}.items()}
     run: Run = {"q1": [("c1", 0.9), ("c3", 0.8), ("c2", 0.7)]}
-    return context_qa_metrics(run, {"q1": {"c2": 1, "c3": 1}}, {"q1": "abcd"}, chunks, SimilaritySettings(threshold=0.5))
+    return context_qa_metrics(
+        run, {"q1": {"c2": 1, "c3": 1}}, {"q1": "abcd"}, chunks, SimilaritySettings(threshold=0.5), ranking=per_query_metrics
+    )
 
 
 def produced_columns() -> dict[str, set[str]]:

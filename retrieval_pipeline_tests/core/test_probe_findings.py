@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.frames import to_frame
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.frames import to_frame
-from retrieval_pipeline.core.types import Case
 
 API_ROW = "- {id: api_ok, benchmark_type: api_understanding, question: Which class?, answers: [{fully_qualified_class_name: a.B}]}"
 
@@ -224,8 +224,8 @@ def load_beir_counts(folder: Path):
     ],
 )
 def test_beir_grade_of_5000_digits_or_past_int32_rejects_the_line(tmp_path: Path, grade: str, shown: str) -> None:
+    from retrieval_pipeline.core.common.types import QAPair
     from retrieval_pipeline.core.datasets.beir.adapter import beir_pair
-    from retrieval_pipeline.core.types import QAPair
 
     folder = beir_folder(tmp_path, qrels=[f"q1\td2\t{grade}"])
     loaded = load_beir_counts(folder)
@@ -278,7 +278,7 @@ def damage_one_cache_row(path: Path, model_id: str, text: str, blob: bytes) -> N
     ids=["10-byte vector", "NaN vector"],
 )
 def test_embedding_cache_row_with_a_10_byte_or_nan_vector_is_embedded_again_with_a_warning(tmp_path: Path, blob: bytes, why: str) -> None:
-    from retrieval_pipeline.core.atomic import CorruptFileWarning
+    from retrieval_pipeline.core.common.atomic import CorruptFileWarning
     from retrieval_pipeline.core.retrieval.embed_cache import CacheStats, EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
@@ -478,7 +478,7 @@ def test_http_answer_within_the_deadline_and_limit_is_read() -> None:
 def test_llm_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
     import pydantic
 
-    from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
+    from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 
     class Answer(pydantic.BaseModel):
         answer: str
@@ -499,7 +499,7 @@ def test_llm_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: by
 
 
 def test_yaml_of_too_many_nodes_is_refused_before_building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from retrieval_pipeline.core.yaml_file import DEFAULT_MAX_YAML_NODES, MAX_YAML_NODES_ENV
+    from retrieval_pipeline.core.common.yaml_file import DEFAULT_MAX_YAML_NODES, MAX_YAML_NODES_ENV
 
     # measured: 19 MB of "[a,a,a,...]" (9.5 million nodes) took 181 s and 3.3 GB before; refused now after
     # 2,000,000 nodes in 17 s (a loaded 2-core machine) and 51 MB. Here the same with a limit of 100,000.

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
 
 

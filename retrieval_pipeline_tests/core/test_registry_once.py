@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from retrieval_pipeline.core import registry as registry_module
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DEFAULT_RETRIEVERS_PATH, registry_at
+from retrieval_pipeline.core.registry import load as registry_module
 
 
 def _copy(tmp_path: Path) -> Path:

@@ -1,11 +1,11 @@
 """Readers and reference computations that share no code with the pipeline.
 
 The pipeline writes ``qrels.txt`` with :mod:`retrieval_pipeline.core.evaluation.trec` and builds qrels with
-:mod:`retrieval_pipeline.core.evaluation.scoring` and :mod:`retrieval_pipeline.core.retrieval_dataset`. A test that
+:mod:`retrieval_pipeline.core.evaluation.scoring` and :mod:`retrieval_pipeline.core.filtering.retrieval_dataset`. A test that
 reads the export back with the same module cannot see a bug both sides share, so everything here is
 written against the file formats and pandas only: a TREC qrels reader, a BEIR qrels TSV reader, and
 ``hit_rate@k`` straight from the ``retrieval_runs`` and ``retrieval_dataset`` frames. Nothing here
-imports ``core.trec``, ``core.scoring`` or ``core.retrieval_dataset``.
+imports ``core.trec``, ``core.scoring`` or ``core.filtering.retrieval_dataset``.
 
 The qrels reader's parity with a reference library (pytrec_eval's ``parse_qrel``) is proven in
 ``test_independent_qrels.py``.

@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline_tests.defs.conftest import API_SUITE, VOCAB
 from retrieval_pipeline_tests.defs.support import resources_in

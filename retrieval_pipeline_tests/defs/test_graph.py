@@ -9,7 +9,8 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.automation import retrieval_alert_sensor, weekly_evaluation_schedule
+from retrieval_pipeline.defs.schedules import weekly_evaluation_schedule
+from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
 PARTITION = "stdlib"

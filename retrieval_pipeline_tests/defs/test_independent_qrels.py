@@ -12,7 +12,7 @@ with pytrec_eval proven below) and compares them with the *source*, read here to
 * context QA: hand-checked rows whose relevant chunks were read and compared by hand, cross-checked
   with difflib (the reference library) under a normalisation written here.
 
-None of these imports ``core.trec``, ``core.scoring`` or ``core.retrieval_dataset``. Reversing the grades
+None of these imports ``core.trec``, ``core.scoring`` or ``core.filtering.retrieval_dataset``. Reversing the grades
 in the BEIR pairing (``beir_pair``) fails ``test_fake_beir_export_equals_the_source_qrels_grades_included``.
 """
 

@@ -169,7 +169,7 @@ def test_local_llama_server_end_to_end_plumbing(tmp_path):
     The tiny model is far too weak to judge (it calls almost anything answerable), so this proves
     plumbing only: every pair gets a decision or is marked undecided, and the judge is named.
     """
-    from retrieval_pipeline.core.llm.local_server import llama_server_unavailable_reason
+    from retrieval_pipeline.core.services.llm.local_server import llama_server_unavailable_reason
 
     reason = llama_server_unavailable_reason()
     if reason:

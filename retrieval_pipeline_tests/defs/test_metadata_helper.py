@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.defs.metadata import dagster_metadata
 
 

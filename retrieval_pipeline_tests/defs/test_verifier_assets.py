@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.automation import retrieval_alert_sensor
+from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 from retrieval_pipeline_tests.core.conftest import require_sandbox
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in

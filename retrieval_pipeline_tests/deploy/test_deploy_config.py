@@ -365,7 +365,7 @@ def test_weekly_job_runs_carry_the_tag_that_the_queue_limits():
     if HEAVY_LIMIT["key"] not in tags:
         pytest.skip(
             "weekly_evaluation gives its runs no retrieval_pipeline/heavy tag yet: add "
-            "run_tags={'retrieval_pipeline/heavy': 'embedding'} to define_asset_job in retrieval_pipeline/defs/automation.py"
+            "run_tags={'retrieval_pipeline/heavy': 'embedding'} to define_asset_job in retrieval_pipeline/defs/schedules.py"
         )
     assert tags[HEAVY_LIMIT["key"]] == HEAVY_LIMIT["value"]
 

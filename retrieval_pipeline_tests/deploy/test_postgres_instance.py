@@ -35,7 +35,7 @@ from dagster._scheduler.scheduler import launch_scheduled_runs
 
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.automation import retrieval_alert_sensor
+from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.deploy import multiprocess_job

@@ -1,8 +1,8 @@
 """Run in a child process: import the ``importlib_metadata`` backport, then find a split file's slices.
 
 ``python -m retrieval_pipeline_tests.fakes.find_after_backport SPLIT_JSON SITE`` (``SPLIT_JSON``: the
-:class:`~retrieval_pipeline.core.split_packages.SplitFile`'s fields) prints the message of the
-:class:`FileNotFoundError` :func:`~retrieval_pipeline.core.split_packages.find_slices` raises, or nothing. The
+:class:`~retrieval_pipeline.core.services.split_packages.SplitFile`'s fields) prints the message of the
+:class:`FileNotFoundError` :func:`~retrieval_pipeline.core.services.split_packages.find_slices` raises, or nothing. The
 backport must come first: once imported it replaces the standard library's finder for the whole process.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 import importlib_metadata  # noqa: F401  (imported for its side effect)
 
-from retrieval_pipeline.core.split_packages import SplitFile, find_slices
+from retrieval_pipeline.core.services.split_packages import SplitFile, find_slices
 
 
 def main(split_json: str, site: str) -> None:

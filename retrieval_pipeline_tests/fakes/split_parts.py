@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.split_packages import SplitFile, numbered
+from retrieval_pipeline.core.services.split_packages import SplitFile, numbered
 
 SLICE_PATTERN = r"[^/]+/data/part(?P<number>\d+)\.bin"
 
@@ -62,7 +62,7 @@ def split_of(template: str, slices: list[bytes], **kwargs: object) -> SplitFile:
 
 
 def missing_after_backport(split: SplitFile, site: Path) -> str:
-    """What :func:`~retrieval_pipeline.core.split_packages.find_slices` says is missing in ``site`` once the
+    """What :func:`~retrieval_pipeline.core.services.split_packages.find_slices` says is missing in ``site`` once the
     ``importlib_metadata`` backport is imported (in a child process: the import changes the whole process, so
     the test skips without importing it when it is not installed)."""
     if importlib.util.find_spec("importlib_metadata") is None:

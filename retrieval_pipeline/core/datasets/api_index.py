@@ -17,9 +17,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Document, Rejected
-from retrieval_pipeline.core.yaml_file import read_yaml
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Document, Rejected
+from retrieval_pipeline.core.common.yaml_file import read_yaml
 
 #: At most this many method/property lines go into a document's text.
 MAX_MEMBER_LINES = 40

@@ -24,26 +24,37 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from retrieval_pipeline.core.types import Case, Document, QAPair, Qrels, Rejected, Run
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
-
 #: The kind of a registry entry that names none.
 DEFAULT_KIND = "suite"
-#: :class:`Case` fields stored as JSON text in the ``raw_cases`` frame (see :mod:`retrieval_pipeline.core.frames`).
+#: :class:`Case` fields stored as JSON text in the ``raw_cases`` frame (see :mod:`retrieval_pipeline.core.common.frames`).
 CASE_JSON_FIELDS = ("gold_fqns", "files", "options", "extra")
 
 #: How one case of a kind becomes a pair.
 PairBuilder = Callable[[Case], QAPair]
 #: ``(run, qrels) -> frame``: one row per query (``query_id`` column) of extra per-query metrics.
 QueryColumns = Callable[[Run, Qrels], "pd.DataFrame"]
+
+
+class RankingMetrics(Protocol):
+    """The evaluation's per-query ranking metrics, handed to a kind's :meth:`DatasetAdapter.extra_query_columns`.
+
+    :func:`retrieval_pipeline.core.evaluation.metrics.per_query_metrics` is one: the evaluation passes it in,
+    so a kind's extra columns use the same formulas without this stage importing the evaluation above it.
+    """
+
+    def __call__(
+        self, run: Run, qrels: Qrels, ks: Sequence[int] = ..., ndcg_k: int = ..., f1_k: int = ..., precision_ks: Sequence[int] = ...
+    ) -> pd.DataFrame: ...
+
 
 A = TypeVar("A", bound="DatasetAdapter")
 
@@ -72,6 +83,35 @@ class SettingsBlock(BaseModel):
     """Base of a kind's settings models: unknown keys are errors, values are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetSettings(BaseModel):
+    """What the datasets stage knows of a dataset: its name, its kind, and the kind's validated blocks.
+
+    The registry's :class:`~retrieval_pipeline.core.registry.DatasetConfig` adds each later stage's settings
+    (retrieval, filtering, pairs, verifier, evaluation) as fields. A kind's blocks (``suites`` and ``corpus``;
+    ``nq``; ``context_qa``; ``beir``; ...) are declared and validated by the kind's adapter and read as
+    attributes (``config.nq.csv``); a key that is neither a field nor a block of the dataset's kind is an error.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)  # the extras are the kind's validated blocks
+
+    name: str
+    description: str = ""
+    kind: str = DEFAULT_KIND  # a registered adapter's kind
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_blocks(cls, data: Any) -> Any:
+        """The kind's adapter validates its blocks; other kinds' blocks and unknown keys are errors."""
+        return validate_kind_blocks(data, cls.model_fields) if isinstance(data, dict) else data
+
+    def input_paths(self) -> list[Path]:
+        """Every file or folder this dataset reads (its kind's inputs)."""
+        return adapter_for(self).input_paths(self)
+
+    def missing_inputs(self) -> list[Path]:
+        return [p for p in self.input_paths() if not p.exists()]
 
 
 @dataclass(frozen=True)
@@ -128,19 +168,19 @@ class DatasetAdapter(ABC):
     #: The registry keys this kind owns (no other kind may set them), in the order their paths are listed.
     blocks: ClassVar[Mapping[str, Block]]
 
-    def input_paths(self, config: DatasetConfig) -> list[Path]:
+    def input_paths(self, config: DatasetSettings) -> list[Path]:
         """Every file or folder the dataset reads: by default the values of the blocks' path keys."""
         return [p for name, block in self.blocks.items() for p in block.paths_in(getattr(config, name, None))]
 
     @abstractmethod
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
         """The queries, validated; invalid rows become rejects with file, case and reason."""
 
     @abstractmethod
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
         """The documents retrievers index, with rejects and counts."""
 
-    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder | None:
+    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder | None:
         """How each case becomes a (query, gold documents) pair.
 
         Returns:
@@ -154,12 +194,16 @@ class DatasetAdapter(ABC):
         """Counts this kind adds to the pairs' metadata (beside :func:`~retrieval_pipeline.core.pairs.build.pairs_report`)."""
         return {}
 
-    def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns | None:
+    def extra_query_columns(
+        self, config: DatasetSettings, raw_cases: pd.DataFrame, corpus: pd.DataFrame, ranking: RankingMetrics
+    ) -> QueryColumns | None:
         """Per-query metric columns beyond :func:`~retrieval_pipeline.core.evaluation.metrics.per_query_metrics`, or ``None``.
 
         Args:
             raw_cases: The ``raw_cases`` asset (JSON fields as text, see :data:`CASE_JSON_FIELDS`).
             corpus: The ``corpus`` asset.
+            ranking: The evaluation's per-query ranking metrics (the evaluation passes them in; this stage
+                sits below the evaluation and does not import it).
 
         Returns:
             A function ``(run, qrels) -> frame`` with a ``query_id`` column, merged (left) into each
@@ -167,7 +211,7 @@ class DatasetAdapter(ABC):
         """
         return None
 
-    def metadata(self, config: DatasetConfig) -> dict[str, Any]:
+    def metadata(self, config: DatasetSettings) -> dict[str, Any]:
         """Settings recorded in the evaluation's asset metadata: JSON values by name (default: none)."""
         return {}
 
@@ -242,7 +286,7 @@ def adapter_of_kind(kind: str) -> DatasetAdapter:
         raise ValueError(f"unknown dataset kind {kind!r}; known: {', '.join(sorted(_ADAPTERS))}") from None
 
 
-def adapter_for(config: DatasetConfig) -> DatasetAdapter:
+def adapter_for(config: DatasetSettings) -> DatasetAdapter:
     """The adapter of a dataset's kind."""
     return adapter_of_kind(config.kind)
 

@@ -9,22 +9,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets import CasesBuild, CorpusBuild, adapter_for
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Document
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
 __all__ = ["CasesBuild", "CorpusBuild", "build_corpus", "documents_by_id", "load_cases"]
 
 
-def build_corpus(config: DatasetConfig) -> CorpusBuild:
+def build_corpus(config: DatasetSettings) -> CorpusBuild:
     """The documents retrievers index, with rejects and counts (the kind's adapter builds them)."""
     return adapter_for(config).build_corpus(config)
 
 
-def load_cases(config: DatasetConfig) -> CasesBuild:
+def load_cases(config: DatasetSettings) -> CasesBuild:
     """The queries, validated; invalid rows become rejects with file, case and reason (the kind's adapter reads them).
 
     Raises:

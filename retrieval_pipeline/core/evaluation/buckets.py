@@ -32,8 +32,8 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, Metadata, md_preview
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.asset_metadata import Markdown, Metadata, md_preview
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.evaluation.bucket_evidence import Doc, content_words, is_vague, kinship, overlap, specific_words
 
 #: Buckets in precedence order: a miss gets the first that applies.

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from retrieval_pipeline.core.atomic import atomic_write
-from retrieval_pipeline.core.paths import child_path
+from retrieval_pipeline.core.common.atomic import atomic_write
+from retrieval_pipeline.core.common.paths import child_path
 
 #: The run tag that blesses an evaluation as the baseline of later ones.
 BLESSED_TAG = "retrieval_pipeline/blessed"

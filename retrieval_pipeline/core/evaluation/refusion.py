@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics import RELEVANCE_THRESHOLD, Judged, compute_metric, resolve_metric
-from retrieval_pipeline.core.types import Qrels, Run
 
 #: How deep the judged arrays of :meth:`Judgements.from_qrels` go unless told (the deepest cut-off the sweep reads).
 DEFAULT_CUT = 10

@@ -36,10 +36,10 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from retrieval_pipeline.core.atomic import atomic_write_text
+from retrieval_pipeline.core.common.atomic import atomic_write_text
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics import RELEVANCE_THRESHOLD, aggregate, metric, per_query_metrics, resolve_metric
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun
-from retrieval_pipeline.core.types import Qrels, Run
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, md_preview
+from retrieval_pipeline.core.common.asset_metadata import Markdown, md_preview
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.gates import GateResult, drift_check_name, drift_gate, threshold_gate
 from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
 from retrieval_pipeline.core.evaluation.latency import latency_spread
 from retrieval_pipeline.core.evaluation.metrics import aggregate, headline_columns, metric_definitions_md, per_query_metrics
 from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate
 from retrieval_pipeline.core.evaluation.tables import comparison_table
+from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
-from retrieval_pipeline.core.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.types import Qrels, Run
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.evaluation.settings import EvaluatedSettings
 
 #: The LLM judge's per-query columns; null unless the retrieval judge ran.
 JUDGE_COLUMNS = ["judge", "judge_quality", "judge_completeness", "judge_relevance", "judge_pass", "judge_error"]
@@ -182,7 +182,7 @@ class EvaluatedDataset:
         }
 
 
-def evaluate_dataset(config: DatasetConfig, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
+def evaluate_dataset(config: EvaluatedSettings, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
     """The metric table of ``query_results``, the dataset's floors, and its drift check against the chosen baseline."""
     table = metric_table(query_results, config.retrievers)
     floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}

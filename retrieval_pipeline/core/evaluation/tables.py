@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, spread_text
 from retrieval_pipeline.core.evaluation.metrics import higher_is_better, metric_label
 from retrieval_pipeline.core.evaluation.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts

@@ -45,9 +45,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from retrieval_pipeline.core.atomic import atomic_write
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Hit, Qrels, Run
+from retrieval_pipeline.core.common.atomic import atomic_write
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Hit, Qrels, Run
 
 V = TypeVar("V", int, float)
 

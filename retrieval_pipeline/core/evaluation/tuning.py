@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from retrieval_pipeline.core.asset_metadata import Markdown, md_preview
+from retrieval_pipeline.core.common.asset_metadata import Markdown, md_preview
+from retrieval_pipeline.core.common.types import Qrels
 from retrieval_pipeline.core.evaluation.metrics import resolve_metric, tuning_objectives, view_columns
 from retrieval_pipeline.core.evaluation.refusion import (
     DEFAULT_CUT,
@@ -40,7 +41,6 @@ from retrieval_pipeline.core.evaluation.refusion import (
     setting_metrics,
     stored_metrics,
 )
-from retrieval_pipeline.core.types import Qrels
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec

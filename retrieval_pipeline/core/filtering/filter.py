@@ -19,14 +19,14 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, StageResult, md_preview
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.common.asset_metadata import Markdown, StageResult, md_preview
+from retrieval_pipeline.core.common.types import Document, QAPair
 from retrieval_pipeline.core.filtering.judges.llm import LLMForwardRagJudge
 from retrieval_pipeline.core.filtering.judges.offline import FilterDecision, OfflineLexicalJudge, passthrough_decision
 from retrieval_pipeline.core.filtering.negatives import SiblingIndex, bm25_negatives
-from retrieval_pipeline.core.llm.client import LLMClient
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
-from retrieval_pipeline.core.types import Document, QAPair
+from retrieval_pipeline.core.services.llm.client import LLMClient
 
 #: What the ``judge_note`` metadata says about each judge; any other judge is an LLM.
 JUDGE_NOTES = {"none": "filter off", "offline_lexical": "offline_lexical is a deterministic stand-in for an LLM judge"}

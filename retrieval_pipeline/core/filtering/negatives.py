@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from retrieval_pipeline.core.types import Document, Hit
+from retrieval_pipeline.core.common.types import Document, Hit
 
 
 class SiblingIndex:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Case, QAPair
 from retrieval_pipeline.core.pairs.fix_targets import TargetInference, TargetInferer, TargetRecord
 from retrieval_pipeline.core.pairs.gold import (
     RESOLUTION_METHODS,
@@ -32,7 +33,6 @@ from retrieval_pipeline.core.pairs.gold import (
     resolve_case_golds,
     resolve_golds,
 )
-from retrieval_pipeline.core.types import Case, QAPair
 
 
 def _api_pair(case: Case, lookup: CorpusLookup, resolved: Mapping[str, GoldResolution]) -> QAPair:

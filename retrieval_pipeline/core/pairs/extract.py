@@ -16,17 +16,17 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, StageResult, md_preview
+from retrieval_pipeline.core.common.asset_metadata import Markdown, StageResult, md_preview
+from retrieval_pipeline.core.common.frames import to_frame
+from retrieval_pipeline.core.common.types import PAIR_JSON_FIELDS, Case, Document, QAPair
 from retrieval_pipeline.core.datasets import adapter_for
-from retrieval_pipeline.core.datasets.config import DatasetConfig, TargetSettings
-from retrieval_pipeline.core.frames import to_frame
-from retrieval_pipeline.core.llm.client import LLMClient
 from retrieval_pipeline.core.pairs.build import build_pairs, fix_target_records, fix_target_table, pairs_report
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer, TargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.pairs.import_resolver import ASKED_NOTE_PREFIXES, ImportResolver
 from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
-from retrieval_pipeline.core.types import PAIR_JSON_FIELDS, Case, Document, QAPair
+from retrieval_pipeline.core.pairs.settings import PairedSettings, TargetSettings
+from retrieval_pipeline.core.services.llm.client import LLMClient
 
 NO_ENDPOINT_WARNING = "targets.inferer is llm but no LLM endpoint is configured: using the AST inferer"
 
@@ -36,7 +36,7 @@ def needs_llm(cases: Sequence[Case], settings: TargetSettings) -> bool:
     return settings.inferer != "ast" and any(c.benchmark_type == "fix_error" for c in cases)
 
 
-def gold_importer(config: DatasetConfig) -> ImportResolver | None:
+def gold_importer(config: PairedSettings) -> ImportResolver | None:
     """The import resolver of a dataset that names a library environment (``verifier.python``), else None.
 
     Only golds under ``verifier.import_name`` (when set) are imported; the environment is started only
@@ -58,7 +58,7 @@ class PairsResult(StageResult):
 def extract_pairs(
     cases: Sequence[Case],
     documents: Sequence[Document],
-    config: DatasetConfig,
+    config: PairedSettings,
     client: LLMClient | None = None,
 ) -> PairsResult:
     """One pair per case, in input order, with the dataset's counts.

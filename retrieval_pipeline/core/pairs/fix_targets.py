@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from retrieval_pipeline.core.astutil import dotted_name
+from retrieval_pipeline.core.common.astutil import dotted_name
+from retrieval_pipeline.core.common.paths import PathRefused, read_bounded
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.pairs.gold import CorpusLookup, resolve_gold
-from retrieval_pipeline.core.paths import PathRefused, read_bounded
-from retrieval_pipeline.core.types import Case
 
 InferenceMethod = Literal["ast", "description", "llm", "none"]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.common.types import Case, Document
 
 ResolutionMethod = Literal["exact", "alias", "suffix", "import", "unresolved"]
 #: Every resolution method, in the order they are tried (``unresolved`` last).

@@ -6,10 +6,10 @@ importing ``google.adk.Agent`` gives a class whose ``__module__`` + ``__qualname
 ``google.adk.agents.llm_agent.LlmAgent``, its canonical path, which the corpus lists.
 
 :class:`ImportResolver` asks the dataset's library environment (``verifier.python``) about every gold the
-index lacks, all of them in ONE run: a small standard-library script (:mod:`.sandbox_files.resolve_imports`)
+index lacks, all of them in ONE run: a small standard-library script (:mod:`.sandbox_side.resolve_imports`)
 reads the golds from ``request.json`` and writes, per gold, its canonical path, its kind, whether importing
 that path gives the very same object, or the exception the import raised. The run is the verifier's
-sandbox (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_in_sandbox`: bubblewrap, an unprivileged
+sandbox (:func:`~retrieval_pipeline.core.services.sandbox.bubblewrap.run_in_sandbox`: bubblewrap, an unprivileged
 user, no network, a wall-clock timeout, CPU and memory limits, bounded output) with ``python -I``
 (isolated mode: no ``PYTHON*`` variables, no user site, not the script's folder on ``sys.path``).
 
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.pairs.gold import CorpusLookup, GoldResolution, resolve_gold
-from retrieval_pipeline.core.pairs.sandbox_files import resolve_imports, source
-from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
-from retrieval_pipeline.core.sandbox.redaction import safe_text
-from retrieval_pipeline.core.sandbox.results import Execution
-from retrieval_pipeline.core.sandbox.settings import SandboxError, SandboxSettings
+from retrieval_pipeline.core.pairs.sandbox_side import resolve_imports, source
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
+from retrieval_pipeline.core.services.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.settings import SandboxError, SandboxSettings
 
 #: The script's file, its request and its answer (the only artifact collected) in the sandbox's working directory.
 SCRIPT_FILE = "resolve_imports.py"
@@ -129,7 +129,7 @@ class ImportResolver:
         return resolutions
 
     def import_golds(self, golds: Sequence[str]) -> dict[str, ImportedObject]:
-        """Run :mod:`.sandbox_files.resolve_imports` once in the library's environment; what each gold turned out to be.
+        """Run :mod:`.sandbox_side.resolve_imports` once in the library's environment; what each gold turned out to be.
 
         Raises:
             LibraryEnvironmentError: The interpreter is missing, the sandbox cannot start it, or the

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from retrieval_pipeline.core.llm.client import LLMCall, LLMClient
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer, TargetInference, read_case_file, resolve_symbol
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.services.llm.client import LLMCall, LLMClient
 
 MAX_CODE_CHARS = 4000
 

@@ -10,17 +10,32 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 from pydantic import BaseModel
 
-from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.datasets.config import DatasetConfig
+from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.scoring import metric_table
+from retrieval_pipeline.core.evaluation.stats import StatisticsSettings
+from retrieval_pipeline.core.evaluation.tuning import TuningSettings
 from retrieval_pipeline.core.report.data import ReportData, trend_frame
 from retrieval_pipeline.core.report.mlflow_log import RetrieverResult
 from retrieval_pipeline.core.report.ui_summary import headline_metadata
+
+
+class ReportedSettings(Protocol):
+    """What the report reads of a dataset's settings (the registry's ``DatasetConfig`` is one; report never imports it)."""
+
+    description: str
+    retrievers: list[str]
+    statistics: StatisticsSettings
+    tuning: TuningSettings
+
+    @property
+    def baseline_retriever(self) -> str: ...
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -35,7 +50,7 @@ class AssembledReport:
 
 def assemble_report(
     dataset: str,
-    config: DatasetConfig,
+    config: ReportedSettings,
     history: Sequence[tuple[float, Mapping[str, Any]]],
     *,
     metric_significance: pd.DataFrame,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from retrieval_pipeline.core.types import Hit
+from retrieval_pipeline.core.common.types import Hit
 
 
 @dataclass(frozen=True)

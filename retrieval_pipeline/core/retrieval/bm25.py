@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from retrieval_pipeline.core.progress import Progress, ProgressCallback
+from retrieval_pipeline.core.common.progress import Progress, ProgressCallback
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.tokenize import Tokenizer, tokenize
-from retrieval_pipeline.core.types import Hit
 
 FORMAT_VERSION = 1
 PARAMS_FILE = "params.json"
 WEIGHTS_FILE = "weights.npz"
 VOCABULARY_FILE = "vocabulary.json"
 DOC_IDS_FILE = "doc_ids.json"
-#: Documents tokenized between two reports to the build's :class:`~retrieval_pipeline.core.progress.Progress`.
+#: Documents tokenized between two reports to the build's :class:`~retrieval_pipeline.core.common.progress.Progress`.
 TOKENIZE_CHUNK = 5000
 
 
@@ -106,7 +106,7 @@ class BM25Retriever:
         epsilon: float = 0.25,
         tokenizer: Tokenizer = tokenize,
     ) -> BM25Retriever:
-        """Tokenize and index a corpus (tokenizing reports to a :class:`~retrieval_pipeline.core.progress.Progress`).
+        """Tokenize and index a corpus (tokenizing reports to a :class:`~retrieval_pipeline.core.common.progress.Progress`).
 
         Args:
             doc_ids: Unique document ids, in corpus order (the tie-break order).

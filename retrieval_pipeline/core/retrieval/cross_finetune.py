@@ -31,12 +31,12 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.ce_train import train_labelled
 from retrieval_pipeline.core.retrieval.finetune import Renamed, Trainer, TrainingSettings, ensure_finetuned, fake_key
 from retrieval_pipeline.core.retrieval.mined_pairs import MinedPair, anchor_negatives, normalised
 from retrieval_pipeline.core.retrieval.model_source import ModelSource, set_hf_offline
 from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer
-from retrieval_pipeline.core.types import Document
 
 #: The cache key's recipe of a cross-encoder fine-tune (bumped when the same settings would train another model).
 RECIPE = "cross_encoder/1"

@@ -29,7 +29,7 @@ Shards and progress: with an embedding cache the corpus is embedded in shards, t
 chunks of ``batch_size x BATCHES_PER_COMMIT`` texts (see
 :mod:`~retrieval_pipeline.core.retrieval.embed_cache`). A killed build loses at most the one shard in
 progress, and the next build embeds only the shards still missing. ``build(..., progress=...)`` is
-called after every committed shard (:class:`~retrieval_pipeline.core.progress.Progress` turns those calls
+called after every committed shard (:class:`~retrieval_pipeline.core.common.progress.Progress` turns those calls
 into throttled log lines and a bar on a terminal).
 """
 
@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_pipeline.core.progress import ProgressCallback
+from retrieval_pipeline.core.common.progress import ProgressCallback
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder, l2_normalise
 from retrieval_pipeline.core.retrieval.faiss_index import (
@@ -58,7 +59,6 @@ from retrieval_pipeline.core.retrieval.faiss_index import (
     index_settings,
     serialised_bytes,
 )
-from retrieval_pipeline.core.types import Hit
 
 INDEX_FILE = "index.faiss"
 DOC_IDS_FILE = "doc_ids.json"

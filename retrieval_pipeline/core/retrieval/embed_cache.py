@@ -13,47 +13,39 @@ Crash safety: the missing texts are embedded in chunks of ``batch_size x BATCHES
 as soon as it is embedded, so a killed process loses at most the chunk in progress; the next run
 embeds only what is still missing.
 
-Concurrency: the file is opened in WAL mode (readers never block the writer) with a busy timeout, and
+Concurrency (the locking and recovery are :class:`~retrieval_pipeline.core.common.sqlite_store.SQLiteStore`'s,
+shared with the other caches): the file is opened in WAL mode (readers never block the writer) with a busy timeout, and
 each chunk is written in one ``BEGIN IMMEDIATE`` transaction with ``INSERT OR IGNORE``. Around
 "look up the chunk again, embed what is still missing, store it" each call holds the file lock
-on ``<cache>.lock`` (:func:`~retrieval_pipeline.core.atomic.file_lock`): two processes (or threads) filling one cache with the same texts take turns
+on ``<cache>.lock`` (:func:`~retrieval_pipeline.core.common.atomic.file_lock`): two processes (or threads) filling one cache with the same texts take turns
 chunk by chunk, and the second finds the first one's chunks already stored, so every text is embedded
 once. The lock is released between chunks; a killed holder releases it at once (the kernel drops it).
 
 Corruption: a cache file that SQLite rejects ("file is not a database", "database disk image is
 malformed"), when opened or later, is renamed to ``<cache>.corrupt-<UTC timestamp>`` with a
-:class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
-its place (see :mod:`retrieval_pipeline.core.atomic`); the lost vectors are embedded again on demand.
+:class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
+its place (see :mod:`retrieval_pipeline.core.common.sqlite_store`); the lost vectors are embedded again on demand.
 A single damaged entry (a blob whose length disagrees with its ``dim``, or a vector holding NaN or an
 infinity, which would silently drop its document from dense results) is deleted when it is read and embedded
-again, with a :class:`~retrieval_pipeline.core.atomic.CorruptFileWarning` naming the cache file; an encoder
+again, with a :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming the cache file; an encoder
 that returns such a vector is an error (nothing is stored).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import sqlite3
-import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 
-from retrieval_pipeline.core.atomic import (
-    CorruptFileWarning,
-    connect_wal,
-    file_lock,
-    is_corrupt_sqlite_error,
-    open_sqlite,
-    replace_corrupt_sqlite,
-)
-from retrieval_pipeline.core.closing import Closing
-from retrieval_pipeline.core.progress import ProgressCallback
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.closing import Closing
+from retrieval_pipeline.core.common.progress import ProgressCallback
+from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
 from retrieval_pipeline.core.retrieval.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.
@@ -66,8 +58,6 @@ BATCHES_PER_COMMIT = 4
 DEFAULT_BATCH_SIZE = 32
 #: What the warning about a corrupt file calls it.
 _WHAT = "embedding cache"
-
-_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -126,14 +116,10 @@ class EmbeddingCache(Closing):
     def __init__(self, path: Path, timeout: float = 60.0, *, commit_every: int | None = None) -> None:
         if commit_every is not None and commit_every < 1:
             raise ValueError(f"commit_every must be >= 1, got {commit_every}")
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.commit_every = commit_every
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._timeout = timeout
-        self._lock = threading.Lock()  # guards the connection; always taken AFTER the file lock
-        self._held = threading.local()  # .file_lock: this thread holds the file lock
-        self._conn, self._identity = open_sqlite(self.path, self._open, what=_WHAT, lock_path=self.lock_path)
+        self._store = SQLiteStore(path, schema=_SCHEMA, table="embeddings", what=_WHAT, timeout=timeout)
+        self.path = self._store.path
+        self.lock_path = self._store.lock_path
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -167,7 +153,7 @@ class EmbeddingCache(Closing):
         missing = [k for k in first_text if k not in found]
         embedded = done = 0
         for chunk in _chunks(missing, self.chunk_size(encoder)):
-            with self._file_locked():
+            with self._store.file_locked():
                 stored_meanwhile = self.lookup(encoder.model_id, chunk)
                 todo = [k for k in chunk if k not in stored_meanwhile]
                 found.update(stored_meanwhile)
@@ -226,7 +212,7 @@ class EmbeddingCache(Closing):
                 conn.executemany("DELETE FROM embeddings WHERE model_id = ? AND text_sha256 = ?", [(model_id, k) for k, _ in damaged])
             return found, damaged
 
-        found, damaged = self._guarded(run)
+        found, damaged = self._store.run(run)
         if damaged:
             warnings.warn(
                 f"{_WHAT} {self.path}: {len(damaged)} damaged vector(s) of model {model_id!r} deleted, to be embedded again"
@@ -249,21 +235,7 @@ class EmbeddingCache(Closing):
             raise ValueError(f"store: {len(keys)} keys but vectors of shape {matrix.shape}")
         dim = int(matrix.shape[1])
         rows = [(model_id, key, dim, matrix[i].tobytes()) for i, key in enumerate(keys)]
-
-        def run(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO embeddings (model_id, text_sha256, dim, vector) VALUES (?, ?, ?, ?)",
-                    rows,
-                )
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-        self._guarded(run)
+        self._store.write_many("INSERT OR IGNORE INTO embeddings (model_id, text_sha256, dim, vector) VALUES (?, ?, ?, ?)", rows)
 
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors, for one model or all.
@@ -275,15 +247,14 @@ class EmbeddingCache(Closing):
             The row count.
         """
         if model_id is None:
-            (n,) = self._guarded(lambda conn: conn.execute("SELECT COUNT(*) FROM embeddings").fetchone())
+            (n,) = self._store.run(lambda conn: conn.execute("SELECT COUNT(*) FROM embeddings").fetchone())
         else:
-            (n,) = self._guarded(lambda conn: conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone())
+            (n,) = self._store.run(lambda conn: conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone())
         return int(n)
 
     def close(self) -> None:
         """Close the connection (the file stays)."""
-        with self._lock:
-            self._conn.close()
+        self._store.close()
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({str(self.path)!r})"
@@ -292,45 +263,8 @@ class EmbeddingCache(Closing):
 
     def stored_dim(self, model_id: str) -> int | None:
         """The dimension of the vectors cached for ``model_id``, or ``None`` if there are none."""
-        row = self._guarded(lambda conn: conn.execute("SELECT dim FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone())
+        row = self._store.run(lambda conn: conn.execute("SELECT dim FROM embeddings WHERE model_id = ? LIMIT 1", (model_id,)).fetchone())
         return None if row is None else int(row[0])
-
-    def _open(self, path: Path) -> sqlite3.Connection:
-        """Open (and prepare) the cache file."""
-        return connect_wal(path, self._timeout, _SCHEMA, "embeddings")
-
-    @contextlib.contextmanager
-    def _file_locked(self) -> Iterator[None]:
-        """Hold ``<cache>.lock`` (one open per use, so threads exclude each other too)."""
-        with file_lock(self.lock_path):
-            self._held.file_lock = True
-            try:
-                yield
-            finally:
-                self._held.file_lock = False
-
-    def _guarded(self, op: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``op`` on the connection; if the file turns out corrupt, replace it once and run ``op`` again."""
-        with self._lock:
-            try:
-                return op(self._conn)
-            except sqlite3.DatabaseError as error:
-                if not is_corrupt_sqlite_error(error):
-                    raise
-                failed, failure = self._conn, error
-        self._replace_corrupt(failed, failure)
-        with self._lock:
-            return op(self._conn)
-
-    def _replace_corrupt(self, failed: sqlite3.Connection, error: sqlite3.DatabaseError) -> None:
-        """Move the corrupt file aside and reconnect (file lock first, then the connection lock)."""
-        holding = getattr(self._held, "file_lock", False)
-        with contextlib.nullcontext() if holding else file_lock(self.lock_path), self._lock:
-            if self._conn is not failed:  # another thread replaced it already
-                return
-            with contextlib.suppress(sqlite3.Error):
-                failed.close()
-            self._conn, self._identity = replace_corrupt_sqlite(self.path, self._open, seen=self._identity, error=error, what=_WHAT)
 
     def _encode_and_store(self, encoder: Encoder, texts: list[str], keys: list[str]) -> dict[str, np.ndarray]:
         """Embed one chunk of missing distinct texts in one call, check the result, store it, return it by key."""

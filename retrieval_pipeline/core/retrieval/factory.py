@@ -25,12 +25,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Document
+from retrieval_pipeline.core.common.yaml_file import read_yaml_mapping
 from retrieval_pipeline.core.retrieval import kinds as _kinds  # noqa: F401  (importing registers every kind)
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
 from retrieval_pipeline.core.retrieval.spec import KINDS, NAME_PATTERN, PARAMS_FILE, RetrieverContext, RetrieverSpec
-from retrieval_pipeline.core.types import Document
-from retrieval_pipeline.core.yaml_file import read_yaml_mapping
 
 
 def known_kinds() -> dict[str, type[RetrieverSpec]]:

@@ -41,11 +41,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.devices import Device, resolve_device
 from retrieval_pipeline.core.retrieval.mined_pairs import MinedPair, MiningSettings, corpus_fingerprint, mine_pairs
 from retrieval_pipeline.core.retrieval.mnrl_train import plan_batches, train_pairs
 from retrieval_pipeline.core.retrieval.model_source import ModelSource, model_fingerprint, set_hf_offline
-from retrieval_pipeline.core.types import Document
 
 #: Bumped when the training recipe changes what the same settings produce (part of the cache key).
 RECIPE_VERSION = 1

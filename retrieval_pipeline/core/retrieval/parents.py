@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from retrieval_pipeline.core.common.types import Document, Hit
 from retrieval_pipeline.core.retrieval.base import QueryResult, Retriever, each_from_base
-from retrieval_pipeline.core.types import Document, Hit
 
 
 def enclosing_documents(documents: Sequence[Document], kind: str) -> dict[str, str]:

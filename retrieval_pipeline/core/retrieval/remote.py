@@ -1,7 +1,7 @@
 """Shared plumbing of the remote retriever kinds (``openai_embeddings``, ``http``): retries, secrets, JSON POSTs.
 
 * :class:`RetryPolicy` + :func:`call_with_retries`: the LLM client's policy and its ``tenacity`` loop
-  (:func:`~retrieval_pipeline.core.llm.transport.retrying`): a failure the classifier calls retryable (a timeout, a
+  (:func:`~retrieval_pipeline.core.services.llm.transport.retrying`): a failure the classifier calls retryable (a timeout, a
   connection error, HTTP 429 with its ``Retry-After`` honoured and capped, HTTP 5xx) is re-sent up to
   ``max_retries`` times after capped exponential backoff with full jitter; anything else is final.
   A request that still fails raises :class:`GaveUp` with a one-line reason and the attempt count.
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from retrieval_pipeline.core.llm.transport import Classifier, retrying
+from retrieval_pipeline.core.services.llm.transport import Classifier, retrying
 
 logger = logging.getLogger(__name__)
 

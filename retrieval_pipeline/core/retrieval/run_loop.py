@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Hit, Run
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever
-from retrieval_pipeline.core.types import Hit, Run
 
 
 @dataclass

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, build_context, build_index, load_retriever, read_params
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run
-from retrieval_pipeline.core.types import Document
 
 #: Returns the encoder (or scorer) a spec asks for; the Dagster resource or a test fake.
 EncoderFor = Callable[[Any], Any]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_pipeline.core.progress import Progress
+from retrieval_pipeline.core.common.progress import Progress
 from retrieval_pipeline.core.retrieval.devices import resolve_device
 from retrieval_pipeline.core.retrieval.encoders import Encoder, LocalModel, describe_model, l2_normalise
 from retrieval_pipeline.core.retrieval.model_source import ModelSource, set_hf_offline

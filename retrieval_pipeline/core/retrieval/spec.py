@@ -19,8 +19,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import Retriever
-from retrieval_pipeline.core.types import Document
 
 #: Retriever names: letters, digits, ``_ . -``; they become folder names and TREC run tags.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

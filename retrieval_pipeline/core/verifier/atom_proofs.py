@@ -41,12 +41,12 @@ from importlib.resources import files
 from typing import Any
 
 from retrieval_pipeline.core.verifier.proof_source import proof_test
-from retrieval_pipeline.core.verifier.sandbox_files.atoms import ENV_SCAN_CPU_S, ENV_SCAN_WALL_S
+from retrieval_pipeline.core.verifier.sandbox_side.atoms import ENV_SCAN_CPU_S, ENV_SCAN_WALL_S
 
-#: The atom checks (``sandbox_files/atoms.py``), appended to the offline prover's prelude.
-ATOM_SOURCE = files("retrieval_pipeline.core.verifier.sandbox_files").joinpath("atoms.py").read_text(encoding="utf-8")
-#: The ``valid_value`` atom (``sandbox_files/value_atoms.py``), appended after :data:`ATOM_SOURCE`.
-VALUE_ATOM_SOURCE = files("retrieval_pipeline.core.verifier.sandbox_files").joinpath("value_atoms.py").read_text(encoding="utf-8")
+#: The atom checks (``sandbox_side/atoms.py``), appended to the offline prover's prelude.
+ATOM_SOURCE = files("retrieval_pipeline.core.verifier.sandbox_side").joinpath("atoms.py").read_text(encoding="utf-8")
+#: The ``valid_value`` atom (``sandbox_side/value_atoms.py``), appended after :data:`ATOM_SOURCE`.
+VALUE_ATOM_SOURCE = files("retrieval_pipeline.core.verifier.sandbox_side").joinpath("value_atoms.py").read_text(encoding="utf-8")
 
 __all__ = ["ATOM_SOURCE", "ENV_SCAN_CPU_S", "ENV_SCAN_WALL_S", "VALUE_ATOM_SOURCE", "atoms_body"]
 

@@ -1,7 +1,7 @@
 """Turn each option of a multiple-choice question into a checkable claim.
 
 Decomposition sees the question and the options ONLY: :func:`decompose` takes ``(case_id, question,
-options)``, never a :class:`~retrieval_pipeline.core.types.Case`, so the marked answer and the
+options)``, never a :class:`~retrieval_pipeline.core.common.types.Case`, so the marked answer and the
 explanation cannot leak into what gets proven.
 
 One :class:`Claim` per option. Kinds:

@@ -19,7 +19,7 @@ import ast
 import re
 from typing import Any
 
-from retrieval_pipeline.core.astutil import dotted_name
+from retrieval_pipeline.core.common.astutil import dotted_name
 from retrieval_pipeline.core.verifier.claim_kinds import (
     _DISJUNCTIVE,
     _FLAG,

@@ -1,6 +1,6 @@
 """The library under test as the sandbox sees it: the environment probe and the index it builds.
 
-:func:`probe_environment` runs :mod:`.sandbox_files.probe_library` in the sandbox, once per suite (the host
+:func:`probe_environment` runs :mod:`.sandbox_side.probe_library` in the sandbox, once per suite (the host
 never imports the library under test), and returns a :class:`LibraryIndex`: where each class and function
 the library exposes is defined, the modules it imports under other names, and what its source defines.
 The offline prover resolves names that are not importable as written (bare ``LlmAgent``, ``types.Part``,
@@ -25,11 +25,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
-from retrieval_pipeline.core.sandbox.redaction import safe_text
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.sandbox_files import probe_library, source
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.verifier.sandbox_side import probe_library, source
 
 #: The probe's file in the sandbox's working directory.
 PROBE_FILE = "probe_library.py"

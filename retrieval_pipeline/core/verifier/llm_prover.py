@@ -1,7 +1,7 @@
 """A prover whose proofs an LLM writes, behind the same :class:`~retrieval_pipeline.core.verifier.provers.Prover`
 protocol as the offline prover.
 
-For each option the LLM (through :class:`~retrieval_pipeline.core.llm.client.LLMClient`: cache, retries, JSON
+For each option the LLM (through :class:`~retrieval_pipeline.core.services.llm.client.LLMClient`: cache, retries, JSON
 re-asks) writes a function ``check()`` whose ``assert`` statements hold exactly when the option is true. It sees
 the question, the option and the library's name and version; never the marked answer or the other options.
 The function is screened (:func:`screen_check`), wrapped (:func:`wrap_check`) in a pytest file with the offline
@@ -43,13 +43,13 @@ from typing import Any
 
 import pydantic
 
-from retrieval_pipeline.core.astutil import dotted_name
-from retrieval_pipeline.core.llm.client import LLMClient
+from retrieval_pipeline.core.common.astutil import dotted_name
+from retrieval_pipeline.core.services.llm.client import LLMClient
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
 from retrieval_pipeline.core.verifier.provers import Proof
-from retrieval_pipeline.core.verifier.sandbox_files import llm_check, source
+from retrieval_pipeline.core.verifier.sandbox_side import llm_check, source
 
 #: The file name the generated code is compiled under; the wrapper trusts only assert statements from it.
 GENERATED_FILE: str = llm_check.GENERATED_FILE
@@ -234,7 +234,7 @@ def as_check(source: str) -> str:
 
 def wrap_check(claim: Claim, code: str, prover: str, refutation: str | None = None) -> str:
     """The pytest file for a generated check (and its refutation): the offline prover's prelude, the wrapper
-    (``sandbox_files/llm_check.py``) and a test that runs them, given as literals."""
+    (``sandbox_side/llm_check.py``) and a test that runs them, given as literals."""
     doc = f"LLM proof ({prover}) for case {claim.case_id!r}, option {claim.letter!r}: {claim.hypothesis}"
     data = {"generated": code} if refutation is None else {"generated": code, "refutation": refutation}
     return compose(doc, WRAPPER_SOURCE, proof_test(safe_letter(claim.letter), "_prove_generated", data))

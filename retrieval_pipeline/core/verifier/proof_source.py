@@ -1,7 +1,7 @@
-"""How a proof's source is put together: real files of :mod:`.sandbox_files`, and the claim's data as a literal.
+"""How a proof's source is put together: real files of :mod:`.sandbox_side`, and the claim's data as a literal.
 
 A proof is one self-contained pytest file: its docstring (what it proves), the prelude
-(``sandbox_files/proof_prelude.py``: the evidence protocol, name loading), the text of the sandbox files that
+(``sandbox_side/proof_prelude.py``: the evidence protocol, name loading), the text of the sandbox files that
 prove its kind, then the test (:func:`proof_test`): the claim's data as one literal and one call into those
 files. No executable code is written from a template.
 
@@ -17,13 +17,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from retrieval_pipeline.core.verifier.sandbox_files import proof_prelude, source
+from retrieval_pipeline.core.verifier.sandbox_side import proof_prelude, source
 
 #: The file each proof writes its record to (``option_true``, ``reason``) in its working directory.
 EVIDENCE_FILE: str = proof_prelude.EVIDENCE
-#: The helpers every proof starts with (``sandbox_files/proof_prelude.py``).
+#: The helpers every proof starts with (``sandbox_side/proof_prelude.py``).
 PRELUDE_SOURCE = source("proof_prelude.py")
-#: The proofs of the kinds proven by their own bodies (``sandbox_files/proof_kinds.py``).
+#: The proofs of the kinds proven by their own bodies (``sandbox_side/proof_kinds.py``).
 KINDS_SOURCE = source("proof_kinds.py")
 
 

@@ -7,7 +7,7 @@ does not read pytest's exit code alone: the test writes ``option.evidence.json``
 "false" is always a deliberate, recorded assertion, never a crash: a collection error, a timeout, a
 resource limit or an unexpected exception leaves the option undecided.
 
-A proof's code is the text of real files (:mod:`.sandbox_files`: the prelude, the atom checks, the proofs of
+A proof's code is the text of real files (:mod:`.sandbox_side`: the prelude, the atom checks, the proofs of
 each kind), and its test calls one of their functions with the claim's data as one literal
 (:mod:`.proof_source`): every text of a claim (option text, case id, names, expressions) enters as pure ASCII,
 so a proof always compiles.
@@ -35,7 +35,7 @@ from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE, KINDS_SOURCE, compose, proof_test, safe_letter
 
 ProofStatus = Literal["proof", "unverifiable_offline"]
-#: A test of a kind proven by its own body: the function of ``sandbox_files/proof_kinds.py`` and its arguments.
+#: A test of a kind proven by its own body: the function of ``sandbox_side/proof_kinds.py`` and its arguments.
 KindTest = tuple[str, dict[str, Any]]
 
 
@@ -204,7 +204,7 @@ class OfflineProver:
             "(a word that happens to name something in the library) is no evidence"
         )
 
-    # ---- the kinds proven by their own bodies (``sandbox_files/proof_kinds.py``)
+    # ---- the kinds proven by their own bodies (``sandbox_side/proof_kinds.py``)
 
     def _import_test(self, claim: Claim) -> KindTest:
         return "_prove_import", {"statement": claim.details["statement"]}

@@ -35,18 +35,18 @@ from typing import Any
 
 import pandas as pd
 
-from retrieval_pipeline.core.asset_metadata import Markdown, Metadata, md_preview
-from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.datasets.config import VerifierSettings
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.llm.client import LLMClient
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.asset_metadata import Markdown, Metadata, md_preview
+from retrieval_pipeline.core.common.atomic import atomic_write_text
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.llm.client import LLMClient
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, LibrarySettingError, probe_environment
 from retrieval_pipeline.core.verifier.llm_prover import LLMProver
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.remediation import Environment, Proposal, flaggable, remediate, write_proposals
 from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
+from retrieval_pipeline.core.verifier.settings import VerifierSettings
 from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
 from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, using_verdict_cache
 from retrieval_pipeline.core.verifier.verify import VerificationRun, default_parallel, run_verification

@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 import yaml
 
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.provers import Prover
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict

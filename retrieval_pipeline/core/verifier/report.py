@@ -1,7 +1,7 @@
 """The verifier's quality report: ``quality_report.json`` and a Markdown summary.
 
 Every text that came out of a sandbox (notes, reasons, stdout/stderr, proposal notes) is redacted and
-capped again here (:func:`~retrieval_pipeline.core.sandbox.redaction.safe_text`; idempotent), whatever
+capped again here (:func:`~retrieval_pipeline.core.services.sandbox.redaction.safe_text`; idempotent), whatever
 built the verdicts: a secret a proof printed never reaches the report, nor what is made from it.
 
 The report also says how much of the library the verdicts rest on (``meta.probe``, :func:`probe_meta`):
@@ -19,8 +19,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.sandbox.redaction import safe_text
+from retrieval_pipeline.core.common.atomic import atomic_write_text
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.remediation import Proposal
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, VERDICTS, OptionEvidence, Verdict

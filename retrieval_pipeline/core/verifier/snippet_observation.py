@@ -4,7 +4,7 @@ A suite's section usually only defines the code under test (``def code_under_tes
 imported at the top of its file. So the snippet runs with its module context (the file's imports and
 top-level definitions outside the section, :func:`~retrieval_pipeline.core.datasets.suite.reader.snippet_context`),
 and the function the section defines (``code_under_test``, else its only function) is called, and awaited
-when it returns a coroutine. The run (:mod:`.sandbox_files.observe_snippet`) records what happened: the
+when it returns a coroutine. The run (:mod:`.sandbox_side.observe_snippet`) records what happened: the
 exception (type, MRO, message, pydantic's line errors) or the returned value, what was printed, and the
 values of the expressions the options name. Each option's ``snippet`` claim is then decided against that
 one observation (:func:`decide_option`):
@@ -53,12 +53,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
-from retrieval_pipeline.core.sandbox.redaction import safe_text
-from retrieval_pipeline.core.sandbox.results import Execution
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
+from retrieval_pipeline.core.services.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.sandbox_files import source
+from retrieval_pipeline.core.verifier.sandbox_side import source
 from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 

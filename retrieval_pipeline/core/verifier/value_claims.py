@@ -1,7 +1,7 @@
 """Options that name one value, in a question asking which value is valid for a field of a class.
 
 "Which of the following is a VALID agent name?" with the options `my-agent`, `123agent`, `my_agent_1`: each option
-becomes a ``compound`` claim with one ``valid_value`` atom (``sandbox_files/value_atoms.py``): the class the noun
+becomes a ``compound`` claim with one ``valid_value`` atom (``sandbox_side/value_atoms.py``): the class the noun
 names (``Agent``) is built with the value in the field (``name``) and sample values in its other required fields.
 Accepted: the value is valid (true); rejected with an error at that field: invalid (false). A rejection elsewhere,
 a class that is not a pydantic model with that field, or a noun that names no class of the library leaves the
@@ -23,7 +23,7 @@ import ast
 import re
 from collections.abc import Mapping
 
-from retrieval_pipeline.core.astutil import dotted_name
+from retrieval_pipeline.core.common.astutil import dotted_name
 from retrieval_pipeline.core.verifier.claim_kinds import _claim
 from retrieval_pipeline.core.verifier.claims import _CAMEL, Claim, _Frame
 

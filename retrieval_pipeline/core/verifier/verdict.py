@@ -18,7 +18,7 @@ Every option records which prover wrote the proof that settled it (``decided_by`
 derived too: true iff every other option is true, false iff one is false. A marked "All of the above" that is true
 is not made Ambiguous by the options it stands for being true.
 
-Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.sandbox.redaction.safe_text`)
+Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.services.sandbox.redaction.safe_text`)
 as it becomes evidence: notes and recorded values at :data:`EVIDENCE_CHARS`, stdout/stderr to their last
 :data:`OUTPUT_TAIL_CHARS`. Results are compared on a digest of the raw fingerprint, so neither changes a verdict.
 
@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from retrieval_pipeline.core.sandbox.redaction import safe_text
-from retrieval_pipeline.core.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.redaction import safe_text
+from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
 

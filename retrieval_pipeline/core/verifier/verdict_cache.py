@@ -25,7 +25,7 @@ offline prover (or derived). The verdict is stored as JSON and read back as an e
 :class:`~retrieval_pipeline.core.verifier.verdict.Verdict` (a verdict whose JSON does not read back equal is not
 stored), including the seconds its proofs took when it was proven.
 
-Storage and safety are those of :class:`~retrieval_pipeline.core.result_cache.ResultCache` (namespace
+Storage and safety are those of :class:`~retrieval_pipeline.core.common.result_cache.ResultCache` (namespace
 :data:`NAMESPACE`): atomic entries, checksums, a corrupt entry deleted with a warning and proven again.
 """
 
@@ -42,8 +42,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.provers import OfflineProver, Prover
@@ -56,12 +56,12 @@ KEY_VERSION = "verdict-cache-1"
 #: The verifier's own folder: every ``.py`` in it, sub-folders included, is part of the key.
 VERIFIER_DIR = Path(__file__).resolve().parent
 #: The sandbox that runs the proofs (the runner, the limits): every ``.py`` in it is part of the key too.
-SANDBOX_DIR = VERIFIER_DIR.parent / "sandbox"
+SANDBOX_DIR = VERIFIER_DIR.parent / "services" / "sandbox"
 #: Modules outside the verifier's folder that shape claims or proofs (``dotted_name``; the ``Case`` type;
 #: the sandbox and the batch runner, which run the proofs).
 EXTRA_SOURCES: tuple[Path, ...] = (
-    VERIFIER_DIR.parent / "astutil.py",
-    VERIFIER_DIR.parent / "types.py",
+    VERIFIER_DIR.parent / "common" / "astutil.py",
+    VERIFIER_DIR.parent / "common" / "types.py",
     *sorted(SANDBOX_DIR.rglob("*.py")),
 )
 #: Provers whose decisions are cached (the offline prover; ``derived`` is "None of the above").

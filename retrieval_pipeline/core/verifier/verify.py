@@ -10,14 +10,14 @@ ran out of wall-clock time (not CPU time) is run once more with :data:`TIMEOUT_R
 limit: a busy machine must not turn a decidable option into an undecided one.
 
 **How the proofs run.** The proofs of one question run in one sandbox
-(:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_pytest_batch`): pytest starts once, and each
+(:func:`~retrieval_pipeline.core.services.sandbox.bubblewrap.run_pytest_batch`): pytest starts once, and each
 proof runs in a process of its own forked from it, so each option's outcome is read exactly as from a
 sandbox of its own. A proof the batch did not report (its runner was killed, the process limit bound)
-runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.sandbox.bubblewrap.run_pytest`), as
+runs alone in a sandbox of its own (:func:`~retrieval_pipeline.core.services.sandbox.bubblewrap.run_pytest`), as
 does a question with a single proof; a crash or a timeout of one proof leaves only that option
 undecided. :func:`run_verification` proves :data:`QUESTIONS_PER_SLOT` questions per core at once and runs at
 most one batch sandbox per core: the proofs that questions hand in while the batches are busy go into the next batch
-together (:class:`~retrieval_pipeline.core.sandbox.shared_batches.SharedBatches`), so the runner's start
+together (:class:`~retrieval_pipeline.core.services.sandbox.shared_batches.SharedBatches`), so the runner's start
 (pytest, the library preloaded) is paid per batch, not per question.
 
 **A question about a snippet** runs its snippet once (with its file's module context) and decides every
@@ -51,12 +51,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from retrieval_pipeline.core.progress import Progress
-from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest
-from retrieval_pipeline.core.sandbox.results import Execution
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.sandbox.shared_batches import SharedBatches
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.progress import Progress
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest
+from retrieval_pipeline.core.services.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.shared_batches import SharedBatches
 from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
@@ -332,7 +332,7 @@ def run_verification(
             one batch sandbox per :data:`QUESTIONS_PER_SLOT` of them (rounded up), shared (see the module docstring).
         index: A probed index to reuse (nothing is probed then).
         progress: Called with each verdict, in the order of the cases (each is also counted on a
-            :class:`~retrieval_pipeline.core.progress.Progress` of the questions: log lines and a terminal bar).
+            :class:`~retrieval_pipeline.core.common.progress.Progress` of the questions: log lines and a terminal bar).
         fallback: A second prover for the options the first did not settle (an LLM prover); None: none.
         fallback_for: Makes the second prover from the probed index (it names the library), when ``fallback`` is None.
         cache: Verdicts of unchanged questions to reuse, and where new ones are stored; None: every question is

@@ -16,6 +16,9 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.frames import to_frame
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
 from retrieval_pipeline.core.datasets import (
     CASE_JSON_FIELDS,
     Block,
@@ -32,16 +35,13 @@ from retrieval_pipeline.core.datasets import (
     unregister_adapter,
 )
 from retrieval_pipeline.core.datasets import inputs as dataset_inputs
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.nq.adapter import nq_pair
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.frames import to_frame
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
+from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DatasetConfig, load_registry
 
 BUILT_IN_KINDS = {"suite", "nq", "context_qa", "beir", "known_item"}
 
@@ -158,16 +158,16 @@ def test_context_qa_adds_query_columns_and_similarity_metadata():
     adapter = adapter_for(config)
     cases = [Case("q1", "qa", "context_qa", "qa.json", 0, "what is a loop", extra={"expected_context": "a for loop repeats"})]
     chunks = [Document("c1", "a for loop repeats a block"), Document("c2", "the import statement")]
-    columns = adapter.extra_query_columns(config, to_frame(cases, Case, CASE_JSON_FIELDS), to_frame(chunks, Document))
+    columns = adapter.extra_query_columns(config, to_frame(cases, Case, CASE_JSON_FIELDS), to_frame(chunks, Document), per_query_metrics)
     run, qrels = {"q1": [("c2", 2.0), ("c1", 1.0)]}, {"q1": {"c1": 1}}
     frame = columns(run, qrels)
     settings = config.context_qa.similarity.settings()
-    full = context_qa_metrics(run, qrels, {"q1": "a for loop repeats"}, {c.doc_id: c for c in chunks}, settings)
+    full = context_qa_metrics(run, qrels, {"q1": "a for loop repeats"}, {c.doc_id: c for c in chunks}, settings, ranking=per_query_metrics)
     assert "context_coverage@5" in frame.columns and "ndcg@10" not in frame.columns
     pd.testing.assert_frame_equal(frame, full[list(frame.columns)])  # the context columns, as context_qa_metrics gives them
     assert adapter.metadata(config) == {"similarity_settings": {"threshold": 0.5, "autojunk": False, "normalise": True}}
     nq = DatasetConfig(name="n", kind="nq", nq={"csv": "a.csv"})
-    assert adapter_for(nq).extra_query_columns(nq, None, None) is None and adapter_for(nq).metadata(nq) == {}
+    assert adapter_for(nq).extra_query_columns(nq, None, None, per_query_metrics) is None and adapter_for(nq).metadata(nq) == {}
 
 
 def test_context_qa_pairs_report_the_relevance_ceiling():
@@ -207,7 +207,11 @@ def test_a_new_kind_works_end_to_end_without_touching_other_files(tmp_path, json
         loaded.cases, CorpusLookup.from_documents(corpus.documents), AstTargetInferer(), adapter.pair_builder(config, corpus.documents)
     )
     assert [(p.query_id, p.gold_doc_ids, p.status) for p in pairs] == [("q1", ["d1"], "resolved"), ("q2", ["d2"], "resolved")]
-    assert adapter.extra_query_columns(config, None, None) is None and adapter.metadata(config) == {} and adapter.pairs_report(pairs) == {}
+    assert (
+        adapter.extra_query_columns(config, None, None, per_query_metrics) is None
+        and adapter.metadata(config) == {}
+        and adapter.pairs_report(pairs) == {}
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.api_index import (
     MAX_MEMBER_LINES,
     introspect_modules,
     load_ranked_targets,
 )
-from retrieval_pipeline.core.errors import InputError
 
 RANKED = """
 - rank: 1
@@ -216,8 +216,8 @@ def test_methods_patched_in_by_other_packages_are_left_out(monkeypatch):
 def test_installed_package_is_walked_into_public_submodules():
     import pytest
 
+    from retrieval_pipeline.core.common.errors import InputError
     from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
-    from retrieval_pipeline.core.errors import InputError
 
     modules = package_modules("json")
     assert modules[0] == "json" and {"json.decoder", "json.encoder", "json.tool"} <= set(modules)

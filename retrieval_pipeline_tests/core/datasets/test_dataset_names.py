@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import PathRefused, check_name
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import PathRefused, check_name
 from retrieval_pipeline.core.registry import load_registry
 
 BAD_NAMES = [

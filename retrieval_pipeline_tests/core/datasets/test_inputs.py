@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case, Document, Rejected
 from retrieval_pipeline.core.datasets import CasesBuild, CorpusBuild, DatasetAdapter, adapters, register_adapter, unregister_adapter
 from retrieval_pipeline.core.datasets import inputs as dataset_inputs
-from retrieval_pipeline.core.datasets.config import DatasetConfig
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Case, Document, Rejected
+from retrieval_pipeline.core.registry import DatasetConfig
 
 
 def config(kind: str, **blocks: Any) -> DatasetConfig:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.evaluation import bucket_evidence as ev
 from retrieval_pipeline.core.evaluation import buckets as fb
 from retrieval_pipeline.core.evaluation.bucket_evidence import Doc

@@ -11,7 +11,7 @@ import pytest
 
 from retrieval_pipeline import evaluate
 from retrieval_pipeline.api_inputs import load_run
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.evaluation import stats, trec
 from retrieval_pipeline.core.evaluation.metrics import judging
 

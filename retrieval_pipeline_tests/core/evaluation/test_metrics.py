@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics import (
     METRIC_DESCRIPTIONS,
     aggregate,
     describe_metric,
     per_query_metrics,
 )
-from retrieval_pipeline.core.types import Qrels, Run
 
 TOLERANCE = 1e-9
 

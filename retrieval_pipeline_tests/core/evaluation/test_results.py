@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.results import (
     METRIC_KEYS,
     comparison_table,
@@ -14,7 +15,6 @@ from retrieval_pipeline.core.evaluation.results import (
     write_evaluation_results,
 )
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun
-from retrieval_pipeline.core.types import Qrels, Run
 
 QRELS: Qrels = {"q1": {"c1": 1}, "q2": {"c2": 1}, "q3": {"c3": 1}, "q4": {"c1": 1}}
 QUESTIONS = {"q1": "first?", "q2": "second?", "q3": "third?", "q4": "fourth?"}

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics import UnknownMetricError, aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.significance import SIGNIFICANCE_COLUMNS, significance_metrics, significance_table
 from retrieval_pipeline.core.evaluation.stats import (
@@ -34,7 +35,6 @@ from retrieval_pipeline.core.evaluation.stats import (
     paired_t_test,
     randomisation_test,
 )
-from retrieval_pipeline.core.types import Qrels, Run
 
 SETTINGS = StatisticsSettings()
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.evaluation.trec import (
     read_trec_qrels,
@@ -24,7 +25,6 @@ from retrieval_pipeline.core.evaluation.trec import (
     write_trec_qrels,
     write_trec_run,
 )
-from retrieval_pipeline.core.types import Qrels, Run
 
 TOLERANCE = 1e-9
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.evaluation.trec import read_trec_qrels, read_trec_run, untie_scores, write_trec_qrels, write_trec_run
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.common.types import Hit, Qrels
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics, tuning_objectives, view_columns
 from retrieval_pipeline.core.evaluation.refusion import Judgements, fused_run, fusion_table, setting_metrics, stored_metrics
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
@@ -17,7 +18,6 @@ from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, minmax_fuse, rrf_fuse
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run, frame_to_runs, runs_to_frame
-from retrieval_pipeline.core.types import Hit, Qrels
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 MINMAX = HybridSpec(name="hy_minmax", retrievers=["bm25", "dense"], method="minmax", weights=[0.5, 0.5])

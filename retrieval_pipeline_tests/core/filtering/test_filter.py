@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.common.asset_metadata import Markdown
+from retrieval_pipeline.core.common.types import Document, QAPair
 from retrieval_pipeline.core.filtering.filter import (
     LLM_JUDGE_NOTE,
     NO_ENDPOINT_WARNING,
@@ -18,8 +18,8 @@ from retrieval_pipeline.core.filtering.filter import (
     judge_pairs,
     needs_llm,
 )
-from retrieval_pipeline.core.llm.client import LLMCall
-from retrieval_pipeline.core.types import Document, QAPair
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.services.llm.client import LLMCall
 
 DOCS = [
     Document("json", "json module: encode and decode JSON", kind="module", module="json"),

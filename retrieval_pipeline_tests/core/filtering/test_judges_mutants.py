@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from retrieval_pipeline.core.datasets.config import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.common.types import Document, QAPair
 from retrieval_pipeline.core.filtering.filter import HardNegatives, filter_pairs, judge_pairs, verified_row
 from retrieval_pipeline.core.filtering.judges.llm import LLMForwardRagJudge, LLMRetrievalJudge
 from retrieval_pipeline.core.filtering.judges.offline import (
@@ -27,8 +27,8 @@ from retrieval_pipeline.core.filtering.judges.offline import (
     passthrough_decision,
     random_documents,
 )
-from retrieval_pipeline.core.llm.client import LLMCall
-from retrieval_pipeline.core.types import Document, QAPair
+from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
+from retrieval_pipeline.core.services.llm.client import LLMCall
 
 #: N = 4 documents; "alpha" is in 2, "beta" in 1, "zeta" in none.
 CORPUS = {"d1": "alpha beta", "d2": "alpha gamma", "d3": "delta epsilon", "d4": "epsilon eta"}

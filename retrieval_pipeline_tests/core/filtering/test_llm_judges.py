@@ -25,7 +25,7 @@ from retrieval_pipeline.core.filtering.judges.llm import (
     answer_messages,
     retrieval_messages,
 )
-from retrieval_pipeline.core.llm.client import LLMCall
+from retrieval_pipeline.core.services.llm.client import LLMCall
 
 CORPUS = {
     "json.dumps": "Serialize obj to a JSON formatted str.",

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import json
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.filtering.negatives import SiblingIndex, bm25_negatives
-from retrieval_pipeline.core.retrieval_dataset import build_record, qrels_from_records, write_jsonl
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.filtering.retrieval_dataset import build_record, qrels_from_records, write_jsonl
 
 DOCS = [
     Document("json", "json module", kind="module", module="json"),
@@ -57,8 +57,8 @@ def test_record_shape_and_jsonl_round_trip(tmp_path):
 
 
 def test_zero_siblings_asked_gives_none() -> None:
+    from retrieval_pipeline.core.common.types import Document
     from retrieval_pipeline.core.filtering.negatives import SiblingIndex
-    from retrieval_pipeline.core.types import Document
 
     docs = [Document("m.a", "a", kind="function", module="m"), Document("m.b", "b", kind="function", module="m")]
     assert SiblingIndex(docs).siblings(["m.a"], 0) == []

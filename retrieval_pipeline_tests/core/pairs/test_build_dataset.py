@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.retrieval_dataset import build_dataset, dataset_records
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.common.asset_metadata import Markdown
+from retrieval_pipeline.core.common.types import Document
+from retrieval_pipeline.core.filtering.retrieval_dataset import build_dataset, dataset_records
 
 DOCS = [Document(d, f"text of {d}") for d in ("g1", "g2", "g3", "s1", "s2", "b1", "r1", "r2")]
 

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.datasets.config import DatasetConfig, TargetSettings
-from retrieval_pipeline.core.llm.client import LLMCall
+from retrieval_pipeline.core.common.asset_metadata import Markdown
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.extract import NO_ENDPOINT_WARNING, extract_pairs, needs_llm
 from retrieval_pipeline.core.pairs.import_resolver import LibraryEnvironmentError
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.pairs.settings import TargetSettings
+from retrieval_pipeline.core.registry import DatasetConfig
+from retrieval_pipeline.core.services.llm.client import LLMCall
 
 DOCS = [
     Document("json.dumps", "Serialize obj to a JSON formatted str.", kind="function", module="json"),
@@ -214,7 +215,7 @@ def test_a_missing_library_environment_is_an_error_naming_it(tmp_path: Path) -> 
 
 def test_golds_are_imported_in_the_sandbox_with_the_stdlib_as_library(monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end, this venv's python as the library: ``csv.reader`` is ``_csv.reader``, which the corpus holds."""
-    from retrieval_pipeline.core.sandbox.settings import SandboxError
+    from retrieval_pipeline.core.services.sandbox.settings import SandboxError
 
     docs = [*DOCS, Document("_csv.reader", "Return a reader object.", kind="function", module="_csv")]
     cases = [case("api:reader", "api_understanding", "How do I read CSV rows?", gold_fqns=["csv.reader"])]

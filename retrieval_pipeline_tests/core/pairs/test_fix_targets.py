@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.fix_targets import (
     AstTargetInferer,
     TargetInferer,
@@ -14,7 +15,6 @@ from retrieval_pipeline.core.pairs.fix_targets import (
     description_names,
 )
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.types import Case, Document
 
 LLM = "google.adk.agents.llm_agent.LlmAgent"
 SEQ = "google.adk.agents.sequential_agent.SequentialAgent"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.gold import (
     RESOLUTION_METHODS,
     CorpusLookup,
@@ -18,7 +19,6 @@ from retrieval_pipeline.core.pairs.gold import (
     resolve_gold,
     resolve_golds,
 )
-from retrieval_pipeline.core.types import Case, Document
 
 
 def doc(doc_id: str, kind: str = "class", aliases: list[str] | None = None) -> Document:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.pairs import import_resolver
 from retrieval_pipeline.core.pairs.gold import CorpusLookup, resolve_golds
 from retrieval_pipeline.core.pairs.import_resolver import ImportResolver, LibraryEnvironmentError
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.conftest import require_sandbox
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]

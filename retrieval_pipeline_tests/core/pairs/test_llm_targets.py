@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import json
 
-from retrieval_pipeline.core.llm.client import LLMClient, LLMSettings
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.pairs.llm_targets import LLMTargetInferer
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer
 
 DOCS = [

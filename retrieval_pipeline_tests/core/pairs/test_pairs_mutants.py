@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair
 from retrieval_pipeline.core.datasets.suite.reader import gold_fqns_of, load_suite
 from retrieval_pipeline.core.pairs.build import _api_pair, build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import TargetInference
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.types import Case, Document, QAPair
 
 DOCS = [
     Document("json.dumps", "Serialize obj.", kind="function", module="json"),

@@ -1,4 +1,4 @@
-"""``pairs/sandbox_files/resolve_imports.py`` imported on its own in the host interpreter (no sandbox)."""
+"""``pairs/sandbox_side/resolve_imports.py`` imported on its own in the host interpreter (no sandbox)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.pairs import import_resolver
-from retrieval_pipeline.core.pairs.sandbox_files import resolve_imports, source
+from retrieval_pipeline.core.pairs.sandbox_side import resolve_imports, source
 
 
 def test_the_script_run_is_this_file() -> None:

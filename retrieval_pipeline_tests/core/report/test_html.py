@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.evaluation.pairwise import PAIR_COLUMNS
 from retrieval_pipeline.core.report import charts as report_charts
 from retrieval_pipeline.core.report import html as html_report
@@ -40,7 +41,6 @@ from retrieval_pipeline.core.report.html import (
     worst_queries,
 )
 from retrieval_pipeline.core.report.ui_summary import headline_metadata, summary_markdown
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 REAL_OUT = PROJECT_ROOT / "data" / "out"

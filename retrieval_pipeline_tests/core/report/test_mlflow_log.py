@@ -17,7 +17,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.report import mlflow_log
 from retrieval_pipeline.core.report.assemble import mlflow_retrievers
 from retrieval_pipeline.core.report.mlflow_log import (

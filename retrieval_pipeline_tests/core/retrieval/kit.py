@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult
 from retrieval_pipeline.core.retrieval.factory import (
     CheckedRetriever,
@@ -23,7 +24,6 @@ from retrieval_pipeline.core.retrieval.factory import (
     parse_spec,
 )
 from retrieval_pipeline.core.retrieval.spec import RetrieverSpec
-from retrieval_pipeline.core.types import Document
 
 EncoderFor = Callable[[Any], Any]
 """``encoder_for`` of the factory: a spec in, its encoder (or scorer) out."""

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import Retriever
 from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever, top_k
 from retrieval_pipeline.core.retrieval.tokenize import tokenize
-from retrieval_pipeline.core.types import Hit
 
 ATOL = 1e-9
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.identifiers import (
     CodeLexicalRetriever,
@@ -21,7 +22,6 @@ from retrieval_pipeline.core.retrieval.identifiers import (
 from retrieval_pipeline.core.retrieval.kinds.bm25 import BM25Spec
 from retrieval_pipeline.core.retrieval.kinds.code_lexical import PRIOR_FILE, CodeLexicalSpec
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import StubBase, parse_as, registry_of
 

@@ -3,7 +3,7 @@
 A shard is one chunk the embedding cache commits (``batch_size x BATCHES_PER_COMMIT`` texts). A
 SIGKILLed :meth:`DenseRetriever.build` loses at most the shard in progress; the re-run embeds only the
 missing shards and builds the same index a clean build does. Progress reaches the caller once per
-committed shard, and :class:`~retrieval_pipeline.core.progress.Progress` turns it into throttled log lines (``pytest -s`` prints the
+committed shard, and :class:`~retrieval_pipeline.core.common.progress.Progress` turns it into throttled log lines (``pytest -s`` prints the
 kill/resume figures).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval_pipeline.core.progress import Progress, progress_line
+from retrieval_pipeline.core.common.progress import Progress, progress_line
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec

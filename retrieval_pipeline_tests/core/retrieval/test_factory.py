@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, RetrieverError
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, load_retriever_specs
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 DOCS = [

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
 from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder, dense_encoder
 from retrieval_pipeline.core.retrieval.finetune import (
@@ -42,7 +43,6 @@ from retrieval_pipeline.core.retrieval.mined_pairs import (
     near_copy,
     split_pairs,
 )
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval.kit import build, fake_model_folder, load, parse_as
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 

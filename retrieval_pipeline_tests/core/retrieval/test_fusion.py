@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.fusion import (
     HybridRetriever,
@@ -18,7 +19,6 @@ from retrieval_pipeline.core.retrieval.fusion import (
     minmax_normalise,
     rrf_fuse,
 )
-from retrieval_pipeline.core.types import Hit
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 A: list[Hit] = [("a", 3.0), ("b", 2.0), ("c", 1.0)]

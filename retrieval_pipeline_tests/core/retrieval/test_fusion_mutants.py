@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, best_ranks, hybrid_name, minmax_fuse, rrf_fuse
-from retrieval_pipeline.core.types import Hit
 
 A: list[Hit] = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
 B: list[Hit] = [("b", 10.0), ("d", 5.0)]

@@ -16,7 +16,7 @@ from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncode
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
 from retrieval_pipeline.core.retrieval.model_parts import MANIFEST
 from retrieval_pipeline.core.retrieval.model_source import model_fingerprint
-from retrieval_pipeline.core.split_packages import CACHE_ENV
+from retrieval_pipeline.core.services.split_packages import CACHE_ENV
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS
 
 REGISTRY = Path(__file__).resolve().parents[3] / "data" / "config" / "retrievers.yaml"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever
 from retrieval_pipeline.core.retrieval.kinds import openai_embeddings
@@ -20,7 +21,6 @@ from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import (
 )
 from retrieval_pipeline.core.retrieval.remote import RetryPolicy
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, parse_as
 from retrieval_pipeline_tests.fakes.embeddings_server import FakeEmbeddingsServer

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.kinds.bm25 import BM25Spec
 from retrieval_pipeline.core.retrieval.kinds.parent import ParentSpec
 from retrieval_pipeline.core.retrieval.parents import ParentRetriever, enclosing_documents
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import StubBase, parse_as, registry_of
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, RetrieverError
 from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, load_retriever_specs, parse_spec
@@ -24,7 +25,6 @@ from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker,
 from retrieval_pipeline.core.retrieval.model_source import file_sha256
 from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer, check_cross_encoder_config
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverSpec
-from retrieval_pipeline.core.types import Document
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, StubBase, docs_of, fake_model_folder, parse_as, registry_of
 from retrieval_pipeline_tests.fakes.encoders import KeywordScorer
@@ -363,7 +363,7 @@ def test_real_cross_encoder_code_path(tmp_path: Path, minilm_cross_encoder: Path
 def test_real_cross_encoder_scores_in_chunks_the_same_as_at_once_and_reports_progress(
     minilm_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retrieval_pipeline.core import progress as progress_module
+    from retrieval_pipeline.core.common import progress as progress_module
     from retrieval_pipeline.core.retrieval import scorers
 
     pairs = [(q, d.text) for q in ("reset my password", "memory limit", "flour") for d in REAL_DOCS]

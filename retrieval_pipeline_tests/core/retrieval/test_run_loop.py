@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval_pipeline.core.frames import from_frame, to_frame
+from retrieval_pipeline.core.common.frames import from_frame, to_frame
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs, runs_to_frame, timed_run
-from retrieval_pipeline.core.types import Case
 
 
 class Fixed:

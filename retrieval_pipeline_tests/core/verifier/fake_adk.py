@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.library_index import probe_environment
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 

@@ -19,7 +19,7 @@ import pytest
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.library_index import LibrarySettingError
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report

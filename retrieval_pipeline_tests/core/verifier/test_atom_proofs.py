@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import pydantic
 import pytest
 
-from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest, run_pytest_batch
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest, run_pytest_batch
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence

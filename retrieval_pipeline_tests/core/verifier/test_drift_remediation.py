@@ -12,16 +12,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from retrieval_pipeline.core.datasets.config import VerifierSettings
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import remediation
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import compare_environments, compare_setting, propose_fixes
 from retrieval_pipeline.core.verifier.remediation import Environment, proposals_as_suite, propose_fix, remediate, stale_distractors
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
+from retrieval_pipeline.core.verifier.settings import VerifierSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 
 QUESTION = "You are using a `LoopAgent` and want to prevent it from running infinitely. Which parameter should you set?"

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pydantic
 import pytest
 
-from retrieval_pipeline.core.sandbox.bubblewrap import run_pytest_batch
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest_batch
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.field_claims import presence_sets, question_pair
 from retrieval_pipeline.core.verifier.provers import OfflineProver

@@ -219,8 +219,8 @@ def test_a_proof_stopped_by_the_wall_clock_is_retried_with_more_time(sandbox):
 def test_verifier_settings_name_the_distribution_and_the_import_name_apart(tmp_path):
     from pydantic import ValidationError  # noqa: PLC0415
 
-    from retrieval_pipeline.core.datasets.config import VerifierSettings
-    from retrieval_pipeline.core.registry import _resolve_paths
+    from retrieval_pipeline.core.registry.load import _resolve_paths
+    from retrieval_pipeline.core.verifier.settings import VerifierSettings
 
     settings = VerifierSettings(library="google-adk", import_name="google.adk")
     assert (settings.library, settings.import_name) == ("google-adk", "google.adk")

@@ -7,7 +7,7 @@ import typing
 
 from retrieval_pipeline.core.verifier.compound_claims import names_the_things
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.sandbox_files import atoms
+from retrieval_pipeline.core.verifier.sandbox_side import atoms
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 QUESTION = "How should sub-agents be passed to `SequentialAgent`?"

@@ -8,11 +8,11 @@ import shutil
 
 import pytest
 
-from retrieval_pipeline.core.asset_metadata import Markdown
-from retrieval_pipeline.core.datasets.config import VerifierSettings
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.asset_metadata import Markdown
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.verifier.questions import FLAGGED_COLUMNS, VERDICT_COLUMNS, check_questions, report_case
+from retrieval_pipeline.core.verifier.settings import VerifierSettings
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
 

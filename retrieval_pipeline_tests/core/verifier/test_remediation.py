@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.verifier import remediation
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.provers import OfflineProver

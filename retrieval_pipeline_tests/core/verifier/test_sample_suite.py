@@ -79,7 +79,7 @@ def test_report_and_remediation(sample_run, tmp_path):
     path, digest, cases, run = sample_run
     flagged = [v for v in run.verdicts if v.verdict in ("Ambiguous", "Incorrect")]
     flagged_cases = [c for c in cases if c.case_id in {v.case_id for v in flagged}]
-    from retrieval_pipeline.core.sandbox.settings import SandboxSettings  # noqa: PLC0415
+    from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings  # noqa: PLC0415
 
     proposals = remediate(flagged, flagged_cases, OfflineProver(run.index), SandboxSettings())
     assert [p.status for p in proposals] == ["verified"] * 9

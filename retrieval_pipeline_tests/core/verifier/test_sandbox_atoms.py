@@ -1,4 +1,4 @@
-"""``sandbox_files/atoms.py`` imported on its own in the host interpreter: the helpers that need no prelude."""
+"""``sandbox_side/atoms.py`` imported on its own in the host interpreter: the helpers that need no prelude."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typing
 import pytest
 
 from retrieval_pipeline.core.verifier import atom_proofs
-from retrieval_pipeline.core.verifier.sandbox_files import atoms
+from retrieval_pipeline.core.verifier.sandbox_side import atoms
 
 
 def test_source_is_the_file() -> None:

@@ -1,4 +1,4 @@
-"""``sandbox_files/probe_library.py`` imported on its own in the host interpreter (no sandbox)."""
+"""``sandbox_side/probe_library.py`` imported on its own in the host interpreter (no sandbox)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pluggy  # an installed distribution small enough to probe: pytest's own
 import pytest
 
 from retrieval_pipeline.core.verifier import library_index
-from retrieval_pipeline.core.verifier.sandbox_files import probe_library, source
+from retrieval_pipeline.core.verifier.sandbox_side import probe_library, source
 
 #: A small package: a re-export, an alias of a module, a module whose import fails, one defined only in source.
 FAKE = {

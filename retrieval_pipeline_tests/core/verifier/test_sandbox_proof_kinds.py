@@ -1,6 +1,6 @@
 """The proof-side files (prelude, proofs of each kind, the LLM check wrapper) run in this process, as a proof runs them.
 
-Each proof puts ``sandbox_files/proof_prelude.py`` first, then the files of its kind, in one namespace; here the
+Each proof puts ``sandbox_side/proof_prelude.py`` first, then the files of its kind, in one namespace; here the
 same texts are executed in a namespace of their own, in a temporary working directory that receives the
 evidence file.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from retrieval_pipeline.core.verifier import proof_source
 from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, WRAPPER_SOURCE
-from retrieval_pipeline.core.verifier.sandbox_files import llm_check, proof_prelude
+from retrieval_pipeline.core.verifier.sandbox_side import llm_check, proof_prelude
 
 Outcome = tuple[bool | None, str]
 

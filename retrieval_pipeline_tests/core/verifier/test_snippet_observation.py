@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, snippet_context
-from retrieval_pipeline.core.sandbox.bubblewrap import run_in_sandbox
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
 from retrieval_pipeline.core.verifier.provers import OfflineProver

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from retrieval_pipeline.core.sandbox.results import Execution
+from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.verifier.claims import Claim
 from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE
 from retrieval_pipeline.core.verifier.provers import Proof

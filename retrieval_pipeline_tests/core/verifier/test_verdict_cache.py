@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning
-from retrieval_pipeline.core.datasets.config import VerifierSettings
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache
-from retrieval_pipeline.core.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache
+from retrieval_pipeline.core.common.types import Case
+from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.claims import Claim
@@ -27,6 +26,7 @@ from retrieval_pipeline.core.verifier.library_index import LibraryIndex
 from retrieval_pipeline.core.verifier.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import check_questions, verdict_frame
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
+from retrieval_pipeline.core.verifier.settings import VerifierSettings
 from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verdict_cache import (
     NAMESPACE,
@@ -185,7 +185,7 @@ def test_the_source_digest_covers_every_python_file_of_the_folder(tmp_path):
 def test_the_source_digest_covers_the_batch_runner_run_inside_the_sandbox():
     from retrieval_pipeline.core.verifier.verdict_cache import EXTRA_SOURCES, SANDBOX_DIR
 
-    assert SANDBOX_DIR / "files" / "batch_runner.py" in EXTRA_SOURCES and SANDBOX_DIR / "bubblewrap.py" in EXTRA_SOURCES
+    assert SANDBOX_DIR / "sandbox_side" / "batch_runner.py" in EXTRA_SOURCES and SANDBOX_DIR / "bubblewrap.py" in EXTRA_SOURCES
     assert all(path.is_file() for path in EXTRA_SOURCES)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
 from retrieval_pipeline.core.datasets.base import (
     Block,
     CasesBuild,
@@ -27,10 +28,9 @@ from retrieval_pipeline.core.datasets.base import (
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.beir.reader import load_beir
-from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
 
 class BeirSource(SettingsBlock):
@@ -47,7 +47,7 @@ class BeirAdapter(DatasetAdapter):
     kind = "beir"
     blocks = {"beir": Block(BeirSource, path_keys=("path",))}
 
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
 
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)
@@ -55,13 +55,13 @@ class BeirAdapter(DatasetAdapter):
         total = loaded.report["split_queries_read"] + loaded.report["qrels_rejected"]  # query rows + rejected qrels lines
         return CasesBuild(loaded.cases, rejects, total, dict(loaded.report))
 
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
 
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)
         return CorpusBuild(loaded.documents, [r for r in loaded.rejects if _is_corpus_reject(r)], dict(loaded.report), str(source.path))
 
-    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
         return beir_pair
 
 

@@ -66,8 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected
 
 #: ``Case.benchmark_type`` of every BEIR query.
 BEIR_BENCHMARK_TYPE = "beir"

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
+from retrieval_pipeline.core.common.frames import from_frame
+from retrieval_pipeline.core.common.result_cache import active_result_cache
+from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected, Run
 from retrieval_pipeline.core.datasets.base import (
     CASE_JSON_FIELDS,
     Block,
@@ -31,15 +34,12 @@ from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metri
 from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatcher
 from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, cached_similarities
-from retrieval_pipeline.core.frames import from_frame
-from retrieval_pipeline.core.result_cache import active_result_cache
-from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
-    from retrieval_pipeline.core.types import QAPair
+    from retrieval_pipeline.core.common.types import QAPair
+    from retrieval_pipeline.core.datasets.base import DatasetSettings, RankingMetrics
 
 #: Columns of :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics` that per_query_metrics lacks.
 _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
@@ -97,12 +97,12 @@ class ContextQAAdapter(DatasetAdapter):
     kind = "context_qa"
     blocks = {"context_qa": Block(ContextQASource, path_keys=("qa", "documents"))}
 
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
 
         loaded = load_context_qa(_source(config).qa)
         return CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
 
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
 
         spec = _source(config)
         topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
@@ -135,11 +135,11 @@ class ContextQAAdapter(DatasetAdapter):
         where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
         return CorpusBuild(chunks, rejects, report, where)
 
-    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
         """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
 
         Matches are read from and stored in the cache made active by the asset
-        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
+        (:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
         """
 
         return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
@@ -159,11 +159,13 @@ class ContextQAAdapter(DatasetAdapter):
             "answer_outside_gold": sum(1 for p in pairs if p.evidence.get("answer_outside_gold")),
         }
 
-    def extra_query_columns(self, config: DatasetConfig, raw_cases: pd.DataFrame, corpus: pd.DataFrame) -> QueryColumns:
+    def extra_query_columns(
+        self, config: DatasetSettings, raw_cases: pd.DataFrame, corpus: pd.DataFrame, ranking: RankingMetrics
+    ) -> QueryColumns:
         """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
 
         The exact similarities of the retrieved chunks come from the active result cache when one is open
-        (:func:`~retrieval_pipeline.core.result_cache.using_result_cache`): read in one lookup per retriever,
+        (:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`): read in one lookup per retriever,
         the missing ones computed and stored, so an unchanged re-run computes none.
         """
 
@@ -175,12 +177,12 @@ class ContextQAAdapter(DatasetAdapter):
         def columns(run: Run, qrels: Qrels) -> pd.DataFrame:
             if cache is not None:
                 cached_similarities(_retrieved_pairs(run, qrels, expected, chunks, max(CONTEXT_KS)), settings, cache)
-            frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS)
+            frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS, ranking=ranking)
             return frame[[c for c in frame.columns if c == "query_id" or c.startswith(_EXTRA_COLUMN_PREFIXES)]]
 
         return columns
 
-    def metadata(self, config: DatasetConfig) -> dict[str, Any]:
+    def metadata(self, config: DatasetSettings) -> dict[str, Any]:
         return {"similarity_settings": _source(config).similarity.model_dump()}
 
 
@@ -198,5 +200,5 @@ def _retrieved_pairs(
                 yield expected[query_id], chunks[doc_id].text
 
 
-def _source(config: DatasetConfig) -> ContextQASource:
+def _source(config: DatasetSettings) -> ContextQASource:
     return config.context_qa

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from retrieval_pipeline.core.types import Document
+from retrieval_pipeline.core.common.types import Document
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*$")
 _CLOSING_HASHES = re.compile(r"[ \t]+#+$")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Rejected
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Rejected
 
 
 def load_documents(paths: Sequence[str | Path], rejects: list[Rejected] | None = None) -> list[tuple[str, str]]:

@@ -1,8 +1,9 @@
 """Per-query metrics for context-QA evaluation: ranking metrics plus how well the top k cover the context.
 
 Relevance comes from similarity qrels (:func:`retrieval_pipeline.core.datasets.context_qa.similarity.qrels_from_similarity`);
-the ranking metrics are the ones of :mod:`retrieval_pipeline.core.evaluation.metrics` (same conventions: run order
-is the ranking, every qrels query counts, a missing query scores 0). Context coverage and the best match
+the ranking metrics are the evaluation's, passed in as ``ranking`` (:class:`~retrieval_pipeline.core.datasets.base.RankingMetrics`,
+:func:`retrieval_pipeline.core.evaluation.metrics.per_query_metrics`; same conventions: run order is the ranking, every qrels
+query counts, a missing query scores 0). Context coverage and the best match
 position use exact similarities (:func:`~retrieval_pipeline.core.datasets.context_qa.similarity.similarity_of`) of the
 retrieved chunks to the expected context, computed on demand for the top ``max(ks)`` hits only.
 
@@ -16,7 +17,7 @@ Columns, for each ``k`` in ``ks`` (notation: ``rel_i`` is 1 when the hit at rank
   cut at the threshold, so near misses show.
 * ``precision@k``: ``sum(rel_i, i <= k) / k`` (:func:`metrics.precision`).
 * ``mrr@k``: ``1 / r`` where ``r`` is the rank of the first relevant hit, if ``r <= k``, else 0
-  (:func:`metrics.reciprocal_rank` on ranks cut at ``k``).
+  (trec_eval's ``recip_rank`` on ranks cut at ``k``).
 * ``best_match_position@k``: ``argmax(sim_i, i <= n_k)`` as a 1-based position (the first on ties):
   where in the top ``k`` the chunk that best matches the context sits. NaN when the top ``k`` holds no
   relevant chunk (no hit), because then there is no match to place.
@@ -38,10 +39,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Document, Qrels, Run
+from retrieval_pipeline.core.datasets.base import RankingMetrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, similarity_of
-from retrieval_pipeline.core.evaluation.metrics import describe_metric, per_query_metrics
-from retrieval_pipeline.core.evaluation.metrics.families.mrr import reciprocal_rank
-from retrieval_pipeline.core.types import Document, Qrels, Run
 
 #: The default similarity settings (threshold 0.5, autojunk off, normalised).
 DEFAULT_SIMILARITY = SimilaritySettings()
@@ -83,6 +83,12 @@ def _best_position(similarities: np.ndarray, k: int, hit: np.ndarray) -> np.ndar
     return np.where(hit > 0, top.argmax(axis=1) + 1.0, np.nan)
 
 
+def _reciprocal_rank_at(first_rank: np.ndarray, k: int) -> np.ndarray:
+    """``1 / r`` where ``r`` is the first relevant rank, if ``r <= k``, else 0 (NaN ranks: nothing found)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(first_rank <= k, 1.0 / first_rank, 0.0)
+
+
 def context_qa_metrics(
     run: Run,
     qrels: Qrels,
@@ -90,6 +96,8 @@ def context_qa_metrics(
     chunks_by_id: Mapping[str, Document],
     settings: SimilaritySettings = DEFAULT_SIMILARITY,
     ks: Sequence[int] = (1, 5, 10),
+    *,
+    ranking: RankingMetrics,
 ) -> pd.DataFrame:
     """Score every qrels query: ranking metrics at each ``k`` plus context coverage and best match position.
 
@@ -103,6 +111,7 @@ def context_qa_metrics(
         settings: The similarity settings the qrels were made with (used for exact similarities and
             recorded in ``attrs["similarity_settings"]``).
         ks: Cutoffs ("max hits") for the ``@k`` columns.
+        ranking: The evaluation's per-query ranking metrics (hit rate, precision, nDCG, MRR, first relevant rank).
 
     Returns:
         One row per qrels query, in qrels order.
@@ -114,7 +123,7 @@ def context_qa_metrics(
     if not ks:
         raise ValueError("ks is empty: give at least one cutoff")
     all_ks = sorted({*ks, *HIT_KS})
-    base = per_query_metrics(run, qrels, ks=all_ks, ndcg_k=NDCG_K, precision_ks=ks)
+    base = ranking(run, qrels, ks=all_ks, ndcg_k=NDCG_K, precision_ks=ks)
     query_ids = base["query_id"].tolist()
     similarities = _similarities(run, query_ids, expected, chunks_by_id, settings, max(ks))
     first_rank = base["first_relevant_rank"].to_numpy(dtype=float)
@@ -124,7 +133,7 @@ def context_qa_metrics(
         columns[f"hit_rate@{k}"] = hit
         columns[f"context_coverage@{k}"] = _coverage(similarities, k)
         columns[f"precision@{k}"] = base[f"precision@{k}"]
-        columns[f"mrr@{k}"] = reciprocal_rank(np.where(first_rank <= k, first_rank, np.nan))
+        columns[f"mrr@{k}"] = _reciprocal_rank_at(first_rank, k)
         columns[f"best_match_position@{k}"] = _best_position(similarities, k, hit)
     columns |= {f"hit@{k}": base[f"hit_rate@{k}"] for k in HIT_KS}
     columns |= {f"ndcg@{NDCG_K}": base[f"ndcg@{NDCG_K}"], "mrr": base["mrr"]}
@@ -132,14 +141,3 @@ def context_qa_metrics(
     frame = pd.DataFrame(columns)
     frame.attrs["similarity_settings"] = settings.as_dict()
     return frame
-
-
-def describe_context_metric(name: str) -> str:
-    """One-sentence description of a :func:`context_qa_metrics` column (``"context_coverage@5"``, ...).
-
-    Kept for compatibility: the description comes from :func:`retrieval_pipeline.core.evaluation.metrics.registry.describe_metric`.
-
-    Raises:
-        KeyError: If the name is not in the metric registry (the message lists the known names).
-    """
-    return describe_metric(name)

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Case, Rejected
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case, Rejected
 
 BENCHMARK_TYPE = "context_qa"
 #: Fields read as the answer, first present wins.

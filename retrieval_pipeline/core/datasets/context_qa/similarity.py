@@ -53,8 +53,8 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from retrieval_pipeline.core.result_cache import ResultCache, content_key
-from retrieval_pipeline.core.types import Document, Qrels
+from retrieval_pipeline.core.common.result_cache import ResultCache, content_key
+from retrieval_pipeline.core.common.types import Document, Qrels
 
 #: ``{query_id: {doc_id: ratio}}``: exact ratios; a missing doc id was proven below the threshold.
 SimilarityRows = dict[str, dict[str, float]]

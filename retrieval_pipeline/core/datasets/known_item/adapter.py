@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
 from retrieval_pipeline.core.datasets.base import (
     Block,
     CasesBuild,
@@ -42,10 +43,9 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     environment_fingerprint,
 )
 from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSet, KnownItemSettings, known_items, nested_subsets
-from retrieval_pipeline.core.types import Case, Document, QAPair, Rejected
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
 #: The ``benchmark_type`` of a known-item case.
 KNOWN_ITEM_TYPE = "known_item"
@@ -97,11 +97,11 @@ class KnownItemAdapter(DatasetAdapter):
     kind = "known_item"
     blocks = {"known_item": Block(KnownItemSource, path_keys=("cache_dir",), required=False)}
 
-    def input_paths(self, config: DatasetConfig) -> list[Path]:
+    def input_paths(self, config: DatasetSettings) -> list[Path]:
         """None: the corpus comes from the environment, and ``cache_dir`` is written, not read as input."""
         return []
 
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
         _, built = _build(config)
         unwritable = {d.doc_id for d in built.documents if not exportable_id(d.doc_id)}
         rejects = [
@@ -124,7 +124,7 @@ class KnownItemAdapter(DatasetAdapter):
         ]
         return CasesBuild(cases, rejects, len(cases) + len(rejects), {f"known_item/{k}": v for k, v in built.counts.items()})
 
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
         corpus, built = _build(config)
         report = corpus.report
         scalars = {k: v for k, v in report.items() if k not in ("by_package", "by_kind", "wall_s_by_package")}
@@ -139,16 +139,16 @@ class KnownItemAdapter(DatasetAdapter):
         ]
         return CorpusBuild(kept, [*corpus.rejects, *unwritable], {**scalars, **counts, **extra}, source)
 
-    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
         known = {d.doc_id for d in documents}
         return lambda case: known_item_pair(case, known)
 
-    def metadata(self, config: DatasetConfig) -> dict[str, Any]:
+    def metadata(self, config: DatasetSettings) -> dict[str, Any]:
         source = _source(config)
         return {"known_item/n_queries": source.n_queries, "known_item/seed": source.seed, "known_item/min_words": source.min_words}
 
 
-def _source(config: DatasetConfig) -> KnownItemSource:
+def _source(config: DatasetSettings) -> KnownItemSource:
     return getattr(config, "known_item", None) or KnownItemSource()
 
 
@@ -156,7 +156,7 @@ def _source(config: DatasetConfig) -> KnownItemSource:
 _LAST_BUILD: dict[tuple[str, str, str], tuple[InstalledCorpus, KnownItemSet]] = {}
 
 
-def _build(config: DatasetConfig) -> tuple[InstalledCorpus, KnownItemSet]:
+def _build(config: DatasetSettings) -> tuple[InstalledCorpus, KnownItemSet]:
     """The corpus (cached) and the queries drawn from it; errors name the dataset.
 
     The ``corpus`` and ``raw_cases`` steps both need it: the second one in a process gets the first one's

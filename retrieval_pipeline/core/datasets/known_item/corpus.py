@@ -17,7 +17,7 @@ not be the same corpus twice. A *module* that fails to import (or calls ``sys.ex
 module timeout) is only a reject with the module and the reason, as :func:`introspect_modules` makes it.
 
 **Cached.** Building takes minutes, so the corpus is stored under the cache folder in one Parquet file
-(written atomically, see :mod:`retrieval_pipeline.core.atomic`) named by a fingerprint of the environment:
+(written atomically, see :mod:`retrieval_pipeline.core.common.atomic`) named by a fingerprint of the environment:
 Python version, the sorted ``(distribution, version)`` pairs, the introspection settings and the source of
 the two modules that compose the texts. The same environment reads it back in seconds; any change builds anew.
 
@@ -45,12 +45,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.atomic import atomic_write, file_lock
+from retrieval_pipeline.core.common.atomic import atomic_write, file_lock
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import CACHE_ROOT
+from retrieval_pipeline.core.common.progress import Progress
+from retrieval_pipeline.core.common.types import Document, Rejected
 from retrieval_pipeline.core.datasets.known_item.introspect import list_groups
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import CACHE_ROOT
-from retrieval_pipeline.core.progress import Progress
-from retrieval_pipeline.core.types import Document, Rejected
 
 #: The cache folder when none is given (the pipeline's ``data/cache``, see ``defs/resources.py``).
 DEFAULT_CACHE_DIR = CACHE_ROOT / "installed_corpus"
@@ -208,7 +208,7 @@ def package_groups(settings: IntrospectionSettings, *, label: str = "installed c
 def introspect_in_children(settings: IntrospectionSettings, *, label: str = "installed corpus") -> InstalledCorpus:
     """Run one child per package group (sequentially: the machine is shared) and merge their outputs.
 
-    Each finished group is counted on a :class:`~retrieval_pipeline.core.progress.Progress` (log lines, a terminal bar).
+    Each finished group is counted on a :class:`~retrieval_pipeline.core.common.progress.Progress` (log lines, a terminal bar).
 
     Raises:
         IntrospectionError: A child crashed, exited non-zero, timed out, or wrote no readable output.
@@ -358,7 +358,7 @@ def write_cache(path: Path, corpus: InstalledCorpus) -> Path:
 
 
 def read_cache(path: Path) -> InstalledCorpus:
-    """Read a corpus written by :func:`write_cache` (through one open handle, see :mod:`~retrieval_pipeline.core.atomic`).
+    """Read a corpus written by :func:`write_cache` (through one open handle, see :mod:`~retrieval_pipeline.core.common.atomic`).
 
     Raises:
         IntrospectionError: The file is not such a corpus (names the file; delete it to rebuild).

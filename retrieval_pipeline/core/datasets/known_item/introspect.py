@@ -25,8 +25,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from retrieval_pipeline.core.common.types import Document, Rejected
 from retrieval_pipeline.core.datasets.api_index import CorpusLoad, introspect_modules, package_modules
-from retrieval_pipeline.core.types import Document, Rejected
 
 #: Never imported, even when included: importing them opens a web browser, prints, or starts a GUI.
 NEVER_IMPORTED = frozenset({"antigravity", "this", "idlelib", "turtledemo"})

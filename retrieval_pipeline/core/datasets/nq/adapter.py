@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from retrieval_pipeline.core.common.types import Case, Document, QAPair
 from retrieval_pipeline.core.datasets.base import (
     Block,
     CasesBuild,
@@ -23,10 +24,9 @@ from retrieval_pipeline.core.datasets.base import (
     register_adapter,
 )
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, NQRow, dedupe_chunks, load_nq_csv, nq_cases, nq_documents
-from retrieval_pipeline.core.types import Case, Document, QAPair
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
 
 class NQSource(SettingsBlock):
@@ -50,7 +50,7 @@ class NQAdapter(DatasetAdapter):
     kind = "nq"
     blocks = {"nq": Block(NQSource, path_keys=("csv",))}
 
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
         source: NQSource = config.nq
         loaded, corpus_rows = _load(source)
         chunk_of = dedupe_chunks(corpus_rows).question_chunk  # chunk ids as the corpus numbers them
@@ -59,7 +59,7 @@ class NQAdapter(DatasetAdapter):
             case.extra["gold_chunk_id"] = chunk_of[case.case_id]
         return CasesBuild(cases, loaded.rejects, loaded.total)
 
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
         source: NQSource = config.nq
         _, rows = _load(source)
         chunks = dedupe_chunks(rows)
@@ -68,7 +68,7 @@ class NQAdapter(DatasetAdapter):
             report["corpus_subset"] = f"SUBSET for a quick look: the long answers of the first {len(rows):,} rows only (corpus_rows)"
         return CorpusBuild(nq_documents(chunks.chunks), [], report, str(source.csv))
 
-    def pair_builder(self, config: DatasetConfig, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
         return nq_pair
 
 

@@ -11,13 +11,13 @@ answers joined with ``" | "``. Fields may span several lines when quoted.
 row = row 2, a quoted multi-line field still one row) and, where it differs, the physical *line*
 of the file where the row starts.
 
-**Validation.** File-level problems raise :class:`~retrieval_pipeline.core.errors.InputError`
+**Validation.** File-level problems raise :class:`~retrieval_pipeline.core.common.errors.InputError`
 naming the file: unreadable, not UTF-8 (with the byte offset, row and line of the first bad byte),
 empty, a required column missing, malformed CSV such as an unclosed quote (with the row). A data
 row with an empty ``question`` or ``long_answer``, with non-empty fields past the header, with a
 cell longer than :data:`MAX_CELL_CHARS`, or repeating an earlier row's question and long answer
 (an exact duplicate would count one question twice) becomes a
-:class:`~retrieval_pipeline.core.types.Rejected` whose reason names the file, the row and the
+:class:`~retrieval_pipeline.core.common.types.Rejected` whose reason names the file, the row and the
 column, so ``len(rows) + len(rejects) == total``. Blank lines are skipped and not counted.
 
 **Cell sizes.** Python's csv module refuses fields over 131,072 characters by default, which would
@@ -45,9 +45,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.atomic import atomic_write_text
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.types import Case, Document, Qrels, Rejected
+from retrieval_pipeline.core.common.atomic import atomic_write_text
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected
 
 #: The ``document_id`` every NQ chunk carries (all passages come from one dataset).
 NQ_DOCUMENT_ID = "natural_questions"

@@ -18,7 +18,7 @@ from retrieval_pipeline.core.datasets.base import Block, CasesBuild, CorpusBuild
 from retrieval_pipeline.core.datasets.suite.loading import load_suites
 
 if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.config import DatasetConfig
+    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
 
 class CorpusSpec(SettingsBlock):
@@ -61,12 +61,12 @@ class SuiteAdapter(DatasetAdapter):
         "suite_files_root": Block(Path, is_path=True, required=False),
     }
 
-    def load_cases(self, config: DatasetConfig) -> CasesBuild:
+    def load_cases(self, config: DatasetSettings) -> CasesBuild:
 
         loaded = load_suites(config.suites, files_root=getattr(config, "suite_files_root", None))
         return CasesBuild(loaded.cases, loaded.rejects, loaded.total)
 
-    def build_corpus(self, config: DatasetConfig) -> CorpusBuild:
+    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
 
         spec: CorpusSpec = config.corpus
         if spec.ranked_targets:

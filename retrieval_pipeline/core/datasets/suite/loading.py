@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from retrieval_pipeline.core.common.types import Rejected
 from retrieval_pipeline.core.datasets.suite.reader import SuiteLoad, load_suite
-from retrieval_pipeline.core.types import Rejected
 
 
 def suite_name(path: Path) -> str:

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.paths import PathRefused, read_text_bounded, resolve_inside, shown
-from retrieval_pipeline.core.types import BENCHMARK_TYPES, Case, Rejected
-from retrieval_pipeline.core.yaml_file import read_yaml
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.paths import PathRefused, read_text_bounded, resolve_inside, shown
+from retrieval_pipeline.core.common.types import BENCHMARK_TYPES, Case, Rejected
+from retrieval_pipeline.core.common.yaml_file import read_yaml
 
 #: YAML key -> role name used in ``Case.files`` and ``extra["missing_files"]``.
 FIX_FILE_ROLES: dict[str, str] = {"fixed_file": "fixed", "test_file": "test", "unfixed_file": "unfixed"}

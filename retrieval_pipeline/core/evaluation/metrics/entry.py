@@ -58,7 +58,7 @@ class MetricInfo:
         aggregation: How the metric is summarised over queries (see :data:`Aggregation`).
         kind: ``per_query``, ``summary`` or ``bookkeeping`` (see :data:`Kind`).
         headline: Shown in comparison tables: True / False for a plain name, the cut-offs shown for a pattern.
-        formula: The per-query formula on a judged ranking (:mod:`~retrieval_pipeline.core.metric_formulas`);
+        formula: The per-query formula on a judged ranking (each family module of :mod:`~retrieval_pipeline.core.evaluation.metrics.families`);
             None for columns computed otherwise (context similarity, the LLM judge, summaries, bookkeeping).
         objective: What the fusion sweep may tune on, as ``headline``; needs a formula and higher is better.
         views: The short lists that show it (:data:`View`), with the cut-offs shown, as ``headline``.

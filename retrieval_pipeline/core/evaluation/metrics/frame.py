@@ -28,9 +28,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics.judging import judge
 from retrieval_pipeline.core.evaluation.metrics.registry import METRICS, compute_metric, is_metric_column, metric_descriptions
-from retrieval_pipeline.core.types import Qrels, Run
 
 
 def _check_cutoffs(cutoffs: Sequence[int]) -> None:

@@ -28,7 +28,7 @@ from itertools import chain
 
 import numpy as np
 
-from retrieval_pipeline.core.types import Hit, Qrels, Run
+from retrieval_pipeline.core.common.types import Hit, Qrels, Run
 
 #: Lowest grade that counts as relevant (trec_eval's default ``-l 1``).
 RELEVANCE_THRESHOLD = 1

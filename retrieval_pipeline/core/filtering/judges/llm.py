@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, Field
 
 from retrieval_pipeline.core.filtering.judges.offline import FilterDecision, random_documents
-from retrieval_pipeline.core.llm.client import LLMCall, LLMClient
+from retrieval_pipeline.core.services.llm.client import LLMCall, LLMClient
 
 MAX_CONTEXT_CHARS = 2500
 

@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 from retrieval_pipeline.core.retrieval.tokenize import TOKENIZERS
-from retrieval_pipeline.core.types import Document
 
 FIELDS = ("text", "title", "doc_id")
 

@@ -31,10 +31,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_pipeline.core.errors import InputError
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.yaml_file import read_yaml
 from retrieval_pipeline.core.retrieval.identifiers import CodeLexicalRetriever, FeatureWeights, prior_values
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverName, RetrieverSpec, register_kind
-from retrieval_pipeline.core.yaml_file import read_yaml
 
 PRIOR_FILE = "prior.json"
 

@@ -38,7 +38,7 @@ by the prefixed text, so an unchanged corpus is never embedded twice, and anothe
 sequence length or prefix never reuses a vector. Vectors are always L2-normalised (cosine). The corpus is
 embedded in shards that the cache commits as they finish: a killed build loses at most one shard, and the
 next one embeds only the missing shards. The build reports each shard to a
-:class:`~retrieval_pipeline.core.progress.Progress`: with ``ctx.log`` set (the index asset passes its logger)
+:class:`~retrieval_pipeline.core.common.progress.Progress`: with ``ctx.log`` set (the index asset passes its logger)
 a line per shard (at most one per 5 s, plus the last; rate and ETA from the first shard on, the model
 loaded), a bar on a terminal, and a line on the index it built.
 
@@ -53,7 +53,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from retrieval_pipeline.core.progress import Progress
+from retrieval_pipeline.core.common.progress import Progress
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.devices import Device, Precision
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache

@@ -57,6 +57,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult
 from retrieval_pipeline.core.retrieval.remote import (
     ENV_NAME,
@@ -71,7 +72,6 @@ from retrieval_pipeline.core.retrieval.remote import (
     secret_from_env,
 )
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
-from retrieval_pipeline.core.types import Hit
 
 logger = logging.getLogger(__name__)
 

@@ -54,8 +54,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from retrieval_pipeline.core.closing import Closing
-from retrieval_pipeline.core.llm.transport import classify_error, describe_error
+from retrieval_pipeline.core.common.closing import Closing
 from retrieval_pipeline.core.retrieval.base import QueryResult
 from retrieval_pipeline.core.retrieval.dense import DenseRetriever
 from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
@@ -70,6 +69,7 @@ from retrieval_pipeline.core.retrieval.remote import (
     secret_from_env,
 )
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
+from retrieval_pipeline.core.services.llm.transport import classify_error, describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class OpenAIEmbeddingEncoder(Closing):
         """An ``openai.OpenAI`` with its own retries off (this class retries)."""
         import openai
 
-        from retrieval_pipeline.core.llm.transport import DeadlineTransport  # timeout_s bounds the whole request
+        from retrieval_pipeline.core.services.llm.transport import DeadlineTransport  # timeout_s bounds the whole request
 
         http_client = openai.DefaultHttpxClient(transport=DeadlineTransport(self.timeout_s), timeout=self.timeout_s)
         return openai.OpenAI(

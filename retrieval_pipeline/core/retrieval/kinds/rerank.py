@@ -49,6 +49,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
 from retrieval_pipeline.core.retrieval.cross_finetune import FinetunedCrossEncoderSource, base_of, finetuned_scorer
 from retrieval_pipeline.core.retrieval.devices import Device
@@ -58,7 +59,6 @@ from retrieval_pipeline.core.retrieval.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer, cross_encoder
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverContext, RetrieverName, RetrieverSpec, register_kind
-from retrieval_pipeline.core.types import Hit
 
 
 @register_kind

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.beir.reader import BeirLoad, load_beir
-from retrieval_pipeline.core.errors import InputError
 
 CORPUS = [
     {"_id": "d1", "title": "Paris", "text": "Capital of France.", "metadata": {"url": "u1"}},

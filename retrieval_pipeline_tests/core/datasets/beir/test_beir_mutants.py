@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from retrieval_pipeline.core.common.types import Case, QAPair
 from retrieval_pipeline.core.datasets.beir.adapter import BeirAdapter, beir_pair
 from retrieval_pipeline.core.datasets.beir.reader import load_beir
-from retrieval_pipeline.core.types import Case, QAPair
 
 CORPUS = [{"_id": d, "text": f"text {d}"} for d in ("d1", "d2", "d3", "d:4")]
 QUERIES = [{"_id": "q1", "text": "one"}, {"_id": "q2", "text": ""}, {"_id": "q3", "text": "three"}]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
-from retrieval_pipeline.core.types import Document
 
 DOC = """Intro line before any heading.
 

@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, using_result_cache
+from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.context_qa import pairs as context_pairs
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
 from retrieval_pipeline.core.datasets.context_qa.pairs import CACHE_NAMESPACE, ContextMatch, ContextMatcher
 from retrieval_pipeline.core.datasets.context_qa.reader import REPORT_KEYS, clean_parser_junk, load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
-from retrieval_pipeline.core.errors import InputError
-from retrieval_pipeline.core.result_cache import RESULTS_FILE, ResultCache, using_result_cache
-from retrieval_pipeline.core.types import Case, Document
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.registry import DatasetConfig
 
 SAMPLE = Path(__file__).resolve().parents[4] / "data" / "samples" / "context_qa" / "qa_pairs.json"
 
@@ -419,9 +420,9 @@ def test_the_pair_builder_uses_the_active_result_cache(tmp_path: Path) -> None:
 
 def test_context_columns_with_the_active_cache_equal_those_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Evaluation's similarities of retrieved chunks: read from the cache on a re-run, the columns unchanged."""
+    from retrieval_pipeline.core.common.frames import to_frame
     from retrieval_pipeline.core.datasets.context_qa import similarity as similarity_module
     from retrieval_pipeline.core.datasets.context_qa.similarity import SIMILARITY_NAMESPACE
-    from retrieval_pipeline.core.frames import to_frame
 
     config = DatasetConfig(name="c", kind="context_qa", context_qa={"qa": "qa.json", "pydoc_topics": ["*"]})
     cases = [context_case("a for loop repeats", 0), context_case("the import statement loads", 1)]
@@ -431,13 +432,13 @@ def test_context_columns_with_the_active_cache_equal_those_without(tmp_path: Pat
         {"qa_0000": [("c2", 2.0), ("c1", 1.0)], "qa_0001": [("c2", 1.0), ("c3", 0.5)]},
         {"qa_0000": {"c1": 1}, "qa_0001": {"c2": 1}},
     )
-    fresh = adapter_for(config).extra_query_columns(config, raw_cases, corpus)(run, qrels)
+    fresh = adapter_for(config).extra_query_columns(config, raw_cases, corpus, per_query_metrics)(run, qrels)
     for stored in (0, 4):  # cold: the 4 retrieved (context, chunk) pairs are computed and stored; warm: all read back
         monkeypatch.setattr(similarity_module, "_MEMO", {})  # a new process
         if stored:  # warm: computing any similarity would fail
             monkeypatch.setattr(similarity_module, "SequenceMatcher", None)
         with using_result_cache(tmp_path) as cache:
             assert cache.count() == stored
-            columns = adapter_for(config).extra_query_columns(config, raw_cases, corpus)
+            columns = adapter_for(config).extra_query_columns(config, raw_cases, corpus, per_query_metrics)
             assert columns(run, qrels).equals(fresh)
             assert cache.count(SIMILARITY_NAMESPACE) == 4

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval_pipeline.core.common.types import Document, Run
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents
-from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics, describe_context_metric
+from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.reader import load_context_qa
 from retrieval_pipeline.core.datasets.context_qa.similarity import (
     SimilaritySettings,
@@ -18,8 +19,8 @@ from retrieval_pipeline.core.datasets.context_qa.similarity import (
     relevance_ceiling,
     similarity_rows,
 )
-from retrieval_pipeline.core.evaluation.metrics import aggregate
-from retrieval_pipeline.core.types import Document, Run
+from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import describe_metric as describe_context_metric
 
 SETTINGS = SimilaritySettings(threshold=0.5)
 # similarity to "abcd": c1 0.0, c2 1.0, c3 2*2/8 = 0.5 (relevant at the threshold), c4 0.0, c5 1.0
@@ -34,7 +35,7 @@ def frame_for(run: Run, ks: tuple[int, ...] = (1, 2, 3)):
     rows = similarity_rows(EXPECTED, list(CHUNKS.values()), SETTINGS)
     qrels = qrels_from_similarity(rows, SETTINGS.threshold)
     assert qrels == {"q1": {"c2": 1, "c3": 1, "c5": 1}, "q2": {}, "q3": {"c2": 1, "c3": 1, "c5": 1}}
-    return context_qa_metrics(run, qrels, EXPECTED, CHUNKS, SETTINGS, ks=ks).set_index("query_id")
+    return context_qa_metrics(run, qrels, EXPECTED, CHUNKS, SETTINGS, ks=ks, ranking=per_query_metrics).set_index("query_id")
 
 
 RUN: Run = {
@@ -72,7 +73,7 @@ def test_best_match_ties_take_the_first_position() -> None:
 
 
 def test_columns_settings_and_aggregate() -> None:
-    frame = context_qa_metrics(RUN, {"q1": {"c2": 1}}, EXPECTED, CHUNKS, SETTINGS)
+    frame = context_qa_metrics(RUN, {"q1": {"c2": 1}}, EXPECTED, CHUNKS, SETTINGS, ranking=per_query_metrics)
     per_k = ["hit_rate", "context_coverage", "precision", "mrr", "best_match_position"]
     assert list(frame.columns) == [
         "query_id",
@@ -95,9 +96,9 @@ def test_columns_settings_and_aggregate() -> None:
 def test_errors_name_the_query_or_document() -> None:
     qrels = {"q1": {"c2": 1}}
     with pytest.raises(ValueError, match="no expected context for query 'q1'"):
-        context_qa_metrics(RUN, qrels, {}, CHUNKS, SETTINGS)
+        context_qa_metrics(RUN, qrels, {}, CHUNKS, SETTINGS, ranking=per_query_metrics)
     with pytest.raises(ValueError, match="'nope'"):
-        context_qa_metrics({"q1": [("nope", 1.0)]}, qrels, EXPECTED, CHUNKS, SETTINGS)
+        context_qa_metrics({"q1": [("nope", 1.0)]}, qrels, EXPECTED, CHUNKS, SETTINGS, ranking=per_query_metrics)
     with pytest.raises(KeyError):
         describe_context_metric("coverage")
 
@@ -113,7 +114,7 @@ def test_oracle_run_on_insurance_data_reaches_the_ceiling(shared_data: Path) -> 
     rows = similarity_rows(expected, chunks, SETTINGS)
     qrels = qrels_from_similarity(rows, SETTINGS.threshold)
     oracle = {q: sorted(row.items(), key=lambda hit: -hit[1]) for q, row in rows.items()}
-    frame = context_qa_metrics(oracle, qrels, expected, {c.doc_id: c for c in chunks}, SETTINGS)
+    frame = context_qa_metrics(oracle, qrels, expected, {c.doc_id: c for c in chunks}, SETTINGS, ranking=per_query_metrics)
     ceiling = relevance_ceiling(rows, SETTINGS.threshold)
     assert frame["hit_rate@1"].mean() == pytest.approx(ceiling)
     found = frame["hit_rate@1"] == 1.0

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.datasets.config import DatasetConfig
+from retrieval_pipeline.core.common.result_cache import using_result_cache
+from retrieval_pipeline.core.common.types import Case, Document, QAPair
 from retrieval_pipeline.core.datasets.context_qa.adapter import ContextQAAdapter, SimilaritySettingsModel
 from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatch, ContextMatcher
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings, relevance
-from retrieval_pipeline.core.result_cache import using_result_cache
-from retrieval_pipeline.core.types import Case, Document, QAPair
+from retrieval_pipeline.core.registry import DatasetConfig
 
 SETTINGS = SimilaritySettings(threshold=0.5)
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.result_cache import ResultCache
+from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.context_qa import similarity as similarity_module
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
@@ -29,8 +31,6 @@ from retrieval_pipeline.core.datasets.context_qa.similarity import (
     similarity_of,
     similarity_rows,
 )
-from retrieval_pipeline.core.result_cache import ResultCache
-from retrieval_pipeline.core.types import Document
 
 RAW = SimilaritySettings(normalise=False)
 

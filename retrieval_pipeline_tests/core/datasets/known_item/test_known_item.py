@@ -11,19 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
+from retrieval_pipeline.core.common.sentences import collapse
+from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets import adapter_for, adapter_of_kind
 from retrieval_pipeline.core.datasets import inputs as dataset_inputs
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
-from retrieval_pipeline.core.datasets.config import DatasetConfig
 from retrieval_pipeline.core.datasets.known_item.adapter import KNOWN_ITEM_TYPE, KnownItemAdapter, KnownItemSource, known_item_pair
 from retrieval_pipeline.core.datasets.known_item.queries import nested_subsets
-from retrieval_pipeline.core.errors import InputError
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
-from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.sentences import collapse
-from retrieval_pipeline.core.types import Case
+from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, DatasetConfig, load_registry
 
 N_QUERIES = 6
 
@@ -164,10 +163,10 @@ def test_max_documents_keeps_the_benchmarks_subset_with_the_golds_of_its_queries
 
 def test_an_id_with_whitespace_is_a_reject_and_so_is_its_query(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Introspection found ``DgApiList[dict[str, Any]]``: a TREC file cannot hold that id, so it is rejected, with its query."""
+    from retrieval_pipeline.core.common.types import Document
     from retrieval_pipeline.core.datasets.known_item import adapter as known_item
     from retrieval_pipeline.core.datasets.known_item.corpus import InstalledCorpus
     from retrieval_pipeline.core.datasets.known_item.queries import KnownItemQuery, KnownItemSet
-    from retrieval_pipeline.core.types import Document
 
     bad = "pkg.mod.DgApiList[dict[str, Any]]"
     docs = [Document(i, f"text of {i}", i, module="pkg.mod") for i in ("pkg.mod.a", bad, "pkg.mod.b")]

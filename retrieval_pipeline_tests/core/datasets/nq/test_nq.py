@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.nq.reader import (
     NQ_DOCUMENT_ID,
     dedupe_chunks,
@@ -18,7 +19,6 @@ from retrieval_pipeline.core.datasets.nq.reader import (
     split_short_answers,
     write_chunks_json,
 )
-from retrieval_pipeline.core.errors import InputError
 
 HEADER = "question,long_answer,short_answer\n"
 PROJECT_ROOT = Path(__file__).resolve().parents[4]

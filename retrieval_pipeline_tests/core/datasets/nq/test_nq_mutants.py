@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.datasets.config import DatasetConfig
+from retrieval_pipeline.core.common.types import Case, QAPair
 from retrieval_pipeline.core.datasets.nq import adapter as nq_adapter
 from retrieval_pipeline.core.datasets.nq.adapter import NQAdapter, nq_pair
-from retrieval_pipeline.core.types import Case, QAPair
+from retrieval_pipeline.core.registry import DatasetConfig
 
 CSV = (
     "question,long_answer,short_answer\n"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.suite.reader import SuiteLoad, load_snippet, load_suite
-from retrieval_pipeline.core.errors import InputError
 
 API_OK = """
   - id: api:ok
