@@ -30,7 +30,8 @@ from retrieval_pipeline.core.common.errors import InputError  # noqa: E402
 from retrieval_pipeline.core.common.yaml_file import read_yaml  # noqa: E402
 from retrieval_pipeline.core.datasets.suite.reader import load_suite  # noqa: E402
 from retrieval_pipeline.core.registry import load_registry  # noqa: E402
-from retrieval_pipeline_tests.core import test_hostile_paths, test_yaml_limits  # noqa: E402
+from retrieval_pipeline_tests.core import test_hostile_paths  # noqa: E402
+from retrieval_pipeline_tests.core.common import test_yaml_limits  # noqa: E402
 from retrieval_pipeline_tests.core.datasets import test_dataset_names  # noqa: E402
 from retrieval_pipeline_tests.core.test_bad_input_catalogue import PROBES, Outcome, Probe, check_probe, run_probe  # noqa: E402
 

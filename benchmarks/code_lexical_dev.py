@@ -33,15 +33,15 @@ import pandas as pd  # noqa: E402
 
 from retrieval_pipeline.core.datasets import adapter_for  # noqa: E402
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
-from retrieval_pipeline.core.evaluation.stats import holm, paired_bootstrap_ci, randomisation_test  # noqa: E402
-from retrieval_pipeline.core.evaluation.tuning import split_queries  # noqa: E402
+from retrieval_pipeline.core.evaluation.statistics.stats import holm, paired_bootstrap_ci, randomisation_test  # noqa: E402
+from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import split_queries  # noqa: E402
 from retrieval_pipeline.core.pairs.build import build_pairs  # noqa: E402
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer  # noqa: E402
 from retrieval_pipeline.core.pairs.gold import CorpusLookup  # noqa: E402
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry  # noqa: E402
-from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec  # noqa: E402
+from retrieval_pipeline.core.retrieval.engines.fusion import minmax_fuse, rrf_fuse  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import build_context, build_index, load_retriever, load_retriever_specs  # noqa: E402
-from retrieval_pipeline.core.retrieval.fusion import minmax_fuse, rrf_fuse  # noqa: E402
+from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec  # noqa: E402
 
 METRICS = ("hit_rate@1", "hit_rate@5", "mrr", "ndcg@10")
 RETRIEVERS = "dense_minilm,bm25,bm25_code,code_lexical,code_lexical_usage,hybrid_minmax_a0.5,hybrid_rrf_k60,hybrid_rrf3_code"

@@ -77,12 +77,12 @@ def per_query(scorer, anchors: list[str], candidates: list[list[str]], texts: di
 
 def select(args: argparse.Namespace) -> int:
     from benchmarks.finetune_select import corpus_of
-    from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever
-    from retrieval_pipeline.core.retrieval.cross_finetune import CrossEncoderFinetuneSettings, train_cross_encoder
-    from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder
-    from retrieval_pipeline.core.retrieval.mined_pairs import held_out_corpus, mine_pairs, split_pairs
-    from retrieval_pipeline.core.retrieval.model_source import default_model_path, set_hf_offline
-    from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer, CrossEncoderScorer
+    from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
+    from retrieval_pipeline.core.retrieval.models.encoders import SentenceTransformerEncoder
+    from retrieval_pipeline.core.retrieval.models.model_source import default_model_path, set_hf_offline
+    from retrieval_pipeline.core.retrieval.models.scorers import BiEncoderScorer, CrossEncoderScorer
+    from retrieval_pipeline.core.retrieval.training.cross_finetune import CrossEncoderFinetuneSettings, train_cross_encoder
+    from retrieval_pipeline.core.retrieval.training.mined_pairs import held_out_corpus, mine_pairs, split_pairs
 
     set_hf_offline()
     documents = corpus_of(args.dataset)

@@ -25,13 +25,13 @@ from retrieval_pipeline.core.common.progress import progress_to
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.evaluation.stats import paired_bootstrap_ci, randomisation_test
+from retrieval_pipeline.core.evaluation.statistics.stats import paired_bootstrap_ci, randomisation_test
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry
-from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, build_context, build_index, load_retriever, load_retriever_specs
+from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec
 
 METRICS = ("hit_rate@1", "hit_rate@5", "mrr", "ndcg@10")
 

@@ -18,7 +18,7 @@ TEXTS = 800
 
 
 def child() -> None:
-    from retrieval_pipeline.core.retrieval.encoders import OnnxInt8Encoder
+    from retrieval_pipeline.core.retrieval.models.encoders import OnnxInt8Encoder
 
     encoder = OnnxInt8Encoder()
     texts = [f"def function_{i}(x, y): return the parsed value of field {i} from the JSON document with options " * 3 for i in range(TEXTS)]

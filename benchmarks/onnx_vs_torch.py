@@ -1,7 +1,7 @@
 """Benchmark the dense encoder's two backends: ``torch`` (sentence-transformers) against ``onnx_int8``.
 
 ``onnx_int8`` is the same model exported once to an int8-quantised ONNX graph and run by onnxruntime
-(:mod:`retrieval_pipeline.core.retrieval.onnx_backend`). For each model this prints, measured in one run:
+(:mod:`retrieval_pipeline.core.retrieval.models.onnx_backend`). For each model this prints, measured in one run:
 
 * **throughput**: passages/s of each backend on the same passages (the first ``--passages`` distinct
   NQ long answers, or the stdlib corpus when ``../shared/data`` is absent), batch size ``--batch-size``.
@@ -44,12 +44,12 @@ from retrieval_pipeline.core.common.types import Qrels
 from retrieval_pipeline.core.datasets.nq.reader import dedupe_chunks, load_nq_csv
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import Encoder, OnnxInt8Encoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
-from retrieval_pipeline.core.retrieval.model_source import ModelSource
-from retrieval_pipeline.core.retrieval.onnx_backend import default_cache_dir
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import Encoder, OnnxInt8Encoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
+from retrieval_pipeline.core.retrieval.models.onnx_backend import default_cache_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NQ_CSV = PROJECT_ROOT.parent / "shared" / "data" / "nq" / "natural_questions_sample.csv"

@@ -229,8 +229,8 @@ def measure_change(work: Workload, registry: RetrieverRegistry, encoder_for: Cal
 
 def measure_recall(work: Workload, registry: RetrieverRegistry, encoder_for: Callable[[Any], Any]) -> None:
     """HNSW (default settings) against flat on this size's real vectors (read from the cache) and kept queries."""
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.faiss_index import approximate_recall
+    from retrieval_pipeline.core.retrieval.engines.faiss_index import approximate_recall
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
 
     spec = registry.get(DENSE)
     encoder = encoder_for(spec)
@@ -280,7 +280,7 @@ def throughput(encoders: Mapping[str, Any], texts: Sequence[str], rounds: int) -
 
 def real_encoders(spec: Any) -> dict[str, Any]:
     """torch (sentence-transformers) and the spec's own ONNX int8 encoder of one dense spec."""
-    from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder
+    from retrieval_pipeline.core.retrieval.models.encoders import SentenceTransformerEncoder
 
     torch_encoder = SentenceTransformerEncoder.from_source(spec.model, batch_size=spec.batch_size, max_seq_length=spec.max_seq_length)
     return {"torch": torch_encoder, "onnx_int8": spec.real_model()}
@@ -362,7 +362,7 @@ def plan_dense(
 
 def missing_vectors(cache_dir: Path, spec: Any, encoder: Any, documents: Sequence[Document]) -> Callable[[Subset], int]:
     """A function: how many of a subset's texts the benchmark's cache lacks for ``encoder``."""
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache, text_key
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache, text_key
 
     keys = [text_key(spec.passage_prefix + d.text) for d in documents]
     with EmbeddingCache(cache_dir / CACHE_FILE) as cache:
@@ -387,7 +387,7 @@ def run_child(root: Path, args: Sequence[str], result: Path) -> dict[str, Any]:
 
 def worker_main(args: argparse.Namespace) -> None:
     """A child: one size's workload, or the throughput, from the files the parent wrote into ``--root``."""
-    from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
+    from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec
 
     run_step(args.root, args.worker, encoder_for_spec, real_encoders)
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from retrieval_pipeline.core.evaluation.stats import paired_bootstrap_ci, randomisation_test
+from retrieval_pipeline.core.evaluation.statistics.stats import paired_bootstrap_ci, randomisation_test
 
 #: Elements of one chunk of scipy's resamples: the 16 MB ``bootstrap_means`` works in.
 _CHUNK_ELEMENTS = 2**21

@@ -18,8 +18,8 @@ Every value equals pytrec_eval's on the queries both score: runs are ranked by s
 as trec_eval reads it), ties by doc id descending; relevance is ``grade >= 1``. Means are over every qrels
 query, a query missing from the run scoring 0 (pytrec_eval leaves it out of its mean instead).
 
-The statistics are those of :mod:`retrieval_pipeline.core.evaluation.stats`, computed by
-:func:`retrieval_pipeline.core.evaluation.pairwise.compare_all` (as the pipeline's ``retriever_pairs``):
+The statistics are those of :mod:`retrieval_pipeline.core.evaluation.statistics.stats`, computed by
+:func:`retrieval_pipeline.core.evaluation.statistics.pairwise.compare_all` (as the pipeline's ``retriever_pairs``):
 paired percentile bootstrap CIs (one draw of queries per resample for every run and difference), Fisher's
 randomisation test by random sign flips (or the paired t-test), Holm-corrected over the pairs of runs of
 each metric.
@@ -39,7 +39,7 @@ import numpy as np
 from retrieval_pipeline.api_inputs import load_qrels, load_run
 from retrieval_pipeline.core.evaluation.metrics import MetricName, parse_metric, parse_metrics
 from retrieval_pipeline.core.evaluation.metrics.ranked import per_query_values
-from retrieval_pipeline.core.evaluation.pairwise import PairwiseSettings, compare_all, matrix, pair_sentence, verdict
+from retrieval_pipeline.core.evaluation.statistics.pairwise import PairwiseSettings, compare_all, matrix, pair_sentence, verdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -185,7 +185,7 @@ class PairComparison:
         return pair_sentence(self._row(), digits, with_metric)
 
     def _row(self) -> dict[str, Any]:
-        """This pair as a row of :data:`~retrieval_pipeline.core.evaluation.pairwise.PAIR_COLUMNS`."""
+        """This pair as a row of :data:`~retrieval_pipeline.core.evaluation.statistics.pairwise.PAIR_COLUMNS`."""
         return {"a": self.run, "b": self.other} | {k: v for k, v in vars(self).items() if k not in ("run", "other")}
 
 
@@ -324,7 +324,7 @@ def compare(
     For each metric, each run's mean over the qrels queries gets a paired percentile bootstrap CI, and
     each pair of runs (the later in ``runs`` against the earlier) gets the mean per-query difference, its
     paired bootstrap CI, and a two-sided p-value from Fisher's randomisation test (random sign flips of
-    the per-query differences, :func:`retrieval_pipeline.core.evaluation.stats.randomisation_test`) or the paired
+    the per-query differences, :func:`retrieval_pipeline.core.evaluation.statistics.stats.randomisation_test`) or the paired
     t-test; the p-values of a metric's pairs are Holm-corrected together, and a pair is significant when
     its Holm p is ``<= alpha``. All draws are seeded from ``seed`` and the metric and run names.
 

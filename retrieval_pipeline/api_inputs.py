@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_pipeline.core.evaluation.trec import read_trec_qrels, read_trec_run_scores
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run_scores
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "retrieval_pipeline"
 LAZY = {
     ("__init__.py", "retrieval_pipeline"): "`import retrieval_pipeline` stays light: the API loads on first attribute use",
     ("__init__.py", "retrieval_pipeline.core.evaluation.metrics.names"): "the same, for parse_metric",
-    ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.encoders"): "keyword search never loads torch",
-    ("core/evaluation/stats.py", "retrieval_pipeline.core.evaluation.stats_kernels"): "Numba loads only for large randomisation tests",
+    ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.models.encoders"): "keyword search never loads torch",
+    ("core/evaluation/statistics/stats.py", "retrieval_pipeline.core.evaluation.statistics.kernels"): "Numba loads only for large randomisation tests",
     ("core/evaluation/metrics/judging.py", "retrieval_pipeline.core.evaluation.metrics.kernels"): "Numba loads only for large runs",
     ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
 }

@@ -19,7 +19,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from retrieval_pipeline.core.evaluation.metrics import metric_label, view_columns
-from retrieval_pipeline.core.evaluation.pairwise import metric_verdicts
+from retrieval_pipeline.core.evaluation.statistics.pairwise import metric_verdicts
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = tuple((metric_label(name), name) for name in view_columns("console"))

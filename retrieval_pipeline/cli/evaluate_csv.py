@@ -42,11 +42,11 @@ from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.paths import CACHE_ROOT, PROJECT_ROOT
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, dedupe_chunks, load_nq_csv, nq_qrels, write_chunks_json
-from retrieval_pipeline.core.evaluation.results import comparison_table, evaluation_results, write_evaluation_results
+from retrieval_pipeline.core.evaluation.exports.results import comparison_table, evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.registry import DEFAULT_RETRIEVERS_PATH
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
-from retrieval_pipeline.core.retrieval.model_source import set_hf_offline
+from retrieval_pipeline.core.retrieval.models.model_source import set_hf_offline
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun
 from retrieval_pipeline.core.retrieval.runner import build_retriever, run_retriever
 from retrieval_pipeline.core.retrieval.settings import RetrievalSettings
@@ -258,7 +258,7 @@ def _evaluate(
 
 def encoder_for_spec(spec: object) -> object:
     """The real encoder a dense spec names (imported on first use: keyword search never loads torch)."""
-    from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec as real
+    from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec as real
 
     return real(spec)
 

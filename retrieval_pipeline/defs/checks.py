@@ -1,4 +1,4 @@
-"""The asset checks of ``retrieval_metrics``: a floor per thresholded metric, a drift check per drift metric.
+"""The asset checks of ``retrieval_metrics``: a threshold check per metric with a threshold, a drift check per drift metric.
 
 The specs are the union over the registry's datasets and are partitioned by dataset, so each dataset keeps
 its own check status and history. ``retrieval_metrics`` computes the gates (core) and returns one result
@@ -11,13 +11,13 @@ from collections.abc import Sequence
 import dagster as dg
 
 from retrieval_pipeline.core.common.asset_metadata import Markdown
-from retrieval_pipeline.core.evaluation.gates import GateResult, check_name, drift_check_name
+from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult, check_name, drift_check_name
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY, partitioned_check_spec
 
 
 def _build_check_specs() -> list[dg.AssetCheckSpec]:
-    """One floor check per metric any registered dataset sets a threshold on, plus the drift checks.
+    """One threshold check per metric any registered dataset sets a threshold on, plus the drift checks.
 
     Every spec is partitioned by dataset, so each dataset has its own check status and history.
     """
@@ -28,7 +28,7 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
             check_name(m),
             asset="retrieval_metrics",
             blocking=True,
-            description=f"Every checked retriever's {m} is at least the dataset's floor.",
+            description=f"Every checked retriever's {m} is at least the dataset's threshold.",
         )
         for m in metrics
     ]
@@ -47,10 +47,10 @@ def _build_check_specs() -> list[dg.AssetCheckSpec]:
 CHECK_SPECS = _build_check_specs()
 
 
-def check_result(gate: GateResult, dataset: str) -> dg.AssetCheckResult:
+def check_result(gate: CheckResult, dataset: str) -> dg.AssetCheckResult:
     """A gate of the evaluation as Dagster's check result, recorded against the dataset's partition.
 
-    The retrievers' values are one Markdown table, rounded to 4 digits, and the floor, the settings and the
+    The retrievers' values are one Markdown table, rounded to 4 digits, and the threshold, the settings and the
     counts are text: the UI plots numeric metadata across evaluations of every partition, which for these
     would draw a constant line and a trend across datasets that does not exist.
     """
@@ -76,20 +76,20 @@ def _as_text(value: object) -> object:
     return "n/a" if isinstance(value, float) and math.isnan(value) else f"{value:.4g}"
 
 
-def _values_table(gate: GateResult) -> str:
-    """``| retriever | value |``, rounded to 4 digits; a value below the floor is marked."""
+def _values_table(gate: CheckResult) -> str:
+    """``| retriever | value |``, rounded to 4 digits; a value below the threshold is marked."""
     rows = ["| retriever | value | |", "|---|---|---|"]
     for retriever, value in gate.values.items():
         shown = "n/a" if math.isnan(value) else f"{value:.4f}"
         low = gate.threshold is not None and (math.isnan(value) or value < gate.threshold)
-        rows.append(f"| {retriever} | {shown} | {'below the floor' if low else ''} |")
+        rows.append(f"| {retriever} | {shown} | {'below the threshold' if low else ''} |")
     return "\n".join(rows)
 
 
-def check_results(gates: Sequence[GateResult], dataset: str, log: dg.DagsterLogManager) -> list[dg.AssetCheckResult]:
+def check_results(gates: Sequence[CheckResult], dataset: str, log: dg.DagsterLogManager) -> list[dg.AssetCheckResult]:
     """One result per check spec: the dataset's gate where it computed one, else a pass with a note.
 
-    The specs are the union over datasets, so a floor only another dataset sets passes here with a note.
+    The specs are the union over datasets, so a threshold only another dataset sets passes here with a note.
     A gate with no spec of its name (the definitions were loaded from another registry than this run's)
     is logged as a warning and not recorded as a check.
     """

@@ -7,14 +7,14 @@ import pandas as pd
 from retrieval_pipeline.core.common.progress import progress_to
 from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.datasets import adapter_for
+from retrieval_pipeline.core.evaluation.exports.results import evaluation_results, write_evaluation_results
+from retrieval_pipeline.core.evaluation.exports.tables import pairs_metadata, significance_metadata
+from retrieval_pipeline.core.evaluation.exports.trec import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.evaluation.pairwise import retriever_pairs as all_pairs
-from retrieval_pipeline.core.evaluation.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results
-from retrieval_pipeline.core.evaluation.significance import significance_table
-from retrieval_pipeline.core.evaluation.tables import pairs_metadata, significance_metadata
-from retrieval_pipeline.core.evaluation.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.evaluation.statistics.pairwise import retriever_pairs as all_pairs
+from retrieval_pipeline.core.evaluation.statistics.significance import significance_table
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
@@ -124,7 +124,7 @@ def retrieval_metrics(context: dg.AssetExecutionContext, settings: PipelineSetti
 
     ``hit_rate@k`` = share of queries with ANY gold document in the top k (Success@k);
     ``recall@k`` = mean share of a query's gold documents in the top k. Checks compare every checked
-    retriever with the dataset's floors, and the drift metric with the blessed baseline evaluation
+    retriever with the dataset's thresholds, and the drift metric with the blessed baseline evaluation
     (the previous one unless a run tagged ``retrieval_pipeline/blessed=true`` or ``drift.blessed_run_id``
     names another). Each evaluation keeps its per-query results under ``data/out/history/<dataset>/``.
     """

@@ -11,7 +11,7 @@ import dagster as dg
 from retrieval_pipeline.core.common.paths import CACHE_ROOT, PROJECT_ROOT, child_path
 from retrieval_pipeline.core.registry import DatasetConfig, Registry, registry_at
 from retrieval_pipeline.core.report.alerts import AlertSink
-from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
+from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec
 from retrieval_pipeline.core.services.llm.cache import LLMCache
 from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.services.llm.local_models import DEFAULT_LOCAL_MODEL, serve_local_model

@@ -4,7 +4,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
-from retrieval_pipeline.core.evaluation.tuning import sweep
+from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import sweep
 from retrieval_pipeline.core.registry import DatasetConfig, Registry
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.defs.metadata import dagster_metadata

@@ -38,7 +38,7 @@ import pytest
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning, atomic_write, atomic_write_text
 from retrieval_pipeline.core.common.sqlite_store import is_corrupt_sqlite_error
 from retrieval_pipeline.core.filtering.retrieval_dataset import write_jsonl
-from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
 from retrieval_pipeline.core.services.llm.cache import LLMCache
 from retrieval_pipeline_tests.core.retrieval.kit import committed_vectors
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
@@ -74,7 +74,7 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     path, n, delay = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])

@@ -12,6 +12,7 @@ import pytest
 from retrieval_pipeline.core.common.types import Document, Qrels, Run
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
+from retrieval_pipeline.core.evaluation.exports.tables import comparison_table
 from retrieval_pipeline.core.evaluation.metrics import (
     HEADLINE_COLUMNS,
     METRIC_DESCRIPTIONS,
@@ -37,7 +38,6 @@ from retrieval_pipeline.core.evaluation.metrics import (
 )
 from retrieval_pipeline.core.evaluation.metrics.families.hit_rate import hit_rate_at
 from retrieval_pipeline.core.evaluation.metrics.registry import _index
-from retrieval_pipeline.core.evaluation.tables import comparison_table
 
 QRELS: Qrels = {"q1": {"d1": 1}, "q2": {"d2": 2, "d3": 1}, "q3": {"d9": 1}}
 RUN: Run = {"q1": [("d4", 0.9), ("d1", 0.8)], "q2": [("d2", 0.9)]}

@@ -257,7 +257,7 @@ def test_beir_corpus_line_with_a_5000_digit_id_or_100000_deep_rejects_the_line(t
 def damage_one_cache_row(path: Path, model_id: str, text: str, blob: bytes) -> None:
     import sqlite3
 
-    from retrieval_pipeline.core.retrieval.embed_cache import text_key
+    from retrieval_pipeline.core.retrieval.models.embed_cache import text_key
 
     with sqlite3.connect(path) as conn:
         assert (
@@ -279,7 +279,7 @@ def damage_one_cache_row(path: Path, model_id: str, text: str, blob: bytes) -> N
 )
 def test_embedding_cache_row_with_a_10_byte_or_nan_vector_is_embedded_again_with_a_warning(tmp_path: Path, blob: bytes, why: str) -> None:
     from retrieval_pipeline.core.common.atomic import CorruptFileWarning
-    from retrieval_pipeline.core.retrieval.embed_cache import CacheStats, EmbeddingCache
+    from retrieval_pipeline.core.retrieval.models.embed_cache import CacheStats, EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
     encoder = CountingEncoder(KeywordEncoder(["cat", "dog", "fish", "bird"]))
@@ -302,7 +302,7 @@ def test_embedding_cache_row_with_a_10_byte_or_nan_vector_is_embedded_again_with
 
 
 def test_embedding_cache_refuses_nan_vectors_from_the_encoder(tmp_path: Path) -> None:
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     class NaNEncoder(KeywordEncoder):
@@ -423,8 +423,8 @@ ONE_RESULT = b'{"results": [[{"doc_id": "d1", "score": 1.0}]]}'
 )
 def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
     from retrieval_pipeline.core.retrieval.base import QueryError
+    from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
     from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever
-    from retrieval_pipeline.core.retrieval.remote import RetryPolicy
 
     # a byte every 0.25 s: each read is well within the 1 s timeout, for up to 30 s
     with TrickleServer(head, piece, pieces=120, every_s=0.25) as server:
@@ -440,7 +440,7 @@ def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes
 
 
 def test_http_answer_of_800_mb_is_refused_before_reading() -> None:
-    from retrieval_pipeline.core.retrieval.remote import MAX_ANSWER_BYTES, BadResponse, post_json
+    from retrieval_pipeline.core.retrieval.engines.remote import MAX_ANSWER_BYTES, BadResponse, post_json
 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 800000000\r\n\r\n"
     with TrickleServer(head, b"x" * 65536, pieces=200, every_s=0.001) as server:  # 13 MB at most
@@ -451,7 +451,7 @@ def test_http_answer_of_800_mb_is_refused_before_reading() -> None:
 
 
 def test_http_streamed_answer_past_the_limit_is_cut_off() -> None:
-    from retrieval_pipeline.core.retrieval.remote import BadResponse, post_json
+    from retrieval_pipeline.core.retrieval.engines.remote import BadResponse, post_json
 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"  # no length: read until closed
     with TrickleServer(head, b"x" * 65536, pieces=160, every_s=0.001) as server:  # 10 MB at most
@@ -460,7 +460,7 @@ def test_http_streamed_answer_past_the_limit_is_cut_off() -> None:
 
 
 def test_http_answer_within_the_deadline_and_limit_is_read() -> None:
-    from retrieval_pipeline.core.retrieval.remote import post_json
+    from retrieval_pipeline.core.retrieval.engines.remote import post_json
 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ONE_RESULT)
     with TrickleServer(head + ONE_RESULT, b"", pieces=0, every_s=0) as server:
@@ -514,8 +514,8 @@ def test_yaml_of_too_many_nodes_is_refused_before_building(tmp_path: Path, monke
 
 
 def test_openai_embeddings_timeout_is_a_deadline_for_a_trickling_server() -> None:
+    from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
     from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import EmbeddingServerError, OpenAIEmbeddingEncoder
-    from retrieval_pipeline.core.retrieval.remote import RetryPolicy
 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
     with TrickleServer(head, b" ", pieces=120, every_s=0.25) as server:

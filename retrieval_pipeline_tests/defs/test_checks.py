@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from retrieval_pipeline.core.evaluation.gates import GateResult
+from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult
 from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
 
 
@@ -17,8 +17,8 @@ class _Log:
 def test_one_result_per_spec_notes_for_floors_the_dataset_does_not_set_and_unknown_gates_logged():
     names = sorted(s.name for s in CHECK_SPECS)
     gates = [
-        GateResult(names[0], False, "ERROR", "below the floor", {"bm25": 0.2}, 0.5),
-        GateResult("min_not_a_spec", False, "ERROR", "from another registry"),
+        CheckResult(names[0], False, "ERROR", "below the threshold", {"bm25": 0.2}, 0.5),
+        CheckResult("min_not_a_spec", False, "ERROR", "from another registry"),
     ]
     log = _Log()
     results = check_results(gates, "stdlib", log)
@@ -30,7 +30,7 @@ def test_one_result_per_spec_notes_for_floors_the_dataset_does_not_set_and_unkno
 
 def test_check_metadata_holds_no_number_to_plot_and_rounds_the_values():
     values = {"bm25": 0.123456789, "dense": 0.9, "odd": float("nan")}
-    gate = GateResult("min_hit_rate_at_5", False, "ERROR", "below", values, 0.5, {"alpha": 0.05, "n_alerts": 2, "rule": "significance"})
+    gate = CheckResult("min_hit_rate_at_5", False, "ERROR", "below", values, 0.5, {"alpha": 0.05, "n_alerts": 2, "rule": "significance"})
     result = check_results([gate], "stdlib", _Log())[0]
     assert not [k for k, v in result.metadata.items() if isinstance(v.value, (int, float))]
     assert (result.metadata["alpha"].value, result.metadata["n_alerts"].value, result.metadata["rule"].value) == (
@@ -40,5 +40,7 @@ def test_check_metadata_holds_no_number_to_plot_and_rounds_the_values():
     )
     table = result.metadata["values"].value
     assert (
-        "| bm25 | 0.1235 | below the floor |" in table and "| dense | 0.9000 |  |" in table and "| odd | n/a | below the floor |" in table
+        "| bm25 | 0.1235 | below the threshold |" in table
+        and "| dense | 0.9000 |  |" in table
+        and "| odd | n/a | below the threshold |" in table
     )

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.evaluation.refusion import Judgements, fused_run, fusion_table
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
-from retrieval_pipeline.core.evaluation.tuning import FUSION_METHODS, choose, split_queries
+from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import FUSION_METHODS, choose, split_queries
+from retrieval_pipeline.core.evaluation.tuning.refusion import Judgements, fused_run, fusion_table
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 from retrieval_pipeline.definitions import defs

@@ -8,8 +8,8 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
-from retrieval_pipeline.core.evaluation.trec import read_trec_qrels, read_trec_run
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline_tests.defs.independent import fold, read_beir_qrels

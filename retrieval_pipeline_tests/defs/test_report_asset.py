@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.evaluation.significance import significance_table
+from retrieval_pipeline.core.evaluation.statistics.significance import significance_table
 from retrieval_pipeline.core.report.data import trend_frame
 from retrieval_pipeline.core.report.mlflow_log import flatten_params, sanitise_name
 from retrieval_pipeline.definitions import defs

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from retrieval_pipeline.core.evaluation import stats
-from retrieval_pipeline.core.evaluation.pairwise import PAIR_COLUMNS, pairwise_metrics
+from retrieval_pipeline.core.evaluation.statistics import stats
+from retrieval_pipeline.core.evaluation.statistics.pairwise import PAIR_COLUMNS, pairwise_metrics
 from retrieval_pipeline.definitions import defs
 
 PARTITION = "stdlib"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_pipeline.core.retrieval.encoders import Encoder, describe_model
+from retrieval_pipeline.core.retrieval.models.encoders import Encoder, describe_model
 
 _TOKEN = re.compile(r"\w+")
 

@@ -2,7 +2,7 @@
 words and when two words match, the documents of a miss, their kin, and when a query is vague.
 
 * **Content words** (:func:`content_words`): the project tokenizer's tokens
-  (:func:`~retrieval_pipeline.core.retrieval.tokenize.tokenize`: split on non-alphanumerics, so
+  (:func:`~retrieval_pipeline.core.retrieval.engines.tokenize.tokenize`: split on non-alphanumerics, so
   ``snake_case`` and dotted names fall apart, CamelCase parts plus the whole run, lowercased), minus
   :func:`stop_words` and tokens shorter than :data:`MIN_WORD_LENGTH` characters or made of digits only.
   :func:`stop_words` is scikit-learn's ``ENGLISH_STOP_WORDS`` when scikit-learn is importable (else the
@@ -46,8 +46,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from retrieval_pipeline.core.retrieval.tokenize import STOPWORDS as TOKENIZER_STOPWORDS
-from retrieval_pipeline.core.retrieval.tokenize import tokenize
+from retrieval_pipeline.core.retrieval.engines.tokenize import STOPWORDS as TOKENIZER_STOPWORDS
+from retrieval_pipeline.core.retrieval.engines.tokenize import tokenize
 
 #: Words of scikit-learn's list that are content words in API questions ("get the name", "move a file").
 KEPT_WORDS: frozenset[str] = frozenset(

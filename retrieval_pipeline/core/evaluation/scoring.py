@@ -3,7 +3,7 @@
 * :func:`per_query_results`: one row per (retriever, query) with every per-query metric, the dataset
   kind's extra columns (context QA), latency, the retriever's error on that query, and the top hits.
 * :func:`metric_table`: the means per retriever, in the dataset's retriever order.
-* :func:`evaluate_dataset`: the table, the dataset's floors, and its drift check against the blessed baseline
+* :func:`evaluate_dataset`: the table, the dataset's thresholds, and its drift check against the blessed baseline
   (:data:`DRIFT_RULES`: a significant drop on paired queries, or the relative-drop rule), and the
   metadata the UI shows (one JSON table of means rounded to 4 digits, the comparison as Markdown).
 """
@@ -20,12 +20,12 @@ import pandas as pd
 
 from retrieval_pipeline.core.common.asset_metadata import Markdown, md_preview
 from retrieval_pipeline.core.common.types import Qrels, Run
-from retrieval_pipeline.core.evaluation.gates import GateResult, drift_check_name, drift_gate, threshold_gate
+from retrieval_pipeline.core.evaluation.checks.regression import DriftSettings, regression_gate
+from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult, drift_check_name, drift_gate, threshold_check
+from retrieval_pipeline.core.evaluation.exports.tables import comparison_table
 from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
 from retrieval_pipeline.core.evaluation.latency import latency_spread
 from retrieval_pipeline.core.evaluation.metrics import aggregate, headline_columns, metric_definitions_md, per_query_metrics
-from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate
-from retrieval_pipeline.core.evaluation.tables import comparison_table
 from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 
@@ -91,26 +91,26 @@ def metric_table(query_results: pd.DataFrame, order: Sequence[str]) -> MetricTab
     return MetricTable(by_retriever, pd.DataFrame(by_retriever).T.reset_index(names="retriever"))
 
 
-def dataset_gates(
+def threshold_checks(
     thresholds: Mapping[str, tuple[float, str]], table: MetricTable, checked: Sequence[str], gated: Sequence[str] | None = None
-) -> list[GateResult]:
-    """Every floor (``{metric: (min, severity)}``) over the checked retrievers present; an ERROR floor fails the
+) -> list[CheckResult]:
+    """Every threshold (``{metric: (min, severity)}``) over the checked retrievers present; an ERROR threshold fails the
     run only for the ``gated`` retrievers (default: all), the others' failures are WARN."""
     present = [r for r in checked if r in table.by_retriever]
     gate = None if gated is None else [r for r in gated if r in table.by_retriever]
-    return [threshold_gate(m, floor, severity, table.by_retriever, present, gate) for m, (floor, severity) in thresholds.items()]
+    return [threshold_check(m, minimum, severity, table.by_retriever, present, gate) for m, (minimum, severity) in thresholds.items()]
 
 
 def _relative_rule(
     drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], baseline: Evaluation
-) -> GateResult:
+) -> CheckResult:
     """The relative-drop rule: the drift metric's mean fell more than ``max_relative_drop`` (no test)."""
     return drift_gate(drift.metric, drift.max_relative_drop, table.by_retriever, baseline.values, checked)
 
 
 def _significance_rule(
     drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], baseline: Evaluation
-) -> GateResult:
+) -> CheckResult:
     """The regression gate: a significant (Holm-corrected) drop of at least ``min_drop`` on the common queries."""
     name = drift_check_name(drift.metric)
     if not baseline.snapshot or not Path(baseline.snapshot).is_file():
@@ -119,7 +119,7 @@ def _significance_rule(
             if not baseline.snapshot
             else f"{baseline.snapshot} is gone"
         )
-        return GateResult(name, True, "WARN", f"nothing to compare with: {why}", {}, drift.min_drop)
+        return CheckResult(name, True, "WARN", f"nothing to compare with: {why}", {}, drift.min_drop)
     report = regression_gate(query_results, read_snapshot(baseline.snapshot), checked, drift)
     flipped = report.flipped.head(MAX_FLIPPED_LISTED).astype(object).where(report.flipped.notna(), None).to_dict("records")
     shown = report.frame[[c for c in GATE_TABLE_COLUMNS if c in report.frame.columns]].round(4)
@@ -129,11 +129,11 @@ def _significance_rule(
         "flipped_queries": flipped,
         "flipped_total": len(report.flipped),
     }
-    return GateResult(name, report.passed, "WARN", report.description, {}, drift.min_drop, extra)
+    return CheckResult(name, report.passed, "WARN", report.description, {}, drift.min_drop, extra)
 
 
 #: How the drift check decides, by ``drift.rule`` (one entry per rule).
-DRIFT_RULES: dict[str, Callable[[DriftSettings, MetricTable, pd.DataFrame, Sequence[str], Evaluation], GateResult]] = {
+DRIFT_RULES: dict[str, Callable[[DriftSettings, MetricTable, pd.DataFrame, Sequence[str], Evaluation], CheckResult]] = {
     "significance": _significance_rule,
     "relative": _relative_rule,
 }
@@ -141,12 +141,12 @@ DRIFT_RULES: dict[str, Callable[[DriftSettings, MetricTable, pd.DataFrame, Seque
 
 def drift_check(
     drift: DriftSettings, table: MetricTable, query_results: pd.DataFrame, checked: Sequence[str], choice: BaselineChoice
-) -> GateResult:
+) -> CheckResult:
     """The drift check against the chosen baseline evaluation, by the dataset's rule; its description says which baseline."""
     present = [r for r in checked if r in table.by_retriever]
     if choice.evaluation is None:  # first evaluation passes; a configured run that is not there fails, so it gets fixed
         configured = bool(drift.blessed_run_id)
-        return GateResult(drift_check_name(drift.metric), not configured, "WARN", choice.reason, {}, drift.min_drop)
+        return CheckResult(drift_check_name(drift.metric), not configured, "WARN", choice.reason, {}, drift.min_drop)
     gate = DRIFT_RULES[drift.rule](drift, table, query_results, present, choice.evaluation)
     gate.description = f"[{drift.rule} rule; baseline: {choice.reason}] {gate.description}"
     gate.extra = {**gate.extra, "baseline": choice.reason, "rule": drift.rule}
@@ -158,7 +158,7 @@ class EvaluatedDataset:
     """What ``retrieval_metrics`` reports: the metric table, the check results and the baseline compared with."""
 
     table: MetricTable
-    gates: list[GateResult]
+    gates: list[CheckResult]
     baseline: BaselineChoice
     drift_metric: str
     latency: pd.DataFrame  # latency_spread of the retrievers: the metadata crowns no latency within it
@@ -183,10 +183,10 @@ class EvaluatedDataset:
 
 
 def evaluate_dataset(config: EvaluatedSettings, query_results: pd.DataFrame, earlier: Sequence[Evaluation]) -> EvaluatedDataset:
-    """The metric table of ``query_results``, the dataset's floors, and its drift check against the chosen baseline."""
+    """The metric table of ``query_results``, the dataset's thresholds, and its drift check against the chosen baseline."""
     table = metric_table(query_results, config.retrievers)
-    floors = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
+    thresholds = {m: (t.min, t.severity) for m, t in config.thresholds.items()}
     choice = choose_baseline(earlier, config.drift.blessed_run_id)
-    gates = dataset_gates(floors, table, config.checked, config.gated)
+    gates = threshold_checks(thresholds, table, config.checked, config.gated)
     gates.append(drift_check(config.drift, table, query_results, config.checked, choice))
     return EvaluatedDataset(table, gates, choice, config.drift.metric, latency_spread(query_results, list(table.by_retriever)))

@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from retrieval_pipeline.core.evaluation.regression import DriftSettings
+from retrieval_pipeline.core.evaluation.checks.regression import DriftSettings
 
 
 class Threshold(BaseModel):

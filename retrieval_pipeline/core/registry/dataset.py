@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.datasets.base import DatasetSettings
-from retrieval_pipeline.core.evaluation.regression import DriftSettings
+from retrieval_pipeline.core.evaluation.checks.regression import DriftSettings
 from retrieval_pipeline.core.evaluation.settings import Threshold
-from retrieval_pipeline.core.evaluation.stats import StatisticsSettings
-from retrieval_pipeline.core.evaluation.tuning import TuningSettings
+from retrieval_pipeline.core.evaluation.statistics.stats import StatisticsSettings
+from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import TuningSettings
 from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
 from retrieval_pipeline.core.pairs.settings import TargetSettings
 from retrieval_pipeline.core.retrieval.settings import RetrievalSettings

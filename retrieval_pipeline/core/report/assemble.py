@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.scoring import metric_table
-from retrieval_pipeline.core.evaluation.stats import StatisticsSettings
-from retrieval_pipeline.core.evaluation.tuning import TuningSettings
+from retrieval_pipeline.core.evaluation.statistics.stats import StatisticsSettings
+from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import TuningSettings
 from retrieval_pipeline.core.report.data import ReportData, trend_frame
 from retrieval_pipeline.core.report.mlflow_log import RetrieverResult
 from retrieval_pipeline.core.report.ui_summary import headline_metadata

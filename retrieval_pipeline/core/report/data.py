@@ -56,7 +56,7 @@ class ReportData:
         significance: ``metric_significance``: one row per (retriever, metric) with ``mean, ci_low, ci_high,
             significant, direction, note, ...``.
         pairs: ``retriever_pairs``: one row per (metric, pair of retrievers) with ``delta, ci_low, ci_high, p_holm,
-            significant, note`` (:data:`~retrieval_pipeline.core.evaluation.pairwise.PAIR_COLUMNS`).
+            significant, note`` (:data:`~retrieval_pipeline.core.evaluation.statistics.pairwise.PAIR_COLUMNS`).
         query_results: ``query_results``: one row per (retriever, query) with ``first_relevant_rank``, ``top_hits``.
         fusion_sweep: ``fusion_sweep``: the sweep curve (``hybrid, method, parameter, value, half, <metrics>, chosen``).
         failure_buckets: ``failure_buckets``: one row per (retriever, missed query) with ``bucket`` and ``evidence``.

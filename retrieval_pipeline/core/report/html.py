@@ -40,7 +40,7 @@ from retrieval_pipeline.core.evaluation.metrics import (
     metric_label,
     resolve_metric,
 )
-from retrieval_pipeline.core.evaluation.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
+from retrieval_pipeline.core.evaluation.statistics.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.report.charts import BAR_METRICS, _sweep_objective, chart_png
 from retrieval_pipeline.core.report.data import ReportData, _list, _missing, _number, _true
 

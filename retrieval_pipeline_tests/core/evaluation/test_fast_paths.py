@@ -12,8 +12,9 @@ import pytest
 from retrieval_pipeline import evaluate
 from retrieval_pipeline.api_inputs import load_run
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.evaluation import stats, trec
+from retrieval_pipeline.core.evaluation.exports import trec
 from retrieval_pipeline.core.evaluation.metrics import judging
+from retrieval_pipeline.core.evaluation.statistics import stats
 
 
 def _line_by_line(path: Path) -> dict[str, dict[str, float]]:

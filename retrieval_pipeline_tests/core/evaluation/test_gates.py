@@ -2,24 +2,24 @@ from __future__ import annotations
 
 import math
 
-from retrieval_pipeline.core.evaluation.gates import check_name, drift_gate, threshold_gate
+from retrieval_pipeline.core.evaluation.checks.thresholds import check_name, drift_gate, threshold_check
 
 METRICS = {"bm25": {"hit_rate@5": 0.9, "mrr": 0.7}, "dense": {"hit_rate@5": 0.75, "mrr": 0.8}}
 
 
 def test_threshold_gate_fails_when_any_checked_retriever_is_below():
-    gate = threshold_gate("hit_rate@5", 0.8, "ERROR", METRICS, ["bm25", "dense"])
+    gate = threshold_check("hit_rate@5", 0.8, "ERROR", METRICS, ["bm25", "dense"])
     assert not gate.passed and gate.severity == "ERROR" and "dense (0.750)" in gate.description
     assert gate.name == check_name("hit_rate@5") == "min_hit_rate_at_5"
 
 
 def test_threshold_gate_only_looks_at_checked_retrievers():
-    assert threshold_gate("hit_rate@5", 0.8, "ERROR", METRICS, ["bm25"]).passed
+    assert threshold_check("hit_rate@5", 0.8, "ERROR", METRICS, ["bm25"]).passed
 
 
 def test_threshold_gate_treats_nan_and_missing_as_failures():
-    assert not threshold_gate("mrr", 0.1, "WARN", {"x": {"mrr": math.nan}}, ["x"]).passed
-    assert not threshold_gate("mrr", 0.1, "WARN", METRICS, ["bm25", "absent"]).passed
+    assert not threshold_check("mrr", 0.1, "WARN", {"x": {"mrr": math.nan}}, ["x"]).passed
+    assert not threshold_check("mrr", 0.1, "WARN", METRICS, ["bm25", "absent"]).passed
 
 
 def test_drift_gate_first_evaluation_passes():

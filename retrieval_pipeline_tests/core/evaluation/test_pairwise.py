@@ -1,4 +1,4 @@
-"""Every run against every other (``core.evaluation.pairwise``): a hand-computed example, the matrix, Holm across
+"""Every run against every other (``core.evaluation.statistics.pairwise``): a hand-computed example, the matrix, Holm across
 pairs, the words, too few queries, and parity with ranx's ``compare`` and scipy on the per-query values ranx scores.
 """
 
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.evaluation import stats
-from retrieval_pipeline.core.evaluation.pairwise import (
+from retrieval_pipeline.core.evaluation.statistics import stats
+from retrieval_pipeline.core.evaluation.statistics.pairwise import (
     MEAN_COLUMNS,
     PAIR_COLUMNS,
     PairwiseSettings,

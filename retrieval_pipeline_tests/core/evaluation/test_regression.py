@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.common.types import Qrels, Run
+from retrieval_pipeline.core.evaluation.checks.regression import FLIPPED_COLUMNS, REGRESSION_COLUMNS, DriftSettings, regression_gate
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.core.evaluation.regression import FLIPPED_COLUMNS, REGRESSION_COLUMNS, DriftSettings, regression_gate
 
 SETTINGS = DriftSettings()  # hit_rate@5, alpha 0.05, min_drop 0.05, 10,000 permutations
 DEPTH = 10

@@ -1,6 +1,6 @@
 """The regression gate, checked to the character: the exact report text, rows, metadata and errors.
 
-Written against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.regression`.
+Written against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.checks.regression`.
 Every frame here is built by hand from gold ranks, so hit_rate@5 (1 when the rank is <= 5),
 the means, the drops and the flipped queries are known without running the gate. p-values are either
 exact by construction (no difference at all: p = 1; 30 drops and no gain: p = 2**-30, which 10,000
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from retrieval_pipeline.core.evaluation.regression import DriftSettings, regression_gate
-from retrieval_pipeline.core.evaluation.stats import derive_seed, randomisation_test
+from retrieval_pipeline.core.evaluation.checks.regression import DriftSettings, regression_gate
+from retrieval_pipeline.core.evaluation.statistics.stats import derive_seed, randomisation_test
 
 SETTINGS = DriftSettings()  # hit_rate@5, alpha 0.05, min_drop 0.05, 10,000 permutations, seed 13
 N = 40

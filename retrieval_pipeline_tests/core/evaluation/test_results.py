@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.common.types import Qrels, Run
-from retrieval_pipeline.core.evaluation.results import (
+from retrieval_pipeline.core.evaluation.exports.results import (
     METRIC_KEYS,
     comparison_table,
     evaluation_results,

@@ -24,8 +24,8 @@ from scipy import stats as scipy_stats
 
 from retrieval_pipeline.core.common.types import Qrels, Run
 from retrieval_pipeline.core.evaluation.metrics import UnknownMetricError, aggregate, per_query_metrics
-from retrieval_pipeline.core.evaluation.significance import SIGNIFICANCE_COLUMNS, significance_metrics, significance_table
-from retrieval_pipeline.core.evaluation.stats import (
+from retrieval_pipeline.core.evaluation.statistics.significance import SIGNIFICANCE_COLUMNS, significance_metrics, significance_table
+from retrieval_pipeline.core.evaluation.statistics.stats import (
     StatisticsSettings,
     bootstrap_means,
     derive_seed,

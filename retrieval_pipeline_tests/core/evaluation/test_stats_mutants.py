@@ -1,4 +1,4 @@
-"""Statistics, against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.stats`.
+"""Statistics, against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.statistics.stats`.
 
 What the older tests left open:
 
@@ -25,14 +25,14 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from retrieval_pipeline.core.evaluation.significance import (
+from retrieval_pipeline.core.evaluation.statistics.significance import (
     SIGNIFICANCE_COLUMNS,
     check_query_results,
     per_query_values,
     significance_metrics,
     significance_table,
 )
-from retrieval_pipeline.core.evaluation.stats import (
+from retrieval_pipeline.core.evaluation.statistics.stats import (
     StatisticsSettings,
     bootstrap_means,
     derive_seed,

@@ -11,11 +11,18 @@ from pydantic import ValidationError
 
 from retrieval_pipeline.core.common.types import Hit, Qrels
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics, tuning_objectives, view_columns
-from retrieval_pipeline.core.evaluation.refusion import Judgements, fused_run, fusion_table, setting_metrics, stored_metrics
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
-from retrieval_pipeline.core.evaluation.tuning import FUSION_METHODS, TuningSettings, choose, curve_columns, split_queries, sweep
+from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import (
+    FUSION_METHODS,
+    TuningSettings,
+    choose,
+    curve_columns,
+    split_queries,
+    sweep,
+)
+from retrieval_pipeline.core.evaluation.tuning.refusion import Judgements, fused_run, fusion_table, setting_metrics, stored_metrics
 from retrieval_pipeline.core.retrieval.base import QueryError
-from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, minmax_fuse, rrf_fuse
+from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever, minmax_fuse, rrf_fuse
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run, frame_to_runs, runs_to_frame
 

@@ -278,7 +278,7 @@ def _computed_inputs(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
     if stored["metric_significance"] is not None:
         out["significance"] = stored["metric_significance"]
     else:
-        from retrieval_pipeline.core.evaluation.significance import significance_table
+        from retrieval_pipeline.core.evaluation.statistics.significance import significance_table
 
         out["significance"] = significance_table(frames["query_results"], config.retrievers, config.baseline_retriever, config.statistics)
     if stored["failure_buckets"] is not None:
@@ -291,7 +291,7 @@ def _computed_inputs(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
         out["fusion_sweep"] = stored["fusion_sweep"]
     elif (runs := _real("retrieval_runs")) is not None:
         from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
-        from retrieval_pipeline.core.evaluation.tuning import sweep
+        from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import sweep
 
         hybrids = [s for s in (registry.retrievers.get(n) for n in config.retrievers) if s.kind == "hybrid"]
         qrels = evaluated_qrels(runs, frames["retrieval_dataset"])

@@ -12,8 +12,8 @@ from rank_bm25 import BM25Okapi
 
 from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import Retriever
-from retrieval_pipeline.core.retrieval.bm25 import BM25Retriever, top_k
-from retrieval_pipeline.core.retrieval.tokenize import tokenize
+from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever, top_k
+from retrieval_pipeline.core.retrieval.engines.tokenize import tokenize
 
 ATOL = 1e-9
 
@@ -226,7 +226,7 @@ def test_save_load_round_trip(api_index: BM25Retriever, tmp_path: Path) -> None:
     params = json.loads((tmp_path / "index" / "params.json").read_text())
     assert {"k1", "b", "epsilon", "tokenizer", "n_docs", "avgdl", "versions"} <= params.keys()
     assert params["n_docs"] == len(API_DOCS)
-    assert params["tokenizer"] == "retrieval_pipeline.core.retrieval.tokenize:tokenize"
+    assert params["tokenizer"] == "retrieval_pipeline.core.retrieval.engines.tokenize:tokenize"
     assert params["versions"]["rank-bm25"] == "0.2.2"
     loaded = BM25Retriever.load(tmp_path / "index")
     assert loaded.search(API_QUERIES, 20) == api_index.search(API_QUERIES, 20)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError
-from retrieval_pipeline.core.retrieval.identifiers import (
+from retrieval_pipeline.core.retrieval.engines.identifiers import (
     CodeLexicalRetriever,
     FeatureWeights,
     NameIndex,

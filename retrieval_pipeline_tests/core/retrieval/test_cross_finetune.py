@@ -15,8 +15,12 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.common.types import Document
-from retrieval_pipeline.core.retrieval.ce_train import plan_examples
-from retrieval_pipeline.core.retrieval.cross_finetune import (
+from retrieval_pipeline.core.retrieval.factory import parse_spec
+from retrieval_pipeline.core.retrieval.kinds.rerank import RerankSpec
+from retrieval_pipeline.core.retrieval.models.model_source import default_model_path
+from retrieval_pipeline.core.retrieval.models.scorers import CrossEncoderScorer, check_cross_encoder_config
+from retrieval_pipeline.core.retrieval.training.ce_train import plan_examples
+from retrieval_pipeline.core.retrieval.training.cross_finetune import (
     RECIPE,
     CrossEncoderFinetuneSettings,
     FinetunedCrossEncoderSource,
@@ -25,12 +29,8 @@ from retrieval_pipeline.core.retrieval.cross_finetune import (
     labelled_examples,
     train_cross_encoder,
 )
-from retrieval_pipeline.core.retrieval.factory import parse_spec
-from retrieval_pipeline.core.retrieval.finetune import MANIFEST, FinetuneSettings, cache_key, ensure_finetuned, read_manifest
-from retrieval_pipeline.core.retrieval.kinds.rerank import RerankSpec
-from retrieval_pipeline.core.retrieval.mined_pairs import MinedPair, corpus_fingerprint, mine_pairs
-from retrieval_pipeline.core.retrieval.model_source import default_model_path
-from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer, check_cross_encoder_config
+from retrieval_pipeline.core.retrieval.training.finetune import MANIFEST, FinetuneSettings, cache_key, ensure_finetuned, read_manifest
+from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, corpus_fingerprint, mine_pairs
 from retrieval_pipeline_tests.core.retrieval.kit import build_all, fake_model_folder, load_from, parse_as, registry_of
 from retrieval_pipeline_tests.core.retrieval.test_finetune import CORPUS, api_doc
 from retrieval_pipeline_tests.fakes.encoders import KeywordScorer

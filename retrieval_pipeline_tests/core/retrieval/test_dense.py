@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import Retriever
-from retrieval_pipeline.core.retrieval.dense import BuildStats, DenseRetriever, EncoderMismatchError
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.engines.dense_search import BuildStats, DenseRetriever, EncoderMismatchError
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import Encoder, SentenceTransformerEncoder
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird"]

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import RetrieverError
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+from retrieval_pipeline.core.retrieval.engines.faiss_index import IndexSettings, RecallReport, approximate_recall, recall_at_k
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
-from retrieval_pipeline.core.retrieval.faiss_index import IndexSettings, RecallReport, approximate_recall, recall_at_k
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
 from retrieval_pipeline_tests.core.retrieval.kit import build, fake_model_folder, load, parse_as
 

@@ -18,12 +18,18 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.retrieval.base import RetrieverError
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache, text_key
-from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder, encoder_for_spec
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs, parse_spec
 from retrieval_pipeline.core.retrieval.kinds.dense import CACHE_FILE, DenseSpec
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, file_sha256, find_model_folder, make_model_id, model_fingerprint
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache, text_key
+from retrieval_pipeline.core.retrieval.models.encoders import SentenceTransformerEncoder, encoder_for_spec
+from retrieval_pipeline.core.retrieval.models.model_source import (
+    ModelSource,
+    file_sha256,
+    find_model_folder,
+    make_model_id,
+    model_fingerprint,
+)
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, REAL_DOCS, build, fake_model_folder, load, parse_as
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder

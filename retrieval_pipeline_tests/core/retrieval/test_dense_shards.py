@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from retrieval_pipeline.core.common.progress import Progress, progress_line
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
+from retrieval_pipeline.core.retrieval.models.embed_cache import BATCHES_PER_COMMIT, EmbeddingCache
 from retrieval_pipeline_tests.core.retrieval.kit import build, committed_vectors, fake_model_folder, parse_as
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
@@ -56,8 +56,8 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
     from retrieval_pipeline_tests.core.retrieval.test_dense_shards import BATCH, VOCAB, corpus
 

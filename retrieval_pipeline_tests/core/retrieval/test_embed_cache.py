@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval_pipeline.core.retrieval.embed_cache import CacheStats, EmbeddingCache, text_key
+from retrieval_pipeline.core.retrieval.models.embed_cache import CacheStats, EmbeddingCache, text_key
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird"]
@@ -104,7 +104,7 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
     path, start = Path(sys.argv[1]), int(sys.argv[2])

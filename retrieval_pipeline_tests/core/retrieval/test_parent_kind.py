@@ -9,9 +9,9 @@ from pydantic import ValidationError
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError
+from retrieval_pipeline.core.retrieval.engines.parents import ParentRetriever, enclosing_documents
 from retrieval_pipeline.core.retrieval.kinds.bm25 import BM25Spec
 from retrieval_pipeline.core.retrieval.kinds.parent import ParentSpec
-from retrieval_pipeline.core.retrieval.parents import ParentRetriever, enclosing_documents
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import StubBase, parse_as, registry_of
 

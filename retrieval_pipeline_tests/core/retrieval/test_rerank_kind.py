@@ -19,11 +19,11 @@ import pytest
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, RetrieverError
-from retrieval_pipeline.core.retrieval.encoders import encoder_for_spec
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, load_retriever_specs, parse_spec
 from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker, RerankSpec
-from retrieval_pipeline.core.retrieval.model_source import file_sha256
-from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer, check_cross_encoder_config
+from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec
+from retrieval_pipeline.core.retrieval.models.model_source import file_sha256
+from retrieval_pipeline.core.retrieval.models.scorers import CrossEncoderScorer, check_cross_encoder_config
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverSpec
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, EncoderFor, StubBase, docs_of, fake_model_folder, parse_as, registry_of
@@ -364,7 +364,7 @@ def test_real_cross_encoder_scores_in_chunks_the_same_as_at_once_and_reports_pro
     minilm_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from retrieval_pipeline.core.common import progress as progress_module
-    from retrieval_pipeline.core.retrieval import scorers
+    from retrieval_pipeline.core.retrieval.models import scorers
 
     pairs = [(q, d.text) for q in ("reset my password", "memory limit", "flour") for d in REAL_DOCS]
     scorer = CrossEncoderScorer(minilm_cross_encoder, batch_size=4, max_length=128)
@@ -388,7 +388,7 @@ def test_real_bi_encoder_folder_is_refused_as_a_cross_encoder(tmp_path: Path) ->
 
 @pytest.mark.integration
 def test_trained_ms_marco_cross_encoder_from_the_local_hub_cache(tmp_path: Path) -> None:
-    from retrieval_pipeline.core.retrieval.model_source import ModelSource
+    from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
 
     try:
         ModelSource(hub=MS_MARCO).resolve()
@@ -402,8 +402,8 @@ def test_trained_ms_marco_cross_encoder_from_the_local_hub_cache(tmp_path: Path)
 
 
 def test_bi_encoder_scorer_is_the_cosine_and_reads_passages_from_the_cache(tmp_path: Path) -> None:
-    from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-    from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer
+    from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+    from retrieval_pipeline.core.retrieval.models.scorers import BiEncoderScorer
     from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
     encoder = CountingEncoder(KeywordEncoder(["json", "csv", "rows"]))

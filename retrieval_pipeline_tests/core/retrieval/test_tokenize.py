@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from retrieval_pipeline.core.retrieval.tokenize import STOPWORDS, split_camel, tokenize
+from retrieval_pipeline.core.retrieval.engines.tokenize import STOPWORDS, split_camel, tokenize
 
 
 @pytest.mark.parametrize(

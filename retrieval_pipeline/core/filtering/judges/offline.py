@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_pipeline.core.retrieval.tokenize import tokenize
+from retrieval_pipeline.core.retrieval.engines.tokenize import tokenize
 
 JUDGE_NAME = "offline_lexical"
 

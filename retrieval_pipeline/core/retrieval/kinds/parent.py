@@ -2,7 +2,7 @@
 
 For a dataset that judges whole classes while its corpus also indexes their members (the ADK suites): a
 method's hit counts for its class, at the method's rank when that is better than the class's own
-(:mod:`retrieval_pipeline.core.retrieval.parents`).
+(:mod:`retrieval_pipeline.core.retrieval.engines.parents`).
 
 Settings:
 
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from retrieval_pipeline.core.retrieval.parents import ParentRetriever, enclosing_documents
+from retrieval_pipeline.core.retrieval.engines.parents import ParentRetriever, enclosing_documents
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverName, RetrieverSpec, register_kind
 
 

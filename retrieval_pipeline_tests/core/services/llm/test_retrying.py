@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from retrieval_pipeline.core.retrieval.remote import GaveUp, RetryPolicy, call_with_retries
+from retrieval_pipeline.core.retrieval.engines.remote import GaveUp, RetryPolicy, call_with_retries
 from retrieval_pipeline.core.services.llm.transport import backoff_delay, retrying
 
 

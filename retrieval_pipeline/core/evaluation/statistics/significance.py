@@ -3,7 +3,7 @@ against the dataset's baseline retriever, Holm-corrected per metric (:func:`sign
 
 The per-query values of a metric (measured, or derived from measured ones: :data:`DERIVED_METRICS`) are
 read from the frame here; the confidence intervals and tests are those of
-:mod:`~retrieval_pipeline.core.evaluation.stats`, seeded from ``StatisticsSettings.seed`` and the names of the
+:mod:`~retrieval_pipeline.core.evaluation.statistics.stats`, seeded from ``StatisticsSettings.seed`` and the names of the
 metric and retriever, so a table is the same run to run and adding a retriever does not change the others' numbers.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from retrieval_pipeline.core.evaluation.metrics import headline_columns, higher_is_better, metric
-from retrieval_pipeline.core.evaluation.stats import (
+from retrieval_pipeline.core.evaluation.statistics.stats import (
     StatisticsSettings,
     derive_seed,
     holm,

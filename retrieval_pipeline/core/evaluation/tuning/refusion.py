@@ -1,10 +1,10 @@
 """A hybrid's fusion re-run from its components' stored runs, vectorised, and its per-query metrics.
 
 The hybrid fetched each component's top ``max(spec.depth, k)`` and fused them with
-:func:`~retrieval_pipeline.core.retrieval.fusion.minmax_fuse` / :func:`~retrieval_pipeline.core.retrieval.fusion.rrf_fuse`;
+:func:`~retrieval_pipeline.core.retrieval.engines.fusion.minmax_fuse` / :func:`~retrieval_pipeline.core.retrieval.engines.fusion.rrf_fuse`;
 the same arithmetic, in the same order, runs here vectorised over every (query, document) pair at once
 (parity is tested against those functions and against the hybrid's own stored run), so the fusion sweep
-(:mod:`retrieval_pipeline.core.evaluation.tuning`) scores a setting without re-running any retriever.
+(:mod:`retrieval_pipeline.core.evaluation.tuning.fusion_sweep`) scores a setting without re-running any retriever.
 
 Metrics are the registry's formulas (:func:`~retrieval_pipeline.core.evaluation.metrics.registry.compute_metric`) on the
 judged positions of the relevant documents (parity with

@@ -1,4 +1,4 @@
-"""Numba kernels of :mod:`retrieval_pipeline.core.evaluation.stats`, loaded only for large tests (importing Numba
+"""Numba kernels of :mod:`retrieval_pipeline.core.evaluation.statistics.stats`, loaded only for large tests (importing Numba
 and compiling cost about a second the first time; ``cache=True`` keeps the machine code for later processes)."""
 
 from __future__ import annotations

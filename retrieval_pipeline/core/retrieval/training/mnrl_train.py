@@ -1,4 +1,4 @@
-"""The training loop of :mod:`~retrieval_pipeline.core.retrieval.finetune`: ``MultipleNegativesRankingLoss``
+"""The training loop of :mod:`~retrieval_pipeline.core.retrieval.training.finetune`: ``MultipleNegativesRankingLoss``
 over (anchor, positive[, negative]) texts, with nothing but torch, numpy and sentence-transformers.
 
 Kept free of the project's other modules (and of pydantic) so that ``benchmarks/gpu_encoding.py`` and

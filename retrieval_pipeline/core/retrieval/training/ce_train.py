@@ -1,7 +1,7 @@
-"""The training loop of :mod:`~retrieval_pipeline.core.retrieval.cross_finetune`: a sentence-transformers
+"""The training loop of :mod:`~retrieval_pipeline.core.retrieval.training.cross_finetune`: a sentence-transformers
 ``CrossEncoder`` trained with ``BinaryCrossEntropyLoss`` on labelled ``(query, passage, 0 | 1)`` examples.
 
-Like :mod:`~retrieval_pipeline.core.retrieval.mnrl_train` (whose seeding, optimiser, step and summary it
+Like :mod:`~retrieval_pipeline.core.retrieval.training.mnrl_train` (whose seeding, optimiser, step and summary it
 shares), it needs nothing but torch and sentence-transformers: ``CrossEncoderTrainer`` would need the
 ``datasets`` and ``accelerate`` packages, which this project does not install.
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.retrieval.mnrl_train import finish, optimiser, seed_everything, step
+from retrieval_pipeline.core.retrieval.training.mnrl_train import finish, optimiser, seed_everything, step
 
 
 def plan_examples(n_examples: int, batch_size: int, epochs: int, seed: int) -> list[list[int]]:

@@ -2,22 +2,22 @@
 
 No PyPI package ships a trained cross-encoder, so this one is made from the bundled all-MiniLM-L6-v2
 bi-encoder: its encoder weights with a new one-label relevance head, trained with sentence-transformers'
-``BinaryCrossEntropyLoss`` (:mod:`~retrieval_pipeline.core.retrieval.ce_train`) on the corpus's own pairs
-(:func:`~retrieval_pipeline.core.retrieval.mined_pairs.mine_pairs`: docstring sentence -> object, method
+``BinaryCrossEntropyLoss`` (:mod:`~retrieval_pipeline.core.retrieval.training.ce_train`) on the corpus's own pairs
+(:func:`~retrieval_pipeline.core.retrieval.training.mined_pairs.mine_pairs`: docstring sentence -> object, method
 sentence -> class, heading -> chunk; never a query):
 
 * every mined ``(anchor, document)`` is a positive (label 1);
 * the best ``negatives`` BM25 hits of each anchor that are a positive of no pair with that anchor are its
-  negatives (label 0; :func:`~retrieval_pipeline.core.retrieval.mined_pairs.anchor_negatives`).
+  negatives (label 0; :func:`~retrieval_pipeline.core.retrieval.training.mined_pairs.anchor_negatives`).
 
-The anchors are the bi-encoder fine-tune's (:mod:`~retrieval_pipeline.core.retrieval.finetune`), so the
+The anchors are the bi-encoder fine-tune's (:mod:`~retrieval_pipeline.core.retrieval.training.finetune`), so the
 leakage test of the mined pairs covers this training set too; the negatives are corpus documents.
 
-Caching is :func:`~retrieval_pipeline.core.retrieval.finetune.ensure_finetuned`'s: the model is saved
+Caching is :func:`~retrieval_pipeline.core.retrieval.training.finetune.ensure_finetuned`'s: the model is saved
 under ``<cache_dir>/finetuned/<key>/`` with its ``finetune.json``, the key hashing the base weights, the
 corpus, every setting, the device and :data:`RECIPE` (``cross_encoder/1``, so no bi-encoder fine-tune
 ever shares a key). The saved folder names ``BertForSequenceClassification`` with one label, so
-:class:`~retrieval_pipeline.core.retrieval.scorers.CrossEncoderScorer` accepts it, and its ``model_id``
+:class:`~retrieval_pipeline.core.retrieval.models.scorers.CrossEncoderScorer` accepts it, and its ``model_id``
 hashes its own weights.
 
 Tests pass a fake ``trainer`` and a keyword scorer; the real trainer imports torch.
@@ -32,11 +32,11 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval_pipeline.core.common.types import Document
-from retrieval_pipeline.core.retrieval.ce_train import train_labelled
-from retrieval_pipeline.core.retrieval.finetune import Renamed, Trainer, TrainingSettings, ensure_finetuned, fake_key
-from retrieval_pipeline.core.retrieval.mined_pairs import MinedPair, anchor_negatives, normalised
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, set_hf_offline
-from retrieval_pipeline.core.retrieval.scorers import CrossEncoderScorer
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, set_hf_offline
+from retrieval_pipeline.core.retrieval.models.scorers import CrossEncoderScorer
+from retrieval_pipeline.core.retrieval.training.ce_train import train_labelled
+from retrieval_pipeline.core.retrieval.training.finetune import Renamed, Trainer, TrainingSettings, ensure_finetuned, fake_key
+from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, anchor_negatives, normalised
 
 #: The cache key's recipe of a cross-encoder fine-tune (bumped when the same settings would train another model).
 RECIPE = "cross_encoder/1"
@@ -105,11 +105,11 @@ def train_cross_encoder(
     device: str,
     out_dir: Path,
 ) -> dict[str, Any]:
-    """The :data:`~retrieval_pipeline.core.retrieval.finetune.Trainer` of a cross-encoder: label the pairs
+    """The :data:`~retrieval_pipeline.core.retrieval.training.finetune.Trainer` of a cross-encoder: label the pairs
     (:func:`labelled_examples` over the ``texts``), train (imports torch), save into ``out_dir``.
 
     Returns:
-        ``n_examples``, ``n_positives`` and :func:`~retrieval_pipeline.core.retrieval.ce_train.train_labelled`'s summary.
+        ``n_examples``, ``n_positives`` and :func:`~retrieval_pipeline.core.retrieval.training.ce_train.train_labelled`'s summary.
     """
     set_hf_offline()
     examples = labelled_examples(pairs, [Document(doc_id, text) for doc_id, text in texts.items()], settings.negatives)
@@ -136,8 +136,8 @@ def finetuned_scorer(
     """The scorer a rerank entry ranks with: ``base_scorer`` itself, or the cross-encoder trained from its folder.
 
     For a real scorer (one with a model ``folder``) the trained folder is found or trained
-    (:func:`~retrieval_pipeline.core.retrieval.finetune.ensure_finetuned` with :func:`train_cross_encoder`),
-    and a :class:`~retrieval_pipeline.core.retrieval.scorers.CrossEncoderScorer` with the base scorer's batch
+    (:func:`~retrieval_pipeline.core.retrieval.training.finetune.ensure_finetuned` with :func:`train_cross_encoder`),
+    and a :class:`~retrieval_pipeline.core.retrieval.models.scorers.CrossEncoderScorer` with the base scorer's batch
     size and device is made from it (``max_length``: the base scorer's, else the training's), named
     ``<base name>+ce-<8 hex of the key>``. A scorer with no folder (a test's keyword fake) is returned under
     a ``model_id`` that carries the corpus and the settings.

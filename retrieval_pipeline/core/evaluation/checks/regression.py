@@ -4,7 +4,7 @@
 it pairs the current and the blessed per-query frames (``query_results``) on the queries both hold,
 and alerts when the drop of ``settings.metric`` is both
 
-* **significant**: a ONE-SIDED paired randomisation test (:func:`~retrieval_pipeline.core.evaluation.stats.randomisation_test`,
+* **significant**: a ONE-SIDED paired randomisation test (:func:`~retrieval_pipeline.core.evaluation.statistics.stats.randomisation_test`,
   H1: the metric got worse), Holm-corrected across the checked retrievers, at ``settings.alpha``.
   One-sided because the gate is about drops only: an improvement must never raise it, and a
   two-sided test would spend half of alpha on that direction;
@@ -16,7 +16,7 @@ metric's cut-off (``hit_rate@5`` -> 5). For a metric without a cut-off (``mrr``,
 ``first_relevant_rank <= k``. Queries that entered the top ``k`` are counted as gained.
 
 The old rule (``rule: relative``, a relative drop of the aggregated metric against the previous
-materialisation) stays :func:`retrieval_pipeline.core.evaluation.gates.drift_gate`; the caller picks the
+materialisation) stays :func:`retrieval_pipeline.core.evaluation.checks.thresholds.drift_gate`; the caller picks the
 rule from ``DriftSettings.rule``.
 """
 
@@ -31,8 +31,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval_pipeline.core.evaluation.metrics import higher_is_better, resolve_metric, validate_metric_name
-from retrieval_pipeline.core.evaluation.significance import DERIVED_METRICS, check_query_results, per_query_values
-from retrieval_pipeline.core.evaluation.stats import derive_seed, holm, randomisation_test
+from retrieval_pipeline.core.evaluation.statistics.significance import DERIVED_METRICS, check_query_results, per_query_values
+from retrieval_pipeline.core.evaluation.statistics.stats import derive_seed, holm, randomisation_test
 
 #: ``higher_is_better -> alternative`` of the one-sided test of ``blessed - current`` (a drop).
 _DROP_ALTERNATIVE: dict[bool, Literal["greater", "less"]] = {True: "greater", False: "less"}

@@ -11,7 +11,7 @@ import pandas as pd
 from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, spread_text
 from retrieval_pipeline.core.evaluation.metrics import higher_is_better, metric_label
-from retrieval_pipeline.core.evaluation.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
+from retrieval_pipeline.core.evaluation.statistics.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
 
 
 def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str], latency: pd.DataFrame | None = None) -> str:

@@ -12,7 +12,7 @@ Tuning it on the queries it is then scored on would flatter it, so:
    value closest to the configured one, then the smaller) and reports the chosen and the configured
    value on **test**, next to each component alone on test.
 
-Re-fusion (:mod:`retrieval_pipeline.core.evaluation.refusion`) reproduces the hybrid exactly from its
+Re-fusion (:mod:`retrieval_pipeline.core.evaluation.tuning.refusion`) reproduces the hybrid exactly from its
 components' stored runs. The metrics the sweep reports (the registry's ``sweep`` view) and the objectives
 it may choose on (entries flagged ``objective``) come from :mod:`retrieval_pipeline.core.evaluation.metrics.registry`,
 and are computed by the registry's formulas.
@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from retrieval_pipeline.core.common.asset_metadata import Markdown, md_preview
 from retrieval_pipeline.core.common.types import Qrels
 from retrieval_pipeline.core.evaluation.metrics import resolve_metric, tuning_objectives, view_columns
-from retrieval_pipeline.core.evaluation.refusion import (
+from retrieval_pipeline.core.evaluation.tuning.refusion import (
     DEFAULT_CUT,
     FUSION_SCORES,
     Judgements,
@@ -147,7 +147,7 @@ def split_queries(query_ids: Iterable[str], seed: int, dev_share: float) -> tupl
 class FusionMethod:
     """How one fusion method is swept: its parameter, grid, configured value, and what it cannot tune.
 
-    Its fused scores are :data:`~retrieval_pipeline.core.evaluation.refusion.FUSION_SCORES` of the same name.
+    Its fused scores are :data:`~retrieval_pipeline.core.evaluation.tuning.refusion.FUSION_SCORES` of the same name.
     """
 
     parameter: str
@@ -206,7 +206,7 @@ def sweep_metrics(objective: str) -> list[str]:
 
 
 def judged_depth(metrics: Sequence[str]) -> int:
-    """How many ranks the sweep judges: the deepest cut-off among ``metrics``, at least :data:`~retrieval_pipeline.core.evaluation.refusion.DEFAULT_CUT`."""
+    """How many ranks the sweep judges: the deepest cut-off among ``metrics``, at least :data:`~retrieval_pipeline.core.evaluation.tuning.refusion.DEFAULT_CUT`."""
     return max([DEFAULT_CUT, *(resolve_metric(m)[1] or 0 for m in metrics)])
 
 

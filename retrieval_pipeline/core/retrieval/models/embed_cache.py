@@ -46,7 +46,7 @@ from retrieval_pipeline.core.common.atomic import CorruptFileWarning
 from retrieval_pipeline.core.common.closing import Closing
 from retrieval_pipeline.core.common.progress import ProgressCallback
 from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
-from retrieval_pipeline.core.retrieval.encoders import Encoder
+from retrieval_pipeline.core.retrieval.models.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.
 _DTYPE = np.dtype("<f4")

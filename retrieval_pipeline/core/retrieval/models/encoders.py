@@ -7,14 +7,14 @@ that the inner product of two rows is their cosine similarity:
            \\quad \\text{when } \\lVert u \\rVert = \\lVert v \\rVert = 1.
 
 A :class:`Scorer` (a cross-encoder) maps ``(query, passage)`` pairs to one relevance score each; the
-real scorers are in :mod:`~retrieval_pipeline.core.retrieval.scorers`. Where a model comes from and
-its ``model_id`` are in :mod:`~retrieval_pipeline.core.retrieval.model_source`.
+real scorers are in :mod:`~retrieval_pipeline.core.retrieval.models.scorers`. Where a model comes from and
+its ``model_id`` are in :mod:`~retrieval_pipeline.core.retrieval.models.model_source`.
 
 * :class:`SentenceTransformerEncoder` (and the cross-encoder scorer) wrap sentence-transformers on CPU.
   torch and sentence-transformers are imported on first use only (importing them costs 6-18 s, and
   Dagster imports definitions often); computing ``model_id`` reads files but imports neither.
 * :class:`OnnxInt8Encoder` is the same model exported once to an int8-quantised ONNX graph and run by
-  onnxruntime (backend ``onnx_int8``, see :mod:`~retrieval_pipeline.core.retrieval.onnx_backend`): it
+  onnxruntime (backend ``onnx_int8``, see :mod:`~retrieval_pipeline.core.retrieval.models.onnx_backend`): it
   imports torch only the one time it exports. Its ``model_id`` ends in ``;backend=onnx_int8``, so its
   vectors never share a cache entry or an index with the torch encoder's; :func:`dense_encoder` picks the
   class from the backend name (:data:`ENCODER_BACKENDS`).
@@ -32,8 +32,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from retrieval_pipeline.core.retrieval.devices import resolve_device, resolve_precision
-from retrieval_pipeline.core.retrieval.model_source import (
+from retrieval_pipeline.core.retrieval.models.devices import resolve_device, resolve_precision
+from retrieval_pipeline.core.retrieval.models.model_source import (
     DEFAULT_MODEL_PACKAGE,
     ModelFingerprint,
     ModelSource,
@@ -42,7 +42,7 @@ from retrieval_pipeline.core.retrieval.model_source import (
     model_fingerprint,
     set_hf_offline,
 )
-from retrieval_pipeline.core.retrieval.onnx_backend import (
+from retrieval_pipeline.core.retrieval.models.onnx_backend import (
     BACKENDS,
     ExportedModel,
     Exporter,
@@ -291,7 +291,7 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
     """A sentence-transformers model run as an int8-quantised ONNX graph by onnxruntime (backend ``onnx_int8``).
 
     The graph is exported from the model folder the first time it is needed and cached under
-    ``<cache_dir>/<weights hash>-<config hash>/`` (:func:`~retrieval_pipeline.core.retrieval.onnx_backend.ensure_exported`);
+    ``<cache_dir>/<weights hash>-<config hash>/`` (:func:`~retrieval_pipeline.core.retrieval.models.onnx_backend.ensure_exported`);
     every later encoder of the same model, in this process or another, reuses it and never imports torch.
     Vectors have a cosine of about 0.99 to the torch encoder's (int8 weights), so ``model_id`` names the
     backend: ``<name>@sha256:<weights>+cfg:<config>;backend=onnx_int8[;max_seq_length=N]``.
@@ -304,7 +304,7 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
         max_seq_length: Truncate inputs to this many tokens (default: the model's own setting).
         name: The model's name in ``model_id``.
         cache_dir: Where exported graphs are cached (default:
-            :func:`~retrieval_pipeline.core.retrieval.onnx_backend.default_cache_dir`, ``data/cache/onnx``).
+            :func:`~retrieval_pipeline.core.retrieval.models.onnx_backend.default_cache_dir`, ``data/cache/onnx``).
         exporter: What exports a missing graph (default: the real export; tests pass a fake).
         threads: onnxruntime intra-op threads (default: onnxruntime's choice).
 
@@ -397,7 +397,7 @@ def dense_encoder(
 ) -> SentenceTransformerEncoder:
     """One encoder per (model, batch size, sequence length, backend, device, precision) in this process.
 
-    ``device`` is a setting (``auto | cpu | cuda``, see :mod:`~retrieval_pipeline.core.retrieval.devices`):
+    ``device`` is a setting (``auto | cpu | cuda``, see :mod:`~retrieval_pipeline.core.retrieval.models.devices`):
     the ``onnx_int8`` backend runs on CPU whatever it says, ``auto`` is resolved here, and ``precision``
     applies on a GPU only.
 

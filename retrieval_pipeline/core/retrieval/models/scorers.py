@@ -1,9 +1,9 @@
 """Relevance scorers behind the ``rerank`` kind: a cross-encoder, or a bi-encoder's cosine where none ships.
 
-A :class:`~retrieval_pipeline.core.retrieval.encoders.Scorer` maps ``(query, passage)`` pairs to one
+A :class:`~retrieval_pipeline.core.retrieval.models.encoders.Scorer` maps ``(query, passage)`` pairs to one
 relevance score each. :class:`CrossEncoderScorer` wraps sentence-transformers' ``CrossEncoder`` (torch
 imported on first use only) and refuses a folder without a one-label relevance head;
-:class:`BiEncoderScorer` re-scores with an :class:`~retrieval_pipeline.core.retrieval.encoders.Encoder`.
+:class:`BiEncoderScorer` re-scores with an :class:`~retrieval_pipeline.core.retrieval.models.encoders.Encoder`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from retrieval_pipeline.core.common.progress import Progress
-from retrieval_pipeline.core.retrieval.devices import resolve_device
-from retrieval_pipeline.core.retrieval.encoders import Encoder, LocalModel, describe_model, l2_normalise
-from retrieval_pipeline.core.retrieval.model_source import ModelSource, set_hf_offline
+from retrieval_pipeline.core.retrieval.models.devices import resolve_device
+from retrieval_pipeline.core.retrieval.models.encoders import Encoder, LocalModel, describe_model, l2_normalise
+from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, set_hf_offline
 
 #: Pairs a cross-encoder scores between two progress reports (rounded down to whole batches): reranking the top 50
 #: of 1,656 NQ questions is 82,800 pairs, tens of minutes on 2 CPU cores, and said nothing until it ended.
@@ -43,7 +43,7 @@ class CrossEncoderScorer(LocalModel):
         max_length: Truncate each pair to this many tokens (default: the model's own setting).
         device: torch device (``"cpu"`` or ``"cuda"``); part of ``model_id`` when not CPU.
         name: The model's name in ``model_id``; default: the folder name.
-        model_id: An explicit identifier (default: derived, see :func:`~retrieval_pipeline.core.retrieval.model_source.make_model_id`).
+        model_id: An explicit identifier (default: derived, see :func:`~retrieval_pipeline.core.retrieval.models.model_source.make_model_id`).
     """
 
     def __init__(
@@ -175,7 +175,7 @@ class BiEncoderScorer:
         self._cache: Any | None = None
 
     def attach_cache(self, cache: Any) -> None:
-        """Use ``cache`` (an :class:`~retrieval_pipeline.core.retrieval.embed_cache.EmbeddingCache`) for passages."""
+        """Use ``cache`` (an :class:`~retrieval_pipeline.core.retrieval.models.embed_cache.EmbeddingCache`) for passages."""
         self._cache = cache
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:

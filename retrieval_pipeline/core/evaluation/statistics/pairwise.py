@@ -7,7 +7,7 @@ into a ranx-``compare``-style square table, :func:`pair_sentence` and :func:`ver
 (``dense beats bm25 on hit_rate@5 by +0.220 [+0.120, +0.310], p < 0.001``). The public
 :func:`retrieval_pipeline.api.compare` and the ``retriever_pairs`` asset both compute through here.
 
-The statistics are those of :mod:`~retrieval_pipeline.core.evaluation.stats`, on the queries where every run has
+The statistics are those of :mod:`~retrieval_pipeline.core.evaluation.statistics.stats`, on the queries where every run has
 a value: one paired percentile bootstrap per metric for the means and every difference (seed
 ``derive_seed(seed, metric, "bootstrap")``), Fisher's randomisation test per pair (seed ``derive_seed(seed,
 metric, run, other, "randomisation")``, the seed the significance table gives a retriever against its
@@ -25,9 +25,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from retrieval_pipeline.core.evaluation import stats
 from retrieval_pipeline.core.evaluation.metrics import View, higher_is_better, metric_label, view_columns
-from retrieval_pipeline.core.evaluation.significance import check_query_results, significance_metrics, wide_values
+from retrieval_pipeline.core.evaluation.statistics import stats
+from retrieval_pipeline.core.evaluation.statistics.significance import check_query_results, significance_metrics, wide_values
 
 #: The paired tests :func:`compare_all` runs.
 Test = Literal["randomisation", "t-test"]

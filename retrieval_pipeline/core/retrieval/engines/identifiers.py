@@ -20,7 +20,7 @@ words (camel, snake and dot parts, lowercased; ``LlmAgent.run_async`` -> ``llm``
   :math:`2|W_q \\cap W_d| / (|W_q| + |W_d|)` (1 for the same words: ``LoopAgent`` and ``loop_agent``).
 
 **The score** of a document for a query (:class:`CodeLexicalRetriever`), with the base retriever's
-scores min-max normalised over its top ``depth`` (:func:`~retrieval_pipeline.core.retrieval.fusion.minmax_normalise`;
+scores min-max normalised over its top ``depth`` (:func:`~retrieval_pipeline.core.retrieval.engines.fusion.minmax_normalise`;
 0 outside them):
 
 .. math::  s(d) = w_{text} \\hat b(d) + \\sum_{q} \\big( w_{exact} E_q(d) + w_{suffix} S_q(d)
@@ -43,8 +43,8 @@ import numpy as np
 
 from retrieval_pipeline.core.common.types import Document, Hit
 from retrieval_pipeline.core.retrieval.base import QueryResult, Retriever, each_from_base
-from retrieval_pipeline.core.retrieval.fusion import minmax_normalise
-from retrieval_pipeline.core.retrieval.tokenize import split_camel
+from retrieval_pipeline.core.retrieval.engines.fusion import minmax_normalise
+from retrieval_pipeline.core.retrieval.engines.tokenize import split_camel
 
 #: A name as written in code, dotted or not: ``os.path.join``, ``max_length``, ``OrderedDict``.
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from retrieval_pipeline.core.retrieval.encoders import l2_normalise
+from retrieval_pipeline.core.retrieval.models.encoders import l2_normalise
 
 #: The index kind of a corpus of at most ``flat_max_docs`` documents (and of every index saved before
 #: :class:`IndexSettings` existed).

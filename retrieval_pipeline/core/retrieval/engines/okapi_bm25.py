@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from retrieval_pipeline.core.common.progress import Progress, ProgressCallback
 from retrieval_pipeline.core.common.types import Hit
-from retrieval_pipeline.core.retrieval.tokenize import Tokenizer, tokenize
+from retrieval_pipeline.core.retrieval.engines.tokenize import Tokenizer, tokenize
 
 FORMAT_VERSION = 1
 PARAMS_FILE = "params.json"

@@ -1,6 +1,6 @@
 """Dense retrieval: cosine search over sentence embeddings in FAISS, exact (flat) or, on large corpora, HNSW.
 
-Documents and queries are embedded by an :class:`~retrieval_pipeline.core.retrieval.encoders.Encoder`
+Documents and queries are embedded by an :class:`~retrieval_pipeline.core.retrieval.models.encoders.Encoder`
 into unit vectors, so the inner product IS the cosine similarity:
 
 .. math::  \\mathrm{score}(q, d) = E(q) \\cdot E(d) = \\cos(E(q), E(d)) \\in [-1, 1].
@@ -18,16 +18,16 @@ Models such as e5 and bge expect a prefix before queries and passages (``"query:
 what the embedding cache is keyed by, and saves them in ``params.json``: a loaded index embeds its
 queries exactly as the one that was built.
 
-Index choice by size (:class:`~retrieval_pipeline.core.retrieval.faiss_index.IndexSettings`): exact
+Index choice by size (:class:`~retrieval_pipeline.core.retrieval.engines.faiss_index.IndexSettings`): exact
 ``IndexFlatIP`` up to ``flat_max_docs`` documents, an approximate index (HNSW) above; see
-:mod:`~retrieval_pipeline.core.retrieval.faiss_index`, which also measures the approximation's recall. The
+:mod:`~retrieval_pipeline.core.retrieval.engines.faiss_index`, which also measures the approximation's recall. The
 tie-break still applies to the hits an approximate index returns, but which documents it returns is
 approximate. ``params.json`` records the index kind, its parameters, the build seconds with and without
 embedding and the serialised index's bytes, and :meth:`DenseRetriever.load` restores ``efSearch``.
 
 Shards and progress: with an embedding cache the corpus is embedded in shards, the cache's committed
 chunks of ``batch_size x BATCHES_PER_COMMIT`` texts (see
-:mod:`~retrieval_pipeline.core.retrieval.embed_cache`). A killed build loses at most the one shard in
+:mod:`~retrieval_pipeline.core.retrieval.models.embed_cache`). A killed build loses at most the one shard in
 progress, and the next build embeds only the shards still missing. ``build(..., progress=...)`` is
 called after every committed shard (:class:`~retrieval_pipeline.core.common.progress.Progress` turns those calls
 into throttled log lines and a bar on a terminal).
@@ -48,9 +48,7 @@ import numpy as np
 
 from retrieval_pipeline.core.common.progress import ProgressCallback
 from retrieval_pipeline.core.common.types import Hit
-from retrieval_pipeline.core.retrieval.embed_cache import EmbeddingCache
-from retrieval_pipeline.core.retrieval.encoders import Encoder, SentenceTransformerEncoder, l2_normalise
-from retrieval_pipeline.core.retrieval.faiss_index import (
+from retrieval_pipeline.core.retrieval.engines.faiss_index import (
     FLAT,
     IndexSettings,
     faiss_threads,
@@ -59,6 +57,8 @@ from retrieval_pipeline.core.retrieval.faiss_index import (
     index_settings,
     serialised_bytes,
 )
+from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
+from retrieval_pipeline.core.retrieval.models.encoders import Encoder, SentenceTransformerEncoder, l2_normalise
 
 INDEX_FILE = "index.faiss"
 DOC_IDS_FILE = "doc_ids.json"
@@ -261,7 +261,7 @@ class DenseRetriever:
         Args:
             directory: A folder written by :meth:`save`.
             encoder: The query encoder. ``None`` builds the default
-                :class:`~retrieval_pipeline.core.retrieval.encoders.SentenceTransformerEncoder`, which is
+                :class:`~retrieval_pipeline.core.retrieval.models.encoders.SentenceTransformerEncoder`, which is
                 only allowed when the index was built with that model. The query prefix is the saved one.
             cache: Optional embedding cache for queries.
 
