@@ -1,7 +1,7 @@
 """The dataset-kind protocol: one :class:`DatasetAdapter` per kind, chosen by the registry's ``kind:`` key.
 
-A kind (``suite``, ``nq``, ``context_qa``, ``beir``, ...) is one module of this package holding one
-adapter class decorated with :func:`register_adapter`. The adapter owns everything kind-specific:
+A kind (``suite``, ``nq``, ``context_qa``, ``beir``, ...) is one folder of this package whose ``adapter.py``
+holds one adapter class decorated with :func:`register_adapter`. The adapter owns everything kind-specific:
 
 * its **settings blocks**: the registry keys only this kind sets (``nq:``; ``suites:`` and ``corpus:``),
   each validated as a pydantic type, with the keys that hold paths (resolved against the registry root);
@@ -13,8 +13,8 @@ adapter class decorated with :func:`register_adapter`. The adapter owns everythi
   metadata (:meth:`~DatasetAdapter.metadata`).
 
 The registry validates a dataset's blocks with :func:`validate_kind_blocks`; the assets ask
-:func:`adapter_for`. Importing :mod:`retrieval_pipeline.core.datasets` imports every module of the
-package, so adding a kind is adding one module there and nothing else.
+:func:`adapter_for`. Importing :mod:`retrieval_pipeline.core.datasets` imports the ``adapter`` module of every
+kind folder, so adding a kind is adding one folder there and nothing else.
 """
 
 from __future__ import annotations

@@ -20,8 +20,11 @@ pins the closest overlap so that a change in mining that brings anchors nearer t
 Natural Questions is the one set whose corpus holds a question verbatim: the question "product-market fit
 means being in a good market with a product that can satisfy that market" is the first sentence of its
 own passage, so the ``lead`` rule mines it. :func:`test_nq_holds_one_question_verbatim_and_exclude_drops_it`
-pins that, and the checks run on NQ with ``exclude=`` its questions (decontamination), which is how a
-fine-tune on NQ must be mined; the ADK and insurance checks run with no exclusion. The registry's
+pins that sentence and shows that ``exclude=`` drops it, and the NQ checks run with ``exclude=`` its questions. The
+pipeline itself never passes ``exclude``: a fine-tune is built from the retriever's build context, which holds the
+corpus and no queries, so what it mines is corpus text (that NQ sentence included, as every retriever indexes it),
+never a query; ``exclude=`` is for a caller who holds the questions and wants them out. The ADK and insurance checks
+run with no exclusion, as the pipeline mines. The registry's
 ``dense_minilm_ft`` is meant for the ADK dataset (opt-in there). Mining only, no model: about a minute for the
 three sets on 2 busy cores (loading the corpora).
 """
