@@ -31,12 +31,12 @@ if TYPE_CHECKING:
         compare,
         evaluate,
     )
-    from retrieval_pipeline.core.evaluation.metric_names import parse_metric
+    from retrieval_pipeline.core.evaluation.metrics.names import parse_metric
 
 
 def __getattr__(name: str) -> Any:
     if name == "parse_metric":
-        from retrieval_pipeline.core.evaluation.metric_names import parse_metric
+        from retrieval_pipeline.core.evaluation.metrics.names import parse_metric
 
         return parse_metric
     if name in __all__:

@@ -12,7 +12,7 @@ ranx; a run may also be ``{qid: [(docid, score), ...]}``), paths of TREC files, 
 (columns ``query_id``/``qid``/``q_id``, ``doc_id``/``docid``/``docno``, and ``grade``/``relevance``/``rel``
 or ``score``), or ranx ``Qrels``/``Run`` objects (read by :mod:`retrieval_pipeline.api_inputs`). Metric
 names take any cut-off (``ndcg@20``, ``P@3``, ``mrr@10``, ``R-prec``, ``map``, ``hit@5``): see
-:mod:`retrieval_pipeline.core.evaluation.metric_names`.
+:mod:`retrieval_pipeline.core.evaluation.metrics.names`.
 
 Every value equals pytrec_eval's on the queries both score: runs are ranked by score (single precision,
 as trec_eval reads it), ties by doc id descending; relevance is ``grade >= 1``. Means are over every qrels
@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from retrieval_pipeline.api_inputs import load_qrels, load_run
-from retrieval_pipeline.core.evaluation.metric_names import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.metrics import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.metrics.ranked import per_query_values
 from retrieval_pipeline.core.evaluation.overlap import EmptyRunWarning as EmptyRunWarning  # re-exported: the API's warning categories
 from retrieval_pipeline.core.evaluation.overlap import NoSharedQueryWarning as NoSharedQueryWarning
 from retrieval_pipeline.core.evaluation.overlap import RunQrelsWarning as RunQrelsWarning
 from retrieval_pipeline.core.evaluation.overlap import overlap_problem
-from retrieval_pipeline.core.evaluation.ranked_metrics import per_query_values
 from retrieval_pipeline.core.evaluation.statistics.pairwise import PairwiseSettings, compare_all, matrix, pair_sentence, verdict
 
 if TYPE_CHECKING:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run_scores
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,6 +72,28 @@ def _add(target: dict[str, dict[str, Any]], query_id: object, doc_id: object, va
     judged[doc] = value
 
 
+#: Score types the bulk check of :func:`_plain_score_dicts` lets through (``bool`` is refused, as by :func:`_score`).
+_SCORE_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+
+
+def _plain_score_dicts(mapping: Mapping[Any, Any]) -> bool:
+    """Whether ``mapping`` is already ``{str: {str: finite number}}``, checked in bulk (a few C-level passes).
+
+    Such a run is used as it is (no per-hit copy); anything else takes the per-hit path, whose errors name
+    the query and doc.
+    """
+    if not all(type(q) is str and type(h) is dict for q, h in mapping.items()):
+        return False
+    hits = list(mapping.values())
+    if (
+        not set(map(type, chain.from_iterable(hits))) <= {str}
+        or not set(map(type, chain.from_iterable(map(dict.values, hits)))) <= _SCORE_TYPES
+    ):
+        return False
+    scores = np.fromiter(chain.from_iterable(map(dict.values, hits)), np.float64, sum(map(len, hits)))
+    return bool(np.isfinite(scores).all())
+
+
 def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]:
     """Qrels as ``{query_id: {doc_id: grade}}`` from a dict, a TREC qrels path, a DataFrame or a ranx ``Qrels``.
 
@@ -114,7 +137,7 @@ def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
             the file and line.
     """
     if isinstance(run, (str, Path)):
-        return {query_id: dict(hits) for query_id, hits in read_trec_run(run).items()}
+        return read_trec_run_scores(run)
     result: dict[str, dict[str, float]] = {}
     if _is_frame(run):
         for query_id, doc_id, score in _frame_triples(run, _SCORE_COLUMNS, "score", label):  # type: ignore[arg-type]
@@ -125,6 +148,8 @@ def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:
         raise ValueError(
             f"{label}: expected a dict {{query_id: {{doc_id: score}}}}, a TREC run path or a DataFrame, got {type(run).__name__}"
         )
+    if _plain_score_dicts(mapping):
+        return dict(mapping)
     for query_id, hits in mapping.items():
         pairs = hits.items() if isinstance(hits, Mapping) else hits
         try:

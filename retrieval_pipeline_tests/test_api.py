@@ -18,7 +18,7 @@ import pytest
 from retrieval_pipeline import compare, evaluate
 from retrieval_pipeline.api_inputs import load_run
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.evaluation.metric_names import parse_metric
+from retrieval_pipeline.core.evaluation.metrics import parse_metric
 from retrieval_pipeline.core.evaluation.statistics import stats
 
 #: Every spelling the parity test checks, each against the pytrec_eval measure it equals.

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from retrieval_pipeline import EmptyRunWarning, NoSharedQueryWarning, RunQrelsWarning, compare, evaluate
-from retrieval_pipeline.core.evaluation.metric_names import MAX_CUTOFF, parse_metric
+from retrieval_pipeline.core.evaluation.metrics.names import MAX_CUTOFF, parse_metric
 
 QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
 RUN = {"q1": {"d1": 1.0, "d9": 0.5}, "q2": {"d9": 1.0, "d2": 0.5}, "q3": {"d3": 1.0}}

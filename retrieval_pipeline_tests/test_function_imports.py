@@ -16,9 +16,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "retrieval_pipeline"
 #: ``(file relative to the package, imported module)``: why it is imported inside a function.
 LAZY = {
     ("__init__.py", "retrieval_pipeline"): "`import retrieval_pipeline` stays light: the API loads on first attribute use",
-    ("__init__.py", "retrieval_pipeline.core.evaluation.metric_names"): "the same, for parse_metric",
+    ("__init__.py", "retrieval_pipeline.core.evaluation.metrics.names"): "the same, for parse_metric",
     ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.models.encoders"): "keyword search never loads torch",
     ("cli/make_targets.py", "retrieval_pipeline.cli.run"): "refused make variables are one line before the definitions load",
+    (
+        "core/evaluation/statistics/stats.py",
+        "retrieval_pipeline.core.evaluation.statistics.kernels",
+    ): "Numba loads only for large randomisation tests",
+    ("core/evaluation/metrics/judging.py", "retrieval_pipeline.core.evaluation.metrics.kernels"): "Numba loads only for large runs",
     ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
 }
 

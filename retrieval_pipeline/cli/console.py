@@ -1,7 +1,7 @@
 """What ``make run`` prints after the runs: per dataset the retriever table, the failed checks, where the outputs are.
 
 The table's columns are the metric registry's ``console`` view
-(:func:`~retrieval_pipeline.core.metric_registry.view_columns`), under each metric's short label: retrievers x
+(:func:`~retrieval_pipeline.core.evaluation.metrics.registry.view_columns`), under each metric's short label: retrievers x
 hit@1, hit@5, MRR and nDCG@10 (best per column marked ``*``), hit@5 with its 95% confidence interval and
 ▲/▼ marks when the run tested the retrievers against the baseline; under it, when the run compared every retriever
 with every other (``retriever_pairs``), one verdict line per column's metric.
@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
+from retrieval_pipeline.core.evaluation.metrics import metric_label, view_columns
 from retrieval_pipeline.core.evaluation.statistics.pairwise import metric_verdicts
-from retrieval_pipeline.core.metric_registry import metric_label, view_columns
 
 #: The table columns: (header, metric column of ``retrieval_metrics``).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = tuple((metric_label(name), name) for name in view_columns("console"))

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 
 import dagster as dg
 
+from retrieval_pipeline.core.evaluation.metrics import metric_label
 from retrieval_pipeline.core.evaluation.scoring import TREND_METRICS, trend_values
-from retrieval_pipeline.core.metric_registry import metric_label
 from retrieval_pipeline.core.registry import DatasetConfig
 from retrieval_pipeline.defs.partitions import REGISTRY
 

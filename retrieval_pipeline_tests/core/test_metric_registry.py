@@ -13,14 +13,14 @@ from retrieval_pipeline.core.common.types import Document, Qrels, Run
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySettings
 from retrieval_pipeline.core.evaluation.exports.tables import comparison_table
-from retrieval_pipeline.core.evaluation.metrics import METRIC_DESCRIPTIONS, aggregate, per_query_metrics
-from retrieval_pipeline.core.metric_formulas import Judged, hit_rate_at
-from retrieval_pipeline.core.metric_registry import (
+from retrieval_pipeline.core.evaluation.metrics import (
     HEADLINE_COLUMNS,
+    METRIC_DESCRIPTIONS,
     METRICS,
+    Judged,
     MetricInfo,
     UnknownMetricError,
-    _index,
+    aggregate,
     compute_metric,
     describe_metric,
     headline_columns,
@@ -30,11 +30,14 @@ from retrieval_pipeline.core.metric_registry import (
     metric,
     metric_definitions_md,
     metric_label,
+    per_query_metrics,
     resolve_metric,
     tuning_objectives,
     validate_metric_name,
     view_columns,
 )
+from retrieval_pipeline.core.evaluation.metrics.families.hit_rate import hit_rate_at
+from retrieval_pipeline.core.evaluation.metrics.registry import _index
 
 QRELS: Qrels = {"q1": {"d1": 1}, "q2": {"d2": 2, "d3": 1}, "q3": {"d9": 1}}
 RUN: Run = {"q1": [("d4", 0.9), ("d1", 0.8)], "q2": [("d2", 0.9)]}
@@ -98,7 +101,7 @@ def test_aggregate_skips_bookkeeping_and_averages_judge_scores_over_judged_queri
 
 def test_aggregate_refuses_an_unregistered_column() -> None:
     frame = per_query_metrics(RUN, QRELS).assign(my_new_metric=1.0)
-    with pytest.raises(KeyError, match="unknown metric 'my_new_metric'.*metric_registry.py"):
+    with pytest.raises(KeyError, match="unknown metric 'my_new_metric'.*metrics/families/"):
         aggregate(frame)
 
 

@@ -25,9 +25,8 @@ from retrieval_pipeline.core.evaluation.checks.thresholds import CheckResult, dr
 from retrieval_pipeline.core.evaluation.exports.tables import comparison_table
 from retrieval_pipeline.core.evaluation.history import BaselineChoice, Evaluation, choose_baseline, read_snapshot
 from retrieval_pipeline.core.evaluation.latency import latency_spread
-from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import aggregate, headline_columns, metric_definitions_md, metric_label, per_query_metrics
 from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records
-from retrieval_pipeline.core.metric_registry import headline_columns, metric_definitions_md, metric_label
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
 
 if TYPE_CHECKING:

@@ -37,9 +37,8 @@ from retrieval_pipeline.core.common.paths import PROJECT_ROOT, check_name, shown
 from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.common.yaml_file import read_yaml_mapping
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for, all_blocks
-from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import aggregate, higher_is_better, per_query_metrics, validate_metric_name
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS
-from retrieval_pipeline.core.metric_registry import higher_is_better, validate_metric_name
 from retrieval_pipeline.core.registry.dataset import DatasetConfig, Registry
 from retrieval_pipeline.core.retrieval.base import RetrieverError
 from retrieval_pipeline.core.retrieval.factory import RetrieverRegistry, load_retriever_specs

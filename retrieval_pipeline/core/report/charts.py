@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.common.result_cache import active_result_cache, content_key
-from retrieval_pipeline.core.metric_registry import view_columns
+from retrieval_pipeline.core.evaluation.metrics import view_columns
 from retrieval_pipeline.core.report.data import ReportData, _metric_name, _true
 
 if TYPE_CHECKING:  # matplotlib is imported where a chart is drawn: every Dagster process loads this module, few draw

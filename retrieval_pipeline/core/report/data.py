@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from retrieval_pipeline.core.metric_registry import UnknownMetricError, resolve_metric
+from retrieval_pipeline.core.evaluation.metrics import UnknownMetricError, resolve_metric
 
 #: Columns each non-empty input frame must have (an empty frame only makes its section say "no data").
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {

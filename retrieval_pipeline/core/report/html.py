@@ -32,8 +32,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, latency_spread, spread_text
-from retrieval_pipeline.core.evaluation.statistics.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
-from retrieval_pipeline.core.metric_registry import (
+from retrieval_pipeline.core.evaluation.metrics import (
     UnknownMetricError,
     describe_metric,
     headline_columns,
@@ -41,6 +40,7 @@ from retrieval_pipeline.core.metric_registry import (
     metric_label,
     resolve_metric,
 )
+from retrieval_pipeline.core.evaluation.statistics.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
 from retrieval_pipeline.core.report.charts import BAR_METRICS, _sweep_objective, chart_png
 from retrieval_pipeline.core.report.data import ReportData, _list, _missing, _number, _true
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval_pipeline.core.metric_registry import headline_columns, view_columns
+from retrieval_pipeline.core.evaluation.metrics import headline_columns, view_columns
 from retrieval_pipeline.core.report.charts import chart_pngs
 from retrieval_pipeline.core.report.data import ReportData, _number, _true
 from retrieval_pipeline.core.report.html import fmt, fmt_metric, significance_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.evaluation.metric_names import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.metrics import MetricName, parse_metric, parse_metrics
 
 
 @pytest.mark.parametrize(

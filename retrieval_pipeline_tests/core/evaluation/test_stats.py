@@ -23,7 +23,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from retrieval_pipeline.core.common.types import Qrels, Run
-from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import UnknownMetricError, aggregate, per_query_metrics
 from retrieval_pipeline.core.evaluation.statistics.significance import SIGNIFICANCE_COLUMNS, significance_metrics, significance_table
 from retrieval_pipeline.core.evaluation.statistics.stats import (
     StatisticsSettings,
@@ -35,7 +35,6 @@ from retrieval_pipeline.core.evaluation.statistics.stats import (
     paired_t_test,
     randomisation_test,
 )
-from retrieval_pipeline.core.metric_registry import UnknownMetricError
 
 SETTINGS = StatisticsSettings()
 

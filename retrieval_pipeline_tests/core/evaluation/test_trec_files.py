@@ -104,3 +104,28 @@ def test_a_gzip_bomb_is_bounded_by_its_decompressed_size(tmp_path: Path, monkeyp
 def test_the_limit_defaults_to_4_gib_and_ignores_nonsense(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MAX_TREC_BYTES_ENV, "lots")
     assert trec.max_trec_bytes() == trec.DEFAULT_MAX_TREC_BYTES == 4 * 1024**3
+
+
+def test_the_bulk_run_reader_refuses_and_bounds_as_the_line_reader_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_trec_run_scores`` (the API's fast path) goes through the same checks: a FIFO is refused without blocking,
+    a device is refused, an endless line is named by line, the size is checked first, and gzip is read by magic bytes."""
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    result: list[BaseException] = []
+    reader = threading.Thread(target=lambda: _catch(result, trec.read_trec_run_scores, fifo), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    assert isinstance(result[0], InputError) and "is a FIFO: refused, not read" in str(result[0])
+    with pytest.raises(InputError, match="not a regular file: refused, not read"):
+        trec.read_trec_run_scores("/dev/zero")
+    endless = tmp_path / "endless.trec"
+    endless.write_bytes(RUN.encode() + b"q1 Q0 " + b"d" * (8 * MAX_TREC_LINE_BYTES))
+    with pytest.raises(InputError, match=f"line 3 is longer than {MAX_TREC_LINE_BYTES:,} bytes"):
+        trec.read_trec_run_scores(endless)
+    packed = tmp_path / "run.txt"
+    packed.write_bytes(gzip.compress(RUN.encode()))
+    assert trec.read_trec_run_scores(packed) == {"q1": {"d1": 2.0, "d2": 1.0}}
+    monkeypatch.setenv(MAX_TREC_BYTES_ENV, "10")
+    with pytest.raises(InputError, match="over the limit of 10 bytes"):
+        trec.read_trec_run_scores(packed)

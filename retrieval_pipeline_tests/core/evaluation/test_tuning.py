@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from retrieval_pipeline.core.common.types import Hit, Qrels
-from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
+from retrieval_pipeline.core.evaluation.metrics import per_query_metrics, tuning_objectives, view_columns
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
 from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import (
     FUSION_METHODS,
@@ -21,7 +21,6 @@ from retrieval_pipeline.core.evaluation.tuning.fusion_sweep import (
     sweep,
 )
 from retrieval_pipeline.core.evaluation.tuning.refusion import Judgements, fused_run, fusion_table, setting_metrics, stored_metrics
-from retrieval_pipeline.core.metric_registry import tuning_objectives, view_columns
 from retrieval_pipeline.core.retrieval.base import QueryError
 from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever, minmax_fuse, rrf_fuse
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec

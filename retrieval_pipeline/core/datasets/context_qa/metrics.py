@@ -28,7 +28,7 @@ Plus ``hit@1``, ``hit@3``, ``hit@5`` (``hit_rate@1/3/5`` under the names context
 on the frame). The similarity settings are recorded in ``frame.attrs["similarity_settings"]``.
 
 Every column's description, better direction and aggregation are in
-:mod:`retrieval_pipeline.core.metric_registry` (``best_match_position@k`` is lower-is-better and averaged
+:mod:`retrieval_pipeline.core.evaluation.metrics.registry` (``best_match_position@k`` is lower-is-better and averaged
 over the queries with a hit).
 """
 

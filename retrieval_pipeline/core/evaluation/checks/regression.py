@@ -30,9 +30,9 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval_pipeline.core.evaluation.metrics import higher_is_better, resolve_metric, validate_metric_name
 from retrieval_pipeline.core.evaluation.statistics.significance import DERIVED_METRICS, check_query_results, per_query_values
 from retrieval_pipeline.core.evaluation.statistics.stats import derive_seed, holm, randomisation_test
-from retrieval_pipeline.core.metric_registry import higher_is_better, resolve_metric, validate_metric_name
 
 #: ``higher_is_better -> alternative`` of the one-sided test of ``blessed - current`` (a drop).
 _DROP_ALTERNATIVE: dict[bool, Literal["greater", "less"]] = {True: "greater", False: "less"}

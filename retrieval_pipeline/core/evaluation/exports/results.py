@@ -38,9 +38,7 @@ from tabulate import tabulate
 
 from retrieval_pipeline.core.common.atomic import atomic_write_text
 from retrieval_pipeline.core.common.types import Qrels, Run
-from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
-from retrieval_pipeline.core.metric_formulas import RELEVANCE_THRESHOLD
-from retrieval_pipeline.core.metric_registry import metric, resolve_metric
+from retrieval_pipeline.core.evaluation.metrics import RELEVANCE_THRESHOLD, aggregate, metric, per_query_metrics, resolve_metric
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun
 
 
@@ -49,7 +47,7 @@ class _Field:
     """One summary number of the report: its JSON key, the registry metric it reports, how it is shown."""
 
     key: str
-    metric: str  # a key of core.metrics.aggregate's result (a metric_registry name)
+    metric: str  # a key of core.evaluation.metrics.aggregate's result (a registered metric name)
     label: str  # console table row label
     scale: float = 1.0  # the JSON value is the metric times this (100 for a percentage)
     decimals: int = 3  # console table decimals (counts show as integers)

@@ -10,8 +10,8 @@ import pandas as pd
 
 from retrieval_pipeline.core.common.asset_metadata import Markdown
 from retrieval_pipeline.core.evaluation.latency import fastest, is_latency, spread_text
+from retrieval_pipeline.core.evaluation.metrics import higher_is_better, metric_label
 from retrieval_pipeline.core.evaluation.statistics.pairwise import TIES_SPELLED_OUT, WINS_SPELLED_OUT, flip, matrix_cell, metric_verdicts
-from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label
 
 
 def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequence[str], latency: pd.DataFrame | None = None) -> str:
@@ -24,7 +24,7 @@ def comparison_table(metrics: Mapping[str, Mapping[str, float]], columns: Sequen
 
     Args:
         metrics: ``{retriever: {metric name: value}}``, e.g. :func:`~retrieval_pipeline.core.evaluation.metrics.aggregate` per retriever.
-        columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.metric_registry.headline_columns`).
+        columns: Registered metric names, in table order (e.g. :func:`~retrieval_pipeline.core.evaluation.metrics.registry.headline_columns`).
         latency: :func:`~retrieval_pipeline.core.evaluation.latency.latency_spread` of the same retrievers.
 
     Returns:

@@ -37,6 +37,7 @@ original list order.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import math
@@ -227,14 +228,67 @@ def read_trec_run(path: str | Path) -> Run:
         InputError: Naming file and line: wrong field count, a rank that is not an integer, a score that
             is not a finite number, or a doc id listed twice for a query.
     """
+    return {query_id: _trec_eval_order(hits) for query_id, hits in read_trec_run_scores(path).items()}
+
+
+def read_trec_run_scores(path: str | Path) -> dict[str, dict[str, float]]:
+    """Read a TREC run file into ``{query_id: {doc_id: score}}`` (file order), checked as :func:`read_trec_run` checks it.
+
+    A well-formed plain-text file whose queries each sit on consecutive lines is read in bulk (C-level
+    splits and conversions, no per-line Python); anything else is read line by line, which names the
+    file and line of the first problem.
+
+    Raises:
+        InputError: As :func:`read_trec_run`.
+    """
     path = Path(path)
+    fast = _bulk_run_scores(path)
+    if fast is not None:
+        return fast
     scores: dict[str, dict[str, float]] = {}
     for number, fields in _records(path, 6, "query_id Q0 doc_id rank score tag"):
         query_id, _, doc_id, rank, score, _ = fields
         _parse_int(rank, "rank", path, number)
         value = _parse_score(score, path, number)
         _add_once(scores.setdefault(query_id, {}), query_id, doc_id, value, path, number)
-    return {query_id: _trec_eval_order(hits) for query_id, hits in scores.items()}
+    return scores
+
+
+def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
+    """The run read by pandas' C tokenizer, or None when the file is not plain, well-formed text with contiguous queries.
+
+    Only what the line reader would accept the same way comes back: 6 fields on every line, integer ranks
+    (digits only), finite scores (parsed exactly, as ``float`` parses them), each query on consecutive lines,
+    no doc id twice; anything else is left to the line reader.
+    """
+    import pandas as pd
+
+    with open_trec(path) as handle:  # regular files only, size-bounded, gunzipped: refusals as the line reader's
+        try:
+            data = handle.read()
+        except (OSError, EOFError, zlib.error):
+            return None  # a broken gzip stream: the line reader says where
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    if len(data) and np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
+        return None  # a line over the limit: the line reader names it
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(data), sep=r"\s+", header=None, engine="c", quoting=csv.QUOTE_NONE, na_filter=False, encoding="utf-8",
+            dtype={0: object, 1: "str", 2: object, 3: "str", 4: np.float64, 5: "str"},
+        )  # fmt: skip
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+    if frame.shape[1] != 6 or frame[5].isna().any() or (frame[5] == "").any() or not frame[3].str.fullmatch(r"[0-9]+").all():
+        return None
+    scores = frame[4].to_numpy()
+    if not np.isfinite(scores).all():
+        return None
+    queries, doc_ids, values = frame[0].to_numpy(), frame[2].tolist(), scores.tolist()
+    starts = [0, *(np.flatnonzero(queries[1:] != queries[:-1]) + 1).tolist(), len(queries)]
+    run = {queries[a]: dict(zip(doc_ids[a:b], values[a:b])) for a, b in zip(starts, starts[1:])}
+    if len(run) != len(starts) - 1 or sum(map(len, run.values())) != len(queries):
+        return None  # a query on lines apart, or a doc listed twice: the line reader says where
+    return run
 
 
 def _trec_eval_order(hits: dict[str, float]) -> list[Hit]:

@@ -26,10 +26,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.evaluation.metrics import View, higher_is_better, metric_label, view_columns
 from retrieval_pipeline.core.evaluation.statistics import stats
 from retrieval_pipeline.core.evaluation.statistics.significance import all_pairs_p, check_query_results, significance_metrics, wide_values
-from retrieval_pipeline.core.metric_info import View
-from retrieval_pipeline.core.metric_registry import higher_is_better, metric_label, view_columns
 
 #: The paired tests :func:`compare_all` runs.
 Test = Literal["randomisation", "t-test"]

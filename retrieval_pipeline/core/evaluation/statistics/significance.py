@@ -22,6 +22,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from retrieval_pipeline.core.evaluation.metrics import headline_columns, higher_is_better, metric
 from retrieval_pipeline.core.evaluation.statistics.stats import (
     StatisticsSettings,
     derive_seed,
@@ -31,7 +32,6 @@ from retrieval_pipeline.core.evaluation.statistics.stats import (
     paired_t_test,
     randomisation_test,
 )
-from retrieval_pipeline.core.metric_registry import headline_columns, higher_is_better, metric
 
 #: The columns every ``query_results`` frame must have.
 _KEY_COLUMNS = ("retriever", "query_id")

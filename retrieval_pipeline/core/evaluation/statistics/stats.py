@@ -224,7 +224,8 @@ def randomisation_test(
     :data:`_TIE_TOLERANCE` so rounding does not decide them. All differences 0 gives p = 1.
 
     The sign flips are drawn as packed random bytes in chunks, so 2,000 queries x 10,000 permutations
-    need no Python loop per permutation and bounded memory.
+    need no Python loop per permutation and bounded memory; each byte (8 queries' signs) is summed by a
+    look-up in a table of its 256 values, 8 times fewer operations than a product with the unpacked bits.
 
     Args:
         a: Per-query values of the first system.
@@ -248,11 +249,46 @@ def randomisation_test(
     observed, tol = float(diffs.sum()), _TIE_TOLERANCE * float(np.abs(diffs).sum())
     rng = np.random.default_rng(seed)
     n, extreme = diffs.size, 0
+    table = _byte_sums(diffs)
+    row_sums = _row_sums_kernel(n_permutations * table.shape[0])
     for size in _chunks(n_permutations, n):
-        bits = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
-        permuted = 2.0 * (bits @ diffs) - observed  # sum of s_i * d_i with s_i = +1 where the bit is set, else -1
+        flips = rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8)  # bit set: +d_i, else -d_i
+        permuted = 2.0 * row_sums(table, flips) - observed  # sum of s_i * d_i
         extreme += int(as_extreme(observed, permuted, tol).sum())
     return extreme / n_permutations
+
+
+#: Table look-ups of one test from which the compiled kernel pays for loading Numba (about a second the first time).
+_COMPILED_FROM = 5_000_000
+
+
+def _row_sums_numpy(table: np.ndarray, flips: np.ndarray) -> np.ndarray:
+    """Per row of packed sign bytes, the sum of the table entries they select (numpy's gather)."""
+    return table[np.arange(table.shape[0]), flips].sum(axis=1)
+
+
+def _row_sums_kernel(lookups: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The row-sum kernel for a test of ``lookups`` table look-ups: Numba's compiled loop for large tests when Numba
+    is installed (a gather in numpy costs some 40 ns a look-up, the loop about 1), else :func:`_row_sums_numpy`."""
+    if lookups < _COMPILED_FROM:
+        return _row_sums_numpy
+    try:
+        from retrieval_pipeline.core.evaluation.statistics.kernels import row_sums
+    except ImportError:  # Numba is not installed: the same sums, slower
+        return _row_sums_numpy
+    return row_sums
+
+
+#: Byte value -> its 8 bits, most significant first (``numpy.unpackbits``' order): ``(256, 8)``.
+_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)
+
+
+def _byte_sums(diffs: np.ndarray) -> np.ndarray:
+    """``(n_bytes, 256)``: for byte ``j`` of a packed draw and each value of it, the sum of the differences of
+    queries ``8j .. 8j + 7`` whose bit is set. A permutation's sum is then one table look-up per byte, not per query."""
+    padded = np.zeros(-(-diffs.size // 8) * 8)
+    padded[: diffs.size] = diffs
+    return padded.reshape(-1, 8) @ _BITS.T
 
 
 def paired_t_test(a: npt.ArrayLike, b: npt.ArrayLike) -> float:

@@ -14,7 +14,7 @@ Tuning it on the queries it is then scored on would flatter it, so:
 
 Re-fusion (:mod:`retrieval_pipeline.core.evaluation.tuning.refusion`) reproduces the hybrid exactly from its
 components' stored runs. The metrics the sweep reports (the registry's ``sweep`` view) and the objectives
-it may choose on (entries flagged ``objective``) come from :mod:`retrieval_pipeline.core.metric_registry`,
+it may choose on (entries flagged ``objective``) come from :mod:`retrieval_pipeline.core.evaluation.metrics.registry`,
 and are computed by the registry's formulas.
 """
 
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from retrieval_pipeline.core.common.asset_metadata import Markdown, md_preview
 from retrieval_pipeline.core.common.types import Qrels
+from retrieval_pipeline.core.evaluation.metrics import resolve_metric, tuning_objectives, view_columns
 from retrieval_pipeline.core.evaluation.tuning.refusion import (
     DEFAULT_CUT,
     FUSION_SCORES,
@@ -40,7 +41,6 @@ from retrieval_pipeline.core.evaluation.tuning.refusion import (
     setting_metrics,
     stored_metrics,
 )
-from retrieval_pipeline.core.metric_registry import resolve_metric, tuning_objectives, view_columns
 
 if TYPE_CHECKING:
     from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
@@ -59,7 +59,7 @@ class TuningSettings(BaseModel):
     """The fusion sweep: grid, the metric chosen on, and the seeded dev/test split.
 
     ``datasets.yaml``: ``tuning: {objective, alphas, rrf_ks, seed, dev_share}``. ``objective`` is a metric the
-    registry flags ``objective`` (:func:`~retrieval_pipeline.core.metric_registry.tuning_objectives`; higher is
+    registry flags ``objective`` (:func:`~retrieval_pipeline.core.evaluation.metrics.registry.tuning_objectives`; higher is
     better for each); ``alphas`` lie in [0, 1]; ``rrf_ks`` are >= 0.
     """
 

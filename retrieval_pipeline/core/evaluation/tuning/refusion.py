@@ -6,7 +6,7 @@ the same arithmetic, in the same order, runs here vectorised over every (query, 
 (parity is tested against those functions and against the hybrid's own stored run), so the fusion sweep
 (:mod:`retrieval_pipeline.core.evaluation.tuning.fusion_sweep`) scores a setting without re-running any retriever.
 
-Metrics are the registry's formulas (:func:`~retrieval_pipeline.core.metric_registry.compute_metric`) on the
+Metrics are the registry's formulas (:func:`~retrieval_pipeline.core.evaluation.metrics.registry.compute_metric`) on the
 judged positions of the relevant documents (parity with
 :func:`~retrieval_pipeline.core.evaluation.metrics.per_query_metrics` is tested).
 """
@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_pipeline.core.common.types import Qrels, Run
-from retrieval_pipeline.core.metric_formulas import RELEVANCE_THRESHOLD, Judged
-from retrieval_pipeline.core.metric_registry import compute_metric, resolve_metric
+from retrieval_pipeline.core.evaluation.metrics import RELEVANCE_THRESHOLD, Judged, compute_metric, resolve_metric
 
 #: How deep the judged arrays of :meth:`Judgements.from_qrels` go unless told (the deepest cut-off the sweep reads).
 DEFAULT_CUT = 10
@@ -42,7 +41,7 @@ class Judgements:
 
     @classmethod
     def from_qrels(cls, qrels: Qrels, cut: int = DEFAULT_CUT) -> Judgements:
-        """Relevant is ``grade >= RELEVANCE_THRESHOLD`` and the gain is the grade, as in :mod:`~retrieval_pipeline.core.metric_formulas`.
+        """Relevant is ``grade >= RELEVANCE_THRESHOLD`` and the gain is the grade, as in :mod:`~retrieval_pipeline.core.evaluation.metrics.families`.
 
         ``cut`` is how many ranks a judged ranking keeps: the deepest cut-off of the metrics asked for.
         """

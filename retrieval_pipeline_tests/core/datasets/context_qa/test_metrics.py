@@ -20,7 +20,7 @@ from retrieval_pipeline.core.datasets.context_qa.similarity import (
     similarity_rows,
 )
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
-from retrieval_pipeline.core.metric_registry import describe_metric as describe_context_metric
+from retrieval_pipeline.core.evaluation.metrics import describe_metric as describe_context_metric
 
 SETTINGS = SimilaritySettings(threshold=0.5)
 # similarity to "abcd": c1 0.0, c2 1.0, c3 2*2/8 = 0.5 (relevant at the threshold), c4 0.0, c5 1.0

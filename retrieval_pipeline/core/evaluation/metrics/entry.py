@@ -1,7 +1,8 @@
-"""The shape of a metric registry entry (:class:`MetricInfo`) and the rules an entry must keep.
+"""The shape of a metric entry (:class:`MetricInfo`) and the rules an entry must keep.
 
-:mod:`retrieval_pipeline.core.metric_registry` holds the entries (one per metric or column) and looks
-names up; this module says what an entry holds and checks one (:func:`entry_problems`).
+Each module of :mod:`~retrieval_pipeline.core.evaluation.metrics.families` declares its entries (one per
+metric or column) beside its formula; :mod:`~retrieval_pipeline.core.evaluation.metrics.registry` collects
+them and looks names up. This module says what an entry holds and checks one (:func:`entry_problems`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from retrieval_pipeline.core.metric_formulas import Formula
+from retrieval_pipeline.core.evaluation.metrics.judging import Formula
 
 #: How a metric is summarised over queries: ``mean`` (over all queries), ``rate`` (share of queries),
 #: ``mean_over_found`` (mean over the queries where it is defined; NaN elsewhere), ``count``, ``p95``
@@ -33,9 +34,16 @@ VIEWS: tuple[View, ...] = ("console", "summary", "chart", "sweep")
 Shown = bool | tuple[int, ...]
 
 
+#: Where the per-query frame of :func:`~retrieval_pipeline.core.evaluation.metrics.frame.per_query_metrics` takes
+#: an entry's cut-offs from: the argument of that name (``ks``, ``precision_ks``, ``f1_k``, ``ndcg_k``), or
+#: ``plain`` for a name without one; None: not a column of that frame.
+FrameCutoffs = Literal["ks", "precision_ks", "f1_k", "ndcg_k", "plain"]
+
 #: The suffix of a name pattern with a cut-off (``hit_rate@{k}``).
 K_SUFFIX = "@{k}"
-_NAME = re.compile(r"[a-z][a-z0-9_]*(@\{k\})?")
+#: The suffix of a name pattern with a persistence parameter instead (``rbp(p={k})``: ``{k}`` is a float in (0, 1)).
+P_SUFFIX = "(p={k})"
+_NAME = re.compile(r"[a-z][a-z0-9_]*(@\{k\}|\(p=\{k\}\))?")
 _AVERAGED: frozenset[str] = frozenset({"mean", "rate", "mean_over_found"})
 
 
@@ -50,11 +58,20 @@ class MetricInfo:
         aggregation: How the metric is summarised over queries (see :data:`Aggregation`).
         kind: ``per_query``, ``summary`` or ``bookkeeping`` (see :data:`Kind`).
         headline: Shown in comparison tables: True / False for a plain name, the cut-offs shown for a pattern.
-        formula: The per-query formula on a judged ranking (:mod:`~retrieval_pipeline.core.metric_formulas`);
+        formula: The per-query formula on a judged ranking (each family module of :mod:`~retrieval_pipeline.core.evaluation.metrics.families`);
             None for columns computed otherwise (context similarity, the LLM judge, summaries, bookkeeping).
         objective: What the fusion sweep may tune on, as ``headline``; needs a formula and higher is better.
         views: The short lists that show it (:data:`View`), with the cut-offs shown, as ``headline``.
         label: The short header of the console's table (``{k}`` is the cut-off); empty: the name.
+        aliases: The spellings :func:`~retrieval_pipeline.core.evaluation.metrics.names.parse_metric` accepts for
+            it (lower case, without the cut-off); empty: the API does not offer it. A family with both a plain
+            and an ``@{k}`` entry takes an optional cut-off; one with only the pattern needs one.
+        trec_eval: The trec_eval / pytrec_eval measure with the same value (``{k}``: the cut-off, as in
+            ``ndcg_cut.{k}``); empty when there is none.
+        frame: Where :func:`~retrieval_pipeline.core.evaluation.metrics.frame.per_query_metrics` takes its
+            cut-offs from (:data:`FrameCutoffs`); None: not one of that frame's columns.
+        order: Where it sorts among the entries (headline, views, frame columns); ties keep discovery order.
+        default_k: The parameter a name without one gets (``rbp`` is ``rbp(p=0.8)``); None: none.
     """
 
     name: str
@@ -67,11 +84,26 @@ class MetricInfo:
     objective: Shown = False
     views: Mapping[View, Shown] = field(default_factory=dict, hash=False)
     label: str = ""
+    aliases: tuple[str, ...] = ()
+    trec_eval: str = ""
+    frame: FrameCutoffs | None = None
+    order: int = 500
+    default_k: float | None = None
 
     @property
     def has_cutoff(self) -> bool:
-        """Whether the name is an ``@{k}`` pattern."""
-        return self.name.endswith(K_SUFFIX)
+        """Whether the name is a pattern (``@{k}``, or ``(p={k})`` for a parameter)."""
+        return self.name.endswith((K_SUFFIX, P_SUFFIX))
+
+    @property
+    def base(self) -> str:
+        """The name without its pattern suffix (``hit_rate@{k}`` -> ``hit_rate``)."""
+        return self.name.removesuffix(K_SUFFIX).removesuffix(P_SUFFIX)
+
+    @property
+    def takes_fraction(self) -> bool:
+        """Whether the pattern's parameter is a fraction in (0, 1) (``rbp(p={k})``) rather than a cut-off >= 1."""
+        return self.name.endswith(P_SUFFIX)
 
     @property
     def is_metric(self) -> bool:
@@ -99,7 +131,7 @@ class MetricInfo:
 
     def concrete_name(self, k: int | None = None) -> str:
         """The name for cut-off ``k`` (``hit_rate@{k}`` with 5 -> ``hit_rate@5``); plain names ignore ``k``."""
-        return self.name.replace(K_SUFFIX, f"@{k}") if self.has_cutoff else self.name
+        return self.name.replace("{k}", str(k)) if self.has_cutoff else self.name
 
     def describe(self, k: int | None = None) -> str:
         """The description with ``{k}`` replaced by the cut-off."""
@@ -128,6 +160,12 @@ def entry_problems(info: MetricInfo) -> list[str]:
         problems.append("objective is a tuple of cut-offs >= 1 for an @{k} pattern, a bool otherwise")
     if info.label and ("{k}" in info.label) != info.has_cutoff:
         problems.append("the label mentions {k} exactly when the name has a cut-off")
+    if (info.aliases or info.frame) and info.formula is None:
+        problems.append("only metrics with a formula have aliases or are columns of the per-query frame")
+    if info.frame is not None and (info.frame == "plain") == info.has_cutoff:
+        problems.append("frame is 'plain' exactly for a name without a cut-off")
+    if info.trec_eval and ("{k}" in info.trec_eval) != info.has_cutoff:
+        problems.append("the trec_eval name mentions {k} exactly when the name has a cut-off")
     return problems
 
 
@@ -147,3 +185,18 @@ def _fits(info: MetricInfo, shown: Shown) -> bool:
     if isinstance(shown, tuple):
         return info.has_cutoff and all(isinstance(k, int) and k >= 1 for k in shown)
     return not info.has_cutoff
+
+
+def per_query(
+    name: str,
+    description: str,
+    formula: Formula | None = None,
+    *,
+    aggregation: Aggregation = "mean",
+    higher: bool = True,
+    **fields: object,
+) -> MetricInfo:
+    """A per-query metric entry (the common case): averaged over queries, higher better unless said."""
+    none_shown: Shown = () if name.endswith((K_SUFFIX, P_SUFFIX)) else False
+    fields = {"headline": none_shown, "objective": none_shown} | fields
+    return MetricInfo(name, description, higher, aggregation, "per_query", formula=formula, **fields)  # type: ignore[arg-type]

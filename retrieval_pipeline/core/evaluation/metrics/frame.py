@@ -15,58 +15,22 @@ Conventions (each checked against a reference library in ``test_metrics.py``):
 * A query whose qrels hold no relevant document (only grade 0) scores 0 everywhere, as it does in
   pytrec_eval; its ``n_relevant`` is 0, so it is easy to spot.
 
-The formulas are the registry's (:func:`~retrieval_pipeline.core.metric_registry.compute_metric`, each
-written out in :mod:`retrieval_pipeline.core.metric_formulas`); this module judges the run against the
-qrels, computes every column through them, and aggregates.
+The formulas are the registry's (:func:`~retrieval_pipeline.core.evaluation.metrics.registry.compute_metric`,
+each written out beside its entry in :mod:`~retrieval_pipeline.core.evaluation.metrics.families`); this
+module judges the run against the qrels, computes every column through them, and aggregates. The columns
+are the entries with a ``frame`` (in registry order), each at the cut-offs of the argument it names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from retrieval_pipeline.core.common.types import Hit, Qrels, Run
-from retrieval_pipeline.core.metric_formulas import RELEVANCE_THRESHOLD, Judged
-from retrieval_pipeline.core.metric_registry import compute_metric, is_metric_column, metric_descriptions
-from retrieval_pipeline.core.metric_registry import describe_metric as describe_metric  # re-exported for compatibility
-
-# --------------------------------------------------------------------------------------------------
-# Judging: run + qrels -> the arrays the registry's formulas read.
-# --------------------------------------------------------------------------------------------------
-
-
-def _graded_ranks(query_id: str, hits: Sequence[Hit], relevant: Mapping[str, int]) -> list[int]:
-    """Grade of each hit in run order (0 when not relevant); raises on a doc listed twice."""
-    doc_ids = [doc_id for doc_id, _ in hits]
-    if len(set(doc_ids)) != len(doc_ids):
-        raise ValueError(f"run for query {query_id!r} lists the same doc_id more than once")
-    return [relevant.get(doc_id, 0) for doc_id in doc_ids]
-
-
-def judge(run: Run, qrels: Qrels, depth: int, ideal_depth: int) -> Judged:
-    """The run judged against the qrels, one row per qrels query (in qrels order).
-
-    Every hit's grade is looked up; the top ``depth`` ranks are kept, the qrels' best ``ideal_depth``
-    relevant grades, and each query's first relevant rank over the whole run.
-
-    Raises:
-        ValueError: If a query's run lists a doc id twice.
-    """
-    n = len(qrels)
-    gains, ideal_gains = np.zeros((n, depth)), np.zeros((n, ideal_depth))
-    n_relevant, first_rank = np.zeros(n, dtype=np.int64), np.full(n, np.nan)
-    for row, (query_id, judgements) in enumerate(qrels.items()):
-        relevant = {doc: grade for doc, grade in judgements.items() if grade >= RELEVANCE_THRESHOLD}
-        grades = _graded_ranks(query_id, run.get(query_id) or (), relevant)
-        top = grades[:depth]
-        gains[row, : len(top)] = top
-        ideal = sorted(relevant.values(), reverse=True)[:ideal_depth]
-        ideal_gains[row, : len(ideal)] = ideal
-        n_relevant[row] = len(relevant)
-        first_rank[row] = next((rank for rank, grade in enumerate(grades, start=1) if grade), np.nan)
-    return Judged(gains, ideal_gains, n_relevant, first_rank)
+from retrieval_pipeline.core.common.types import Qrels, Run
+from retrieval_pipeline.core.evaluation.metrics.judging import judge
+from retrieval_pipeline.core.evaluation.metrics.registry import METRICS, compute_metric, is_metric_column, metric_descriptions
 
 
 def _check_cutoffs(cutoffs: Sequence[int]) -> None:
@@ -91,7 +55,7 @@ def per_query_metrics(
     """Score every query in the qrels against the run.
 
     See the module docstring for the conventions (relevance ``grade >= 1``, run order as the ranking,
-    missing queries score 0). Each metric's formula is in :mod:`retrieval_pipeline.core.metric_formulas`.
+    missing queries score 0). Each metric's formula is in :mod:`~retrieval_pipeline.core.evaluation.metrics.families`.
 
     Args:
         run: ``{query_id: [(doc_id, score), ...]}``, best first. Doc ids must be unique per query.
@@ -115,14 +79,8 @@ def per_query_metrics(
         raise ValueError("qrels is empty: there are no queries to evaluate (need {query_id: {doc_id: grade}})")
     _check_cutoffs([*ks, *precision_ks, ndcg_k, f1_k])
     judged = judge(run, qrels, max([*ks, *precision_ks, ndcg_k, f1_k]), ndcg_k)
-    names = [
-        *(f"hit_rate@{k}" for k in ks),
-        *(f"recall@{k}" for k in ks),
-        *(f"precision@{k}" for k in precision_ks),
-        f"f1@{f1_k}",
-        "mrr",
-        f"ndcg@{ndcg_k}",
-    ]
+    cutoffs = {"ks": ks, "precision_ks": precision_ks, "f1_k": (f1_k,), "ndcg_k": (ndcg_k,), "plain": (None,)}
+    names = [info.concrete_name(k) for info in METRICS if info.frame for k in cutoffs[info.frame]]
     columns: dict[str, object] = {"query_id": list(qrels), "n_relevant": judged.n_relevant}
     columns |= {name: compute_metric(name, judged) for name in names}
     columns["found"] = ~np.isnan(judged.first_relevant_rank)
@@ -133,7 +91,7 @@ def per_query_metrics(
 def aggregate(per_query: pd.DataFrame, latencies_ms: Sequence[float] | None = None) -> dict[str, float]:
     """Means over queries of a :func:`per_query_metrics` frame, plus not-found and latency figures.
 
-    Which columns are averaged comes from :mod:`retrieval_pipeline.core.metric_registry`: every
+    Which columns are averaged comes from :mod:`~retrieval_pipeline.core.evaluation.metrics.registry`: every
     ``per_query`` metric column (``hit_rate@k``, ``recall@k``, ``precision@k``, ``f1@k``, ``mrr``,
     ``ndcg@k``, the context-QA and LLM-judge columns) is averaged over the queries where it is not NaN;
     bookkeeping columns (``query_id``, ``found``, ``retriever``, ...) are not. Further keys:
@@ -178,7 +136,7 @@ def _latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Descriptions: kept here for compatibility; the registry (core.metric_registry) holds them
+# Descriptions: the registry's, at the default cut-offs
 # --------------------------------------------------------------------------------------------------
 
 #: One sentence per metric name at the default cut-offs (use :func:`describe_metric` for others).
