@@ -1,4 +1,4 @@
-"""How a proof's source is put together: real files of :mod:`.sandbox_side`, and the claim's data as a literal.
+"""How a proof's source is put together: real files of :mod:`..sandbox_side`, and the claim's data as a literal.
 
 A proof is one self-contained pytest file: its docstring (what it proves), the prelude
 (``sandbox_side/proof_prelude.py``: the evidence protocol, name loading), the text of the sandbox files that
