@@ -42,8 +42,8 @@ from retrieval_pipeline.core.services.llm.local_models import local_model_path, 
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.services.split_packages import default_cache_dir
 from retrieval_pipeline.core.verifier.questions import llm_fallback
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide
-from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict, decide
+from retrieval_pipeline.core.verifier.verdicts.verdict_cache import VerdictCache
 from retrieval_pipeline.core.verifier.verify import OPEN_STATES, VerificationRun, run_verification, second_opinion
 
 ROOT = Path(__file__).resolve().parents[1]

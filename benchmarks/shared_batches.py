@@ -21,7 +21,7 @@ from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import verify
-from retrieval_pipeline.core.verifier.library_index import probe_environment
+from retrieval_pipeline.core.verifier.proofs.library_index import probe_environment
 
 PROJECT = Path(__file__).resolve().parents[1]
 ADK_SUITE = PROJECT.parent / "shared/data/adk/benchmark_definitions/configure_adk_features_mc/benchmark.yaml"

@@ -17,7 +17,7 @@ from pathlib import Path
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.library_index import probe_environment
+from retrieval_pipeline.core.verifier.proofs.library_index import probe_environment
 from retrieval_pipeline.core.verifier.verify import run_verification
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ option's state differs).
     .venv/bin/python benchmarks/verifier_speed.py --cache-dir /tmp/vc   # twice: cold, then an unchanged re-run
 
 ``--cache-dir DIR`` uses the verdict cache there, as the asset does with the project's cache folder
-(:mod:`~retrieval_pipeline.core.verifier.verdict_cache`); it prints how many verdicts were reused and proven.
+(:mod:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache`); it prints how many verdicts were reused and proven.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.services.sandbox import bubblewrap as sandbox_module
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
-from retrieval_pipeline.core.verifier.verdict import Verdict
+from retrieval_pipeline.core.verifier.verdicts.verdict import Verdict
 
 
 @dataclass

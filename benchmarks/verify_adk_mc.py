@@ -60,9 +60,9 @@ from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registr
 from retrieval_pipeline.core.services.llm.cache import LLMCache
 from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.questions import check_questions
-from retrieval_pipeline.core.verifier.verdict import VERDICTS, decide
+from retrieval_pipeline.core.verifier.verdicts.verdict import VERDICTS, decide
 from retrieval_pipeline.core.verifier.verify import run_verification
 
 #: The suites of questions about code, beside the dataset's own (``<suite_files_root>/benchmark_definitions/<name>``).

@@ -108,8 +108,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.fixture(scope="module")
 def helpers() -> dict[str, object]:
     """The proof-side helpers (the prelude and :data:`ATOM_SOURCE` every atom proof runs), executed in this process."""
-    from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE
-    from retrieval_pipeline.core.verifier.proof_source import PRELUDE_SOURCE
+    from retrieval_pipeline.core.verifier.proofs.atom_proofs import ATOM_SOURCE
+    from retrieval_pipeline.core.verifier.proofs.proof_source import PRELUDE_SOURCE
 
     namespace: dict[str, object] = {"__name__": "atoms_under_test"}
     exec(compile(PRELUDE_SOURCE + "\n" + ATOM_SOURCE, "<atoms>", "exec"), namespace)

@@ -1,11 +1,11 @@
-"""Options into claims: each option of a question becomes one :class:`~retrieval_pipeline.core.verifier.claims.Claim`.
+"""Options into claims: each option of a question becomes one :class:`~retrieval_pipeline.core.verifier.claims.claims.Claim`.
 
-:func:`decompose` reads the question once (:func:`~retrieval_pipeline.core.verifier.claims.analyse_question`),
+:func:`decompose` reads the question once (:func:`~retrieval_pipeline.core.verifier.claims.claims.analyse_question`),
 then asks the claim builders in turn, most specific first (:func:`builders`): the basic kinds of
-:mod:`~retrieval_pipeline.core.verifier.claims`, the kinds of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`,
-:mod:`~retrieval_pipeline.core.verifier.compound_claims` and :mod:`~retrieval_pipeline.core.verifier.field_claims`. An option of a question about a code snippet is read as
-what running the snippet does (:mod:`~retrieval_pipeline.core.verifier.snippet_claims`) first, then as the field it
-blames for the snippet's error (:mod:`~retrieval_pipeline.core.verifier.snippet_errors`).
+:mod:`~retrieval_pipeline.core.verifier.claims.claims`, the kinds of :mod:`~retrieval_pipeline.core.verifier.claims.claim_kinds`,
+:mod:`~retrieval_pipeline.core.verifier.claims.compound_claims` and :mod:`~retrieval_pipeline.core.verifier.claims.field_claims`. An option of a question about a code snippet is read as
+what running the snippet does (:mod:`~retrieval_pipeline.core.verifier.claims.snippet_claims`) first, then as the field it
+blames for the snippet's error (:mod:`~retrieval_pipeline.core.verifier.observation.snippet_errors`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from retrieval_pipeline.core.verifier import claim_kinds as more
-from retrieval_pipeline.core.verifier import compound_claims, field_claims, snippet_claims, snippet_errors, value_claims
-from retrieval_pipeline.core.verifier.claim_kinds import role_bases
-from retrieval_pipeline.core.verifier.claims import (
+from retrieval_pipeline.core.verifier.claims import claim_kinds as more
+from retrieval_pipeline.core.verifier.claims import compound_claims, field_claims, snippet_claims, value_claims
+from retrieval_pipeline.core.verifier.claims.claim_kinds import role_bases
+from retrieval_pipeline.core.verifier.claims.claims import (
     _ALL_OF_THE_ABOVE,
     _CAMEL,
     _NAME_PATH_OPTION,
@@ -34,8 +34,9 @@ from retrieval_pipeline.core.verifier.claims import (
     _value_claim,
     analyse_question,
 )
-from retrieval_pipeline.core.verifier.compound_claims import clean_name_option
-from retrieval_pipeline.core.verifier.snippet_observation import split
+from retrieval_pipeline.core.verifier.claims.compound_claims import clean_name_option
+from retrieval_pipeline.core.verifier.observation import snippet_errors
+from retrieval_pipeline.core.verifier.observation.snippet_observation import split
 
 
 def decompose(case_id: str, question: str, options: Mapping[str, str], *, snippet: str | None = None) -> list[Claim]:
@@ -90,10 +91,10 @@ Builder = Callable[[str, str, str, str, _Frame], "Claim | None"]
 def builders() -> tuple[Builder, ...]:
     """The claim builders, most specific first: the first that recognises an option makes its claim.
 
-    The basic kinds live in :mod:`~retrieval_pipeline.core.verifier.claims`, the others in
-    :mod:`~retrieval_pipeline.core.verifier.claim_kinds`, :mod:`~retrieval_pipeline.core.verifier.compound_claims` and,
+    The basic kinds live in :mod:`~retrieval_pipeline.core.verifier.claims.claims`, the others in
+    :mod:`~retrieval_pipeline.core.verifier.claims.claim_kinds`, :mod:`~retrieval_pipeline.core.verifier.claims.compound_claims` and,
     for statements about a pair of fields,
-    :mod:`~retrieval_pipeline.core.verifier.field_claims`.
+    :mod:`~retrieval_pipeline.core.verifier.claims.field_claims`.
     """
 
     return (

@@ -2,7 +2,7 @@
 
 Every multiple-choice case is verified (:func:`~retrieval_pipeline.core.verifier.verify.run_verification`:
 the library probed once, questions in parallel, the proofs of a question in one sandbox); Ambiguous and
-Incorrect ones get a proposed fix, re-verified (:func:`~retrieval_pipeline.core.verifier.remediation.remediate`,
+Incorrect ones get a proposed fix, re-verified (:func:`~retrieval_pipeline.core.verifier.fixes.remediation.remediate`,
 several flagged questions at once: :func:`propose_fixes`). The quality report is written as JSON and
 Markdown (titled with the dataset and the library under test, with the seconds each step took), the
 proposals to a separate file (never over an input). A dataset without multiple-choice cases gets an
@@ -12,10 +12,10 @@ empty report: nothing is probed or run.
 in ``verifier.compare_pythons`` (other versions of the same library, e.g. ``.venvs/adk120/bin/python``; each probed
 once, and only when something is flagged); a fix is accepted only when it is Valid against all of them. An
 Unverifiable question that is Valid as it stands against another version has a stale distractor, and gets a fix
-(:mod:`~retrieval_pipeline.core.verifier.remediation`). ``check_questions(compare_pythons=...)`` overrides the setting.
+(:mod:`~retrieval_pipeline.core.verifier.fixes.remediation`). ``check_questions(compare_pythons=...)`` overrides the setting.
 
 **Which prover.** The offline prover always runs first. With ``verifier.prover: llm`` *and* an LLM client (an
-endpoint is configured), an :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver` is asked about the
+endpoint is configured), an :class:`~retrieval_pipeline.core.verifier.proofs.llm_prover.LLMProver` is asked about the
 options the offline proofs left open; with ``llm`` but no client, the offline prover alone runs and the report
 says so (:data:`NO_ENDPOINT_WARNING`). Every option records which prover decided it (the ``decided_by`` column).
 """
@@ -41,14 +41,14 @@ from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.services.llm.client import LLMClient
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex, LibrarySettingError, probe_environment
-from retrieval_pipeline.core.verifier.llm_prover import LLMProver
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.remediation import Environment, Proposal, flaggable, remediate, write_proposals
+from retrieval_pipeline.core.verifier.fixes.remediation import Environment, Proposal, flaggable, remediate, write_proposals
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, LibrarySettingError, probe_environment
+from retrieval_pipeline.core.verifier.proofs.llm_prover import LLMProver
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import STANDARD_LIBRARY, markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.settings import VerifierSettings
-from retrieval_pipeline.core.verifier.verdict import VERDICTS, Verdict
-from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, using_verdict_cache
+from retrieval_pipeline.core.verifier.verdicts.verdict import VERDICTS, Verdict
+from retrieval_pipeline.core.verifier.verdicts.verdict_cache import VerdictCache, using_verdict_cache
 from retrieval_pipeline.core.verifier.verify import VerificationRun, default_parallel, run_verification
 
 VERDICT_COLUMNS = [
@@ -140,7 +140,7 @@ def check_questions(
         llm: An open LLM client when an endpoint is configured; used only with ``verifier.prover: llm``.
         compare_pythons: Other versions of the library a fix is re-verified against; None: ``verifier.compare_pythons``.
         cache_dir: The project's cache folder: a question whose proofs cannot have changed reuses its verdict from
-            there (:mod:`~retrieval_pipeline.core.verifier.verdict_cache`); None: every question is proven.
+            there (:mod:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache`); None: every question is proven.
             Proposed fixes are always re-verified.
 
     Raises:
@@ -307,12 +307,12 @@ def propose_fixes(
     compare: Sequence[Environment] = (),
     cache: VerdictCache | None = None,
 ) -> list[Proposal]:
-    """:func:`~retrieval_pipeline.core.verifier.remediation.remediate`, several flagged questions at once.
+    """:func:`~retrieval_pipeline.core.verifier.fixes.remediation.remediate`, several flagged questions at once.
 
     Each flagged question's candidate fixes are tried in turn, as ``remediate`` does (re-verified against
     ``compare`` too); the questions run in parallel (up to the number of cores, each proof batch in its own
     sandbox). Proposals come back in the order of the verdicts. With ``cache``, a re-verification whose proofs cannot
-    have changed reuses its verdict (:func:`~retrieval_pipeline.core.verifier.verdict_cache.using_verdict_cache`).
+    have changed reuses its verdict (:func:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache.using_verdict_cache`).
     """
     flagged = [v for v in verdicts if flaggable(v)]
     if not flagged:

@@ -21,9 +21,9 @@ from typing import Any
 
 from retrieval_pipeline.core.common.atomic import atomic_write_text
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
-from retrieval_pipeline.core.verifier.remediation import Proposal
-from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, VERDICTS, OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.fixes.remediation import Proposal
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, VERDICTS, OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verify import VerificationRun
 
 #: Longest reason (or proposal note) kept; a reason quotes a note and names the option.
@@ -40,7 +40,7 @@ def probe_meta(index: LibraryIndex) -> dict[str, Any]:
 
     Returns:
         ``import_name``, ``import_name_source``, ``distribution``, ``version``, then the coverage
-        (:meth:`~retrieval_pipeline.core.verifier.library_index.ProbeCoverage.to_report`): ``complete``, ``summary``,
+        (:meth:`~retrieval_pipeline.core.verifier.proofs.library_index.ProbeCoverage.to_report`): ``complete``, ``summary``,
         ``modules_found``/``_imported``/``_failed``/``_not_reached``, ``budget_hit``, ``budget``, ``seconds``,
         ``cpu_seconds``, ``failure_causes``, ``failed`` (module -> reason) and ``not_reached``.
     """

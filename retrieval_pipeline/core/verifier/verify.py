@@ -1,11 +1,11 @@
 """Verify multiple-choice cases: decompose -> prove in the sandbox -> decide, with timing.
 
-The marked answer is used only by :func:`~retrieval_pipeline.core.verifier.verdict.decide`; the
+The marked answer is used only by :func:`~retrieval_pipeline.core.verifier.verdicts.verdict.decide`; the
 claims and the proofs are made from the question and the options alone.
 
-The library under test is probed first, once per run (:func:`~retrieval_pipeline.core.verifier.library_index.probe_environment`):
+The library under test is probed first, once per run (:func:`~retrieval_pipeline.core.verifier.proofs.library_index.probe_environment`):
 a library setting that names nothing importable stops the run with a
-:class:`~retrieval_pipeline.core.verifier.library_index.LibrarySettingError` before any verdict. A proof that
+:class:`~retrieval_pipeline.core.verifier.proofs.library_index.LibrarySettingError` before any verdict. A proof that
 ran out of wall-clock time (not CPU time) is run once more with :data:`TIMEOUT_RETRY_FACTOR` times the
 limit: a busy machine must not turn a decidable option into an undecided one.
 
@@ -22,15 +22,15 @@ together (:class:`~retrieval_pipeline.core.services.sandbox.shared_batches.Share
 
 **A question about a snippet** runs its snippet once (with its file's module context) and decides every
 ``snippet`` claim against that one observation
-(:func:`~retrieval_pipeline.core.verifier.snippet_observation.snippet_evidence`); its other options are proven as above.
+(:func:`~retrieval_pipeline.core.verifier.observation.snippet_observation.snippet_evidence`); its other options are proven as above.
 
 **A question about what a class or member is for** whose options are all prose is read against the library's
-documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.doc_claims`). **A documented purpose**: when the
+documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.observation.doc_claims`). **A documented purpose**: when the
 proofs leave one or two options consistent (their names exist) and every other one false, the documentation of what
 each names is read, and the one whose documentation states the purpose the question asks about is true
-(:mod:`~retrieval_pipeline.core.verifier.purpose_claims`).
+(:mod:`~retrieval_pipeline.core.verifier.observation.purpose_claims`).
 
-**A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.llm_prover.LLMProver`) is asked
+**A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.proofs.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
 checks never decide alone: a check of its that holds makes the option ``consistent``, never ``true`` (the model may
 be hostile, and its check and refutation come from the same model), and its "false" results stand only when some
@@ -38,11 +38,11 @@ option of the question is proven true by the first prover or the snippet's obser
 generated test could make the right answer false on its own). Its result replaces the first one only when it
 settles more (false, or consistent where nothing was known); each option records which prover decided it.
 
-**A verdict cache** (``cache``, :class:`~retrieval_pipeline.core.verifier.verdict_cache.VerdictCache`) returns the
+**A verdict cache** (``cache``, :class:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache.VerdictCache`) returns the
 verdict of a question whose proofs cannot have changed (same question, library files, verifier source, sandbox
 settings; offline prover only) instead of proving it again; the run lists the reused case ids. Without one
 passed, :func:`verify_question` asks the active cache (set by the caller with
-:func:`~retrieval_pipeline.core.verifier.verdict_cache.using_verdict_cache`), so re-verifications made below
+:func:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache.using_verdict_cache`), so re-verifications made below
 other code (the proposed fixes) are covered by the same keys.
 """
 
@@ -62,16 +62,16 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest
 from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.services.sandbox.shared_batches import SharedBatches
-from retrieval_pipeline.core.verifier.abridged import suite_names_line
-from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.doc_claims import doc_evidence
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
-from retrieval_pipeline.core.verifier.provers import OfflineProver, Proof, Prover
-from retrieval_pipeline.core.verifier.purpose_claims import documented_purpose
-from retrieval_pipeline.core.verifier.snippet_observation import compose, snippet_evidence
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict, decide, option_evidence
-from retrieval_pipeline.core.verifier.verdict_cache import VerdictCache, active_verdict_cache
+from retrieval_pipeline.core.verifier.observation.abridged import suite_names_line
+from retrieval_pipeline.core.verifier.observation.doc_claims import doc_evidence
+from retrieval_pipeline.core.verifier.observation.purpose_claims import documented_purpose
+from retrieval_pipeline.core.verifier.observation.snippet_observation import compose, snippet_evidence
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, probe_environment
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver, Proof, Prover
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict, decide, option_evidence
+from retrieval_pipeline.core.verifier.verdicts.verdict_cache import VerdictCache, active_verdict_cache
 
 #: A proof stopped by the wall clock is retried once with this many times the limit.
 TIMEOUT_RETRY_FACTOR = 3.0
@@ -116,7 +116,7 @@ def verify_question(
         case_id: The case's id (named in the proofs and the verdict).
         question: The question text.
         options: Letter -> option text.
-        marked: The marked answer; only :func:`~retrieval_pipeline.core.verifier.verdict.decide` sees it.
+        marked: The marked answer; only :func:`~retrieval_pipeline.core.verifier.verdicts.verdict.decide` sees it.
         prover: Writes a proof per claim.
         settings: The sandbox of the environment under test.
         workers: Proofs run at once when they run one sandbox each (a single proof, or those the batch
@@ -125,7 +125,7 @@ def verify_question(
         fallback: A second prover for the options the first did not settle (see the module docstring).
         snippet: The code the question is about (``Case.extra["code_snippet"]``): the options are claims about running it.
         cache: Reuse the verdict of an unchanged question from it, and store a new one; default: the
-            :func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache` (None: prove it).
+            :func:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache.active_verdict_cache` (None: prove it).
         shared: Where the batch goes when other questions are proven at the same time (their proofs may share its
             sandbox); None: a batch of its own.
 
@@ -327,7 +327,7 @@ def run_verification(
         fallback: A second prover for the options the first did not settle (an LLM prover); None: none.
         fallback_for: Makes the second prover from the probed index (it names the library), when ``fallback`` is None.
         cache: Verdicts of unchanged questions to reuse, and where new ones are stored; None: every question is
-            proven; default: the active one (:func:`~retrieval_pipeline.core.verifier.verdict_cache.active_verdict_cache`).
+            proven; default: the active one (:func:`~retrieval_pipeline.core.verifier.verdicts.verdict_cache.active_verdict_cache`).
             Used only with an offline prover and no second prover (:meth:`VerdictCache.status`).
 
     Returns:
@@ -387,9 +387,9 @@ def case_snippet(case: Case) -> str | None:
     """The code a question is about (``Case.extra["code_snippet"]``, loaded with the suite), or None.
 
     With the module context of its file (``Case.extra["code_snippet_context"]``) put before it
-    (:func:`~retrieval_pipeline.core.verifier.snippet_observation.compose`): the snippet runs in that context. The
+    (:func:`~retrieval_pipeline.core.verifier.observation.snippet_observation.compose`): the snippet runs in that context. The
     names its suite defines elsewhere (``Case.extra["code_snippet_suite_names"]``) head the context as a comment line
-    (:func:`~retrieval_pipeline.core.verifier.abridged.suite_names_line`).
+    (:func:`~retrieval_pipeline.core.verifier.observation.abridged.suite_names_line`).
     """
     snippet = case.extra.get("code_snippet")
     if not isinstance(snippet, str):

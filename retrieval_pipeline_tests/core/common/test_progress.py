@@ -23,7 +23,7 @@ from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import TOKENIZE_CHUNK,
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
 from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.verifier import verify as verify_module
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
 from retrieval_pipeline_tests.core.retrieval.kit import build, fake_model_folder, parse_as
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 

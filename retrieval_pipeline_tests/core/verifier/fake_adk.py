@@ -26,8 +26,8 @@ import pytest
 
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.library_index import probe_environment
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.library_index import probe_environment
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 
 DISTRIBUTION = "acme-adk"
 IMPORT_NAME = "acme.adk"

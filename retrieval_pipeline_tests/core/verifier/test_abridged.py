@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, suite_names
-from retrieval_pipeline.core.verifier.abridged import abridged, missing_arguments, refused_arguments, suite_names_line
-from retrieval_pipeline.core.verifier.snippet_observation import compose, split
+from retrieval_pipeline.core.verifier.observation.abridged import abridged, missing_arguments, refused_arguments, suite_names_line
+from retrieval_pipeline.core.verifier.observation.snippet_observation import compose, split
 from retrieval_pipeline.core.verifier.verify import case_snippet
 
 
@@ -120,9 +120,9 @@ def test_an_abridged_observation_leaves_every_option_undecided_so_no_verdict_res
     "No error." undecided (not false), and the question Unverifiable rather than Incorrect."""
     from retrieval_pipeline.core.services.sandbox.results import Execution
     from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-    from retrieval_pipeline.core.verifier import snippet_observation
     from retrieval_pipeline.core.verifier.decompose import decompose
-    from retrieval_pipeline.core.verifier.verdict import decide
+    from retrieval_pipeline.core.verifier.observation import snippet_observation
+    from retrieval_pipeline.core.verifier.verdicts.verdict import decide
 
     missing = {"stage": "done", "called": "code_under_test", "stdout": "", "context_failures": [], "expressions": {},
                **raised("TypeError", "Runner.__init__() missing 1 required keyword-only argument: 'app_name'")}  # fmt: skip

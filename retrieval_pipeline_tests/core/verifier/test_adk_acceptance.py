@@ -21,9 +21,9 @@ from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.library_index import LibrarySettingError
+from retrieval_pipeline.core.verifier.proofs.library_index import LibrarySettingError
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
-from retrieval_pipeline.core.verifier.verdict import decide
+from retrieval_pipeline.core.verifier.verdicts.verdict import decide
 from retrieval_pipeline.core.verifier.verify import run_verification
 from retrieval_pipeline_tests.core.verifier.fake_adk import cpu_hog
 

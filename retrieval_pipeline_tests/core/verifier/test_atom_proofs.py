@@ -18,10 +18,10 @@ import pytest
 
 from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest, run_pytest_batch
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.claims.claims import Claim
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
-from retrieval_pipeline.core.verifier.verdict import option_evidence
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver, parse_evidence
+from retrieval_pipeline.core.verifier.verdicts.verdict import option_evidence
 
 # (question, option, expected state)
 CASES = [

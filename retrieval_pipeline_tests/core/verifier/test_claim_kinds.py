@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.verifier.claim_kinds import question_command, role_bases, type_name
-from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, CLAIM_KINDS, analyse_question
-from retrieval_pipeline.core.verifier.compound_claims import clean_name_option, prose_atoms
+from retrieval_pipeline.core.verifier.claims.claim_kinds import question_command, role_bases, type_name
+from retrieval_pipeline.core.verifier.claims.claims import ATOM_KINDS, CLAIM_KINDS, analyse_question
+from retrieval_pipeline.core.verifier.claims.compound_claims import clean_name_option, prose_atoms
 from retrieval_pipeline.core.verifier.decompose import decompose
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.doc_claims import applies, coverage, decide, purpose_target
+from retrieval_pipeline.core.verifier.observation.doc_claims import applies, coverage, decide, purpose_target
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 

@@ -15,14 +15,14 @@ import pytest
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier import remediation
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.fixes import remediation
+from retrieval_pipeline.core.verifier.fixes.remediation import Environment, proposals_as_suite, propose_fix, remediate, stale_distractors
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import compare_environments, compare_setting, propose_fixes
-from retrieval_pipeline.core.verifier.remediation import Environment, proposals_as_suite, propose_fix, remediate, stale_distractors
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
 from retrieval_pipeline.core.verifier.settings import VerifierSettings
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict
 
 QUESTION = "You are using a `LoopAgent` and want to prevent it from running infinitely. Which parameter should you set?"
 OPTIONS = {"A": "max_iterations", "B": "loop_limit", "C": "max_steps", "D": "timeout", "E": "None of the above"}

@@ -19,10 +19,10 @@ import pytest
 
 from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest_batch
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.verifier.claims.field_claims import presence_sets, question_pair
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.field_claims import presence_sets, question_pair
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.verdict import option_evidence
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
+from retrieval_pipeline.core.verifier.verdicts.verdict import option_evidence
 
 PAIR_QUESTION = "When building an `Either`, which statement is true regarding the `text` and `parts` fields?"
 
@@ -98,7 +98,7 @@ def test_an_abstract_class_question_checks_that_the_named_class_is_abstract():
 
 
 def _frame(question: str):
-    from retrieval_pipeline.core.verifier.claims import analyse_question  # noqa: PLC0415
+    from retrieval_pipeline.core.verifier.claims.claims import analyse_question  # noqa: PLC0415
 
     return analyse_question(question)
 

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex, LibrarySettingError, ProbeCoverage, probe_environment
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, LibrarySettingError, ProbeCoverage, probe_environment
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.verify import run_verification, verify_question
 from retrieval_pipeline_tests.core.verifier import fake_adk
@@ -190,8 +190,8 @@ class _SlowProver:
     name = "slow"
 
     def prove(self, claim):
-        from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE  # noqa: PLC0415
-        from retrieval_pipeline.core.verifier.provers import Proof  # noqa: PLC0415
+        from retrieval_pipeline.core.verifier.proofs.proof_source import EVIDENCE_FILE  # noqa: PLC0415
+        from retrieval_pipeline.core.verifier.proofs.provers import Proof  # noqa: PLC0415
 
         source = (
             "import json, time\n\n\ndef test_option_A():\n    time.sleep(2.5)\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from retrieval_pipeline.core.verifier.compound_claims import names_the_things
+from retrieval_pipeline.core.verifier.claims.compound_claims import names_the_things
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.sandbox_side import atoms
 from retrieval_pipeline.core.verifier.verify import verify_question

@@ -25,9 +25,9 @@ from retrieval_pipeline.core.services.llm.cache import LLMCache
 from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
-from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, LLMProver, as_check, located_names, screen_check, wrap_check
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.proofs.llm_prover import GENERATED_FILE, LLMProver, as_check, located_names, screen_check, wrap_check
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, check_questions
 from retrieval_pipeline.core.verifier.report import quality_report
 from retrieval_pipeline.core.verifier.settings import VerifierSettings

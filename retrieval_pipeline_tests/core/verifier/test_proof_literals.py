@@ -10,9 +10,9 @@ import ast
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex, ProbeCoverage
-from retrieval_pipeline.core.verifier.proof_source import docstring, literal, safe_letter
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, ProbeCoverage
+from retrieval_pipeline.core.verifier.proofs.proof_source import docstring, literal, safe_letter
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 #: Option texts that broke, or could break, a proof's source.

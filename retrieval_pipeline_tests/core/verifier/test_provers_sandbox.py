@@ -7,8 +7,8 @@ import pytest
 from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest, run_pytest_batch
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import OfflineProver, parse_evidence
-from retrieval_pipeline.core.verifier.verdict import option_evidence
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver, parse_evidence
+from retrieval_pipeline.core.verifier.verdicts.verdict import option_evidence
 
 # (question, option text, expected state) over Python 3.11's stdlib
 CASES = [

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.verifier import purpose_claims
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.purpose_claims import documented_purpose, purpose_terms
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, decide
+from retrieval_pipeline.core.verifier.observation import purpose_claims
+from retrieval_pipeline.core.verifier.observation.purpose_claims import documented_purpose, purpose_terms
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, decide
 
 QUESTION = "You want to save specific agent outputs to the session state automatically. What `LlmAgent` parameter do you use?"
 OPTIONS = {"A": "save_to_state", "B": "state_variable", "C": "export_output", "D": "output_key", "E": "None of the above"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.common.types import Case
-from retrieval_pipeline.core.verifier import remediation
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.remediation import propose_fix, write_proposals
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.fixes import remediation
+from retrieval_pipeline.core.verifier.fixes.remediation import propose_fix, write_proposals
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict
 
 QUESTION = "Which import statement gives you the `OrderedDict` class?"
 OPTIONS = {

@@ -6,12 +6,12 @@ import platform
 import re
 
 from retrieval_pipeline.core.common.types import Case
-from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex, ProbeCoverage
+from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, ProbeCoverage
 from retrieval_pipeline.core.verifier.questions import check_questions
 from retrieval_pipeline.core.verifier.report import library_label, markdown_report, markdown_text, quality_report, run_meta
 from retrieval_pipeline.core.verifier.settings import VerifierSettings
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verify import VerificationRun
 
 INIT_FAILURE = "ImportError: cannot import name 'Tool' from 'acme.tools' (/venv/lib/python3.11/site-packages/acme/tools/__init__.py)"

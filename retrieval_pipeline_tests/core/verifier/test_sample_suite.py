@@ -12,8 +12,8 @@ import re
 import pytest
 
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.remediation import remediate, write_proposals
+from retrieval_pipeline.core.verifier.fixes.remediation import remediate, write_proposals
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
 from retrieval_pipeline.core.verifier.verify import run_verification
 

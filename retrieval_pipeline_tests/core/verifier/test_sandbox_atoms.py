@@ -9,7 +9,7 @@ import typing
 
 import pytest
 
-from retrieval_pipeline.core.verifier import atom_proofs
+from retrieval_pipeline.core.verifier.proofs import atom_proofs
 from retrieval_pipeline.core.verifier.sandbox_side import atoms
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pluggy  # an installed distribution small enough to probe: pytest's own
 import pytest
 
-from retrieval_pipeline.core.verifier import library_index
+from retrieval_pipeline.core.verifier.proofs import library_index
 from retrieval_pipeline.core.verifier.sandbox_side import probe_library, source
 
 #: A small package: a re-export, an alias of a module, a module whose import fails, one defined only in source.

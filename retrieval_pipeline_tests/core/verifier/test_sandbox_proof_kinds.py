@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.verifier import proof_source
-from retrieval_pipeline.core.verifier.llm_prover import GENERATED_FILE, WRAPPER_SOURCE
+from retrieval_pipeline.core.verifier.proofs import proof_source
+from retrieval_pipeline.core.verifier.proofs.llm_prover import GENERATED_FILE, WRAPPER_SOURCE
 from retrieval_pipeline.core.verifier.sandbox_side import llm_check, proof_prelude
 
 Outcome = tuple[bool | None, str]

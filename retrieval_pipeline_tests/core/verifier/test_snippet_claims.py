@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.remediation import _variants
+from retrieval_pipeline.core.verifier.fixes.remediation import _variants
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 SNIPPET = "import json\nvalue = json.loads('[1, 2]')\nvalue.append(3)\n"

@@ -12,11 +12,9 @@ import pytest
 from retrieval_pipeline.core.datasets.suite.reader import load_suite, snippet_context
 from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
+from retrieval_pipeline.core.verifier.claims.snippet_claims import snippet_details, snippet_names
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex, probe_environment
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.snippet_claims import snippet_details, snippet_names
-from retrieval_pipeline.core.verifier.snippet_observation import (
+from retrieval_pipeline.core.verifier.observation.snippet_observation import (
     compose,
     decide_options,
     described_call,
@@ -26,6 +24,8 @@ from retrieval_pipeline.core.verifier.snippet_observation import (
     type_matches,
     untrusted,
 )
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, probe_environment
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import case_snippet, verify_question
 from retrieval_pipeline_tests.core.conftest import require_sandbox
 
@@ -130,8 +130,8 @@ def test_a_quoted_message_that_differs_in_substance_is_false_even_when_no_option
 
 def decide_verdict(options: dict[str, str], observation: dict, marked: str, question: str = "What error does this code raise?"):
     """The verdict on one observation: the snippet options decided as :func:`snippet_evidence` does, then :func:`verdict.decide`."""
-    from retrieval_pipeline.core.verifier.verdict import OptionEvidence
-    from retrieval_pipeline.core.verifier.verdict import decide as decide_question
+    from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence
+    from retrieval_pipeline.core.verifier.verdicts.verdict import decide as decide_question
 
     claims = decompose("c", question, options, snippet="x = 1\n")
     snippet = [c for c in claims if c.kind == "snippet"]

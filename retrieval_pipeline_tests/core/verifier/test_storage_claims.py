@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE
-from retrieval_pipeline.core.verifier.compound_claims import STORAGE_TECHNOLOGIES
+from retrieval_pipeline.core.verifier.claims.compound_claims import STORAGE_TECHNOLOGIES
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.proof_source import PRELUDE_SOURCE
+from retrieval_pipeline.core.verifier.proofs.atom_proofs import ATOM_SOURCE
+from retrieval_pipeline.core.verifier.proofs.proof_source import PRELUDE_SOURCE
 
 QUESTION = "When using `shelve.Shelf`, how is the data persisted?"
 

@@ -17,8 +17,8 @@ import pytest
 
 from retrieval_pipeline.core.services.sandbox import cgroups
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.provers import OfflineProver
-from retrieval_pipeline.core.verifier.verdict import Verdict
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
+from retrieval_pipeline.core.verifier.verdicts.verdict import Verdict
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 QUESTION = "What happens when `code_under_test()` runs?"

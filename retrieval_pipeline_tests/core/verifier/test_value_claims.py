@@ -6,12 +6,12 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, VALUE_ATOM_SOURCE
+from retrieval_pipeline.core.verifier.claims.value_claims import enumerated_options, sample_kind, snippet_callee
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.proof_source import PRELUDE_SOURCE
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.atom_proofs import ATOM_SOURCE, VALUE_ATOM_SOURCE
+from retrieval_pipeline.core.verifier.proofs.proof_source import PRELUDE_SOURCE
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.sandbox_side import value_atoms
-from retrieval_pipeline.core.verifier.value_claims import enumerated_options, sample_kind, snippet_callee
 
 LISTED = "Which of the following is a VALID queue name?\nA. `jobs-1` B. `1jobs` C. `jobs_1` D. `'system'`"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from retrieval_pipeline.core.services.sandbox.results import Execution
-from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE
-from retrieval_pipeline.core.verifier.provers import Proof
-from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, decide, option_evidence
+from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.proofs.proof_source import EVIDENCE_FILE
+from retrieval_pipeline.core.verifier.proofs.provers import Proof
+from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, decide, option_evidence
 
 
 def ev(letter: str, state: str, kind: str = "import", fingerprint: str | None = None) -> OptionEvidence:

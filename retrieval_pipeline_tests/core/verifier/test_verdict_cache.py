@@ -23,14 +23,14 @@ from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import questions as questions_module
 from retrieval_pipeline.core.verifier import verify as verify_module
-from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.questions import check_questions, verdict_frame
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta
 from retrieval_pipeline.core.verifier.settings import VerifierSettings
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
-from retrieval_pipeline.core.verifier.verdict_cache import (
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.verdicts.verdict_cache import (
     KEY_ENV,
     NAMESPACE,
     VerdictCache,
@@ -185,8 +185,21 @@ def test_the_source_digest_covers_every_python_file_of_the_folder(tmp_path):
     assert source_digest() == source_digest() and len(source_digest()) == 64
 
 
+def test_the_source_digest_covers_the_whole_verifier_package_and_every_room_of_it():
+    """The cache lives in ``verdicts/``, but the key hashes the whole package: an edit in any room is a miss."""
+    import retrieval_pipeline.core.verifier as verifier_package
+    from retrieval_pipeline.core.verifier.verdicts.verdict_cache import VERIFIER_DIR
+
+    package = Path(verifier_package.__file__).resolve().parent
+    assert VERIFIER_DIR == package
+    hashed = set(VERIFIER_DIR.rglob("*.py"))
+    for room in ("claims", "proofs", "observation", "verdicts", "fixes", "sandbox_side"):
+        assert package / room / "__init__.py" in hashed
+    assert {package / "verify.py", package / "decompose.py", package / "claims" / "claims.py"} <= hashed
+
+
 def test_the_source_digest_covers_the_batch_runner_run_inside_the_sandbox():
-    from retrieval_pipeline.core.verifier.verdict_cache import EXTRA_SOURCES, SANDBOX_DIR
+    from retrieval_pipeline.core.verifier.verdicts.verdict_cache import EXTRA_SOURCES, SANDBOX_DIR
 
     assert SANDBOX_DIR / "sandbox_side" / "batch_runner.py" in EXTRA_SOURCES and SANDBOX_DIR / "bubblewrap.py" in EXTRA_SOURCES
     assert all(path.is_file() for path in EXTRA_SOURCES)

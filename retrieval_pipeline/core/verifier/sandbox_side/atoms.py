@@ -1,7 +1,7 @@
-"""The atom checks run inside the sandbox (see :mod:`~retrieval_pipeline.core.verifier.atom_proofs`).
+"""The atom checks run inside the sandbox (see :mod:`~retrieval_pipeline.core.verifier.proofs.atom_proofs`).
 
 This file is read as text and put after the prelude (``sandbox_side/proof_prelude.py``) in each atom proof
-(:mod:`~retrieval_pipeline.core.verifier.proof_source`), so it runs in the prelude's namespace: the helpers named
+(:mod:`~retrieval_pipeline.core.verifier.proofs.proof_source`), so it runs in the prelude's namespace: the helpers named
 under ``TYPE_CHECKING`` below are the prelude's. It imports only the standard library, so the host can import it on
 its own to test the helpers that do not need the prelude.
 

@@ -2,7 +2,7 @@
 
 Runs INSIDE the sandbox, in the library's interpreter, standard library only. This file is read as text and put
 after the prelude (``sandbox_side/proof_prelude.py``) in each LLM proof
-(:func:`~retrieval_pipeline.core.verifier.llm_prover.wrap_check`), so it runs in the prelude's namespace: the
+(:func:`~retrieval_pipeline.core.verifier.proofs.llm_prover.wrap_check`), so it runs in the prelude's namespace: the
 helpers named under ``TYPE_CHECKING`` below are the prelude's. The proof's test calls :func:`_prove_generated`
 with the generated source.
 

@@ -1,7 +1,7 @@
 """Probe the environment under test: the Python version, the library's version, and an index of the library.
 
 Runs INSIDE the sandbox, in the library's interpreter, standard library only (see
-:func:`~retrieval_pipeline.core.verifier.library_index.probe_environment`). Reads ``probe_request.json`` from
+:func:`~retrieval_pipeline.core.verifier.proofs.library_index.probe_environment`). Reads ``probe_request.json`` from
 the working directory:
 
 * ``distribution``: the distribution (``google-adk``), or null;

@@ -3,7 +3,7 @@
 Runs INSIDE the sandbox, in the library's interpreter, standard library only. This file is read as text and put
 after the prelude (``sandbox_side/proof_prelude.py``) in each proof, so it runs in the prelude's namespace: the
 helpers named under ``TYPE_CHECKING`` below are the prelude's. A proof's test calls one of these functions with
-the claim's data (:func:`~retrieval_pipeline.core.verifier.proof_source.proof_test`), and the function ends the
+the claim's data (:func:`~retrieval_pipeline.core.verifier.proofs.proof_source.proof_test`), and the function ends the
 test the prelude's way: :func:`_true` (it returns), :func:`_false` or :func:`_undecided` (they raise).
 
 * :func:`_prove_import`: an import statement runs (its warnings are recorded);

@@ -2,7 +2,7 @@
 
 Runs INSIDE the sandbox, in the library's interpreter, standard library only. This file is read as text and
 put at the top of each proof (after the proof's own docstring; see
-:mod:`~retrieval_pipeline.core.verifier.proof_source`), so the proof's parts run in one namespace. The test
+:mod:`~retrieval_pipeline.core.verifier.proofs.proof_source`), so the proof's parts run in one namespace. The test
 writes ``option.evidence.json`` just before it ends: ``option_true`` is ``true`` when it passes, ``false``
 just before it fails with an assertion (:func:`_false`), ``null`` when it could not decide (:func:`_undecided`).
 It imports only the standard library, so the host can import it on its own.

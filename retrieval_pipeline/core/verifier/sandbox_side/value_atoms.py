@@ -1,6 +1,6 @@
 """The ``valid_value`` atom: whether a class accepts a value in one of its fields (run inside the sandbox).
 
-This file follows ``sandbox_side/atoms.py`` in each atom proof (:mod:`~retrieval_pipeline.core.verifier.provers`),
+This file follows ``sandbox_side/atoms.py`` in each atom proof (:mod:`~retrieval_pipeline.core.verifier.proofs.provers`),
 so it runs in that namespace: the helpers named under ``TYPE_CHECKING`` below are atoms.py's, and the check is added
 to its dispatch table. It imports only the standard library, so the host can import it on its own.
 

@@ -23,8 +23,8 @@ from retrieval_pipeline.core.services.llm.local_server import LocalLlamaServer
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.services.split_packages import default_cache_dir, file_sha256
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.llm_prover import GeneratedCheck, LLMProver, as_check
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.llm_prover import GeneratedCheck, LLMProver, as_check
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.integration]

@@ -23,9 +23,9 @@ from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import verify as verify_module
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE
-from retrieval_pipeline.core.verifier.provers import OfflineProver, Proof, parse_evidence
-from retrieval_pipeline.core.verifier.verdict import option_evidence
+from retrieval_pipeline.core.verifier.proofs.proof_source import EVIDENCE_FILE
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver, Proof, parse_evidence
+from retrieval_pipeline.core.verifier.verdicts.verdict import option_evidence
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 QUESTION = "Which is the correct import statement for `dumps`?"

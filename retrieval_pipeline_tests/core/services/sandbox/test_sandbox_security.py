@@ -25,9 +25,9 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import run_pytest
 from retrieval_pipeline.core.services.sandbox.layout import environment_paths
 from retrieval_pipeline.core.services.sandbox.redaction import cap_text, redact_secrets, safe_text
 from retrieval_pipeline.core.services.sandbox.settings import SandboxError, SandboxSettings
-from retrieval_pipeline.core.verifier.provers import OfflineProver
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
-from retrieval_pipeline.core.verifier.verdict import OUTPUT_TAIL_CHARS
+from retrieval_pipeline.core.verifier.verdicts.verdict import OUTPUT_TAIL_CHARS
 from retrieval_pipeline.core.verifier.verify import verify_question
 
 

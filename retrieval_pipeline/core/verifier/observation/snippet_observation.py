@@ -4,7 +4,7 @@ A suite's section usually only defines the code under test (``def code_under_tes
 imported at the top of its file. So the snippet runs with its module context (the file's imports and
 top-level definitions outside the section, :func:`~retrieval_pipeline.core.datasets.suite.reader.snippet_context`),
 and the function the section defines (``code_under_test``, else its only function) is called, and awaited
-when it returns a coroutine. The run (:mod:`.sandbox_side.observe_snippet`) records what happened: the
+when it returns a coroutine. The run (:mod:`..sandbox_side.observe_snippet`) records what happened: the
 exception (type, MRO, message, pydantic's line errors) or the returned value, what was printed, and the
 values of the expressions the options name. Each option's ``snippet`` claim is then decided against that
 one observation (:func:`decide_option`):
@@ -31,16 +31,16 @@ one observation (:func:`decide_option`):
   their key terms and another option quotes one word for word, else undecided (the question may mean the
   message);
 * ``field_error`` ("The `type` field is missing"): against the per-field errors
-  (:mod:`~retrieval_pipeline.core.verifier.snippet_errors`).
+  (:mod:`~retrieval_pipeline.core.verifier.observation.snippet_errors`).
 
 ``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
 verdict can only reach Valid by elimination (every other option false).
 
 An observation that cannot be trusted decides nothing: one caused by the snippet being abridged
-(:mod:`~retrieval_pipeline.core.verifier.abridged`: a placeholder ``...`` used as a value, a required argument
+(:mod:`~retrieval_pipeline.core.verifier.observation.abridged`: a placeholder ``...`` used as a value, a required argument
 the question does not mention, a name its suite defines elsewhere), the snippet does not compile, the run crashed, ran
 out of time or hit any other limit (:func:`limit_hit`), the snippet tried to get round the observer's guard or left
-before the observer wrote (:func:`observe`, :mod:`.sandbox_side.guard`), it raised a ``NameError`` for a name whose
+before the observer wrote (:func:`observe`, :mod:`..sandbox_side.guard`), it raised a ``NameError`` for a name whose
 context statement failed in this environment, or what it
 raised comes from the sandbox (an ``OSError``, a connection, credentials or an API key: no network here). Nor does one of
 a snippet that is not the code the question describes (:func:`question_mismatch`: the question names
@@ -63,18 +63,18 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import sandboxed
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.abridged import abridged
-from retrieval_pipeline.core.verifier.claims import Claim
+from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.observation.abridged import abridged
+from retrieval_pipeline.core.verifier.observation.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.sandbox_side import source
 from retrieval_pipeline.core.verifier.sandbox_side.guard import GUARD_EXIT
-from retrieval_pipeline.core.verifier.snippet_errors import decide_field_error
-from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
+from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
 
 #: Put between a snippet file's module context and the section in the one string a question carries as its
 #: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
 SECTION_SEPARATOR = "# ---- retrieval_pipeline: the section under test starts below ----\n"
 RUNNER_FILE = "observe_snippet.py"
-#: The guard the observer imports (:mod:`.sandbox_side.guard`), beside it in the working directory.
+#: The guard the observer imports (:mod:`..sandbox_side.guard`), beside it in the working directory.
 GUARD_FILE = "rp_guard.py"
 #: The most bytes of the observation channel read back.
 CHANNEL_BYTES = 2**21
@@ -133,11 +133,11 @@ def observe(
     """Run the snippet once in the sandbox; the observation (None when the run sent none) and the execution.
 
     The observation comes back on the run's result channel, in front of a nonce made for the run
-    (:mod:`.sandbox_side.observe_snippet`, :mod:`.sandbox_side.guard`): a file of the working directory is never read.
+    (:mod:`..sandbox_side.observe_snippet`, :mod:`..sandbox_side.guard`): a file of the working directory is never read.
     When it does not come back so, the observation is ``{"tampered": why}`` (something else wrote on the channel, or
     the snippet wrote the observation file itself) or None (the run ended before the observer wrote it).
 
-    ``index`` (a :class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) says where a class the question
+    ``index`` (a :class:`~retrieval_pipeline.core.verifier.proofs.library_index.LibraryIndex`) says where a class the question
     names is defined now, should the context's import of it fail (:func:`moved_names`). ``extra``: expressions to
     evaluate after the run besides those the options name.
     """
@@ -180,7 +180,7 @@ def untrusted(observation: Mapping[str, Any] | None, execution: Execution | None
     """Why the observation decides nothing, or None when it can be trusted.
 
     Besides what the observation says: a run that hit a limit (wall clock, CPU, memory, processes, file size: what it
-    did is not what it would do), a run the guard stopped (:mod:`.sandbox_side.guard`), a tampered observation, and a
+    did is not what it would do), a run the guard stopped (:mod:`..sandbox_side.guard`), a tampered observation, and a
     run that ended before the observer wrote one (``os._exit``, a signal, a crash) decide nothing.
     """
     limit = limit_hit(execution)
@@ -506,7 +506,7 @@ def snippet_evidence(
     """One observation of the snippet, then an :class:`OptionEvidence` per ``snippet`` claim, in order. A snippet that is
     not the code the question describes is replaced by the call the question describes, if it describes one
     (:func:`described_call`). ``options``: every option's text (the claims' by default), for what the question
-    mentions (:func:`~retrieval_pipeline.core.verifier.abridged.abridged`)."""
+    mentions (:func:`~retrieval_pipeline.core.verifier.observation.abridged.abridged`)."""
     question = claims[0].question if claims else ""
     mismatch = question_mismatch(question, snippet) if claims else None
     found = described_call(question, snippet) if mismatch else None

@@ -7,7 +7,7 @@ Event", "The `content` field must be a list". :func:`field_error_details` reads 
 ``extra``, a ``type`` the value must have; ``None`` when the reason is prose such as "cannot be inferred").
 
 :func:`decide_field_error` decides it against the one observation of the snippet
-(:mod:`~retrieval_pipeline.core.verifier.snippet_observation`): pydantic's line errors (``loc``, ``type``, ``msg``),
+(:mod:`~retrieval_pipeline.core.verifier.observation.snippet_observation`): pydantic's line errors (``loc``, ``type``, ``msg``),
 or a ``TypeError`` naming an unexpected or missing keyword argument.
 
 * nothing raised: undecided (the question's premise does not hold here; a field the option calls "not valid" may

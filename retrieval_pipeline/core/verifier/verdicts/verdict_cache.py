@@ -7,7 +7,7 @@ gives a miss and the question is proven again; nothing is ever looked up by name
 
 **The run's part of the key** (:func:`run_fingerprint`, computed once per run):
 
-* the probed library index (:class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`) as the offline
+* the probed library index (:class:`~retrieval_pipeline.core.verifier.proofs.library_index.LibraryIndex`) as the offline
   prover sees it: distribution, version, module, interpreter path, Python version, every indexed name, the
   probe's coverage (its timings left out);
 * the library's files (:func:`library_fingerprint`): the distribution's ``RECORD`` and the size and
@@ -22,7 +22,7 @@ gives a miss and the question is proven again; nothing is ever looked up by name
 **What is stored.** Only a verdict that cannot be a passing accident (:func:`cacheable`): none of its proofs
 was stopped by a limit (wall clock, CPU, memory, processes) or killed, and every option was decided by the
 offline prover (or derived). The verdict is stored as JSON and read back as an equal
-:class:`~retrieval_pipeline.core.verifier.verdict.Verdict` (a verdict whose JSON does not read back equal is not
+:class:`~retrieval_pipeline.core.verifier.verdicts.verdict.Verdict` (a verdict whose JSON does not read back equal is not
 stored), including the seconds its proofs took when it was proven.
 
 Storage and safety are those of :class:`~retrieval_pipeline.core.common.result_cache.ResultCache` (namespace
@@ -56,17 +56,17 @@ from typing import Any
 
 from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
-from retrieval_pipeline.core.verifier.provers import OfflineProver, Prover
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver, Prover
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict
 
 #: The result cache's namespace of verdicts.
 NAMESPACE = "verifier_verdicts"
 #: Bumped by hand when the key's layout changes (the source digest covers every other code change).
 KEY_VERSION = "verdict-cache-2"
 #: The verifier's own folder: every ``.py`` in it, sub-folders included, is part of the key.
-VERIFIER_DIR = Path(__file__).resolve().parent
+VERIFIER_DIR = Path(__file__).resolve().parent.parent
 #: The sandbox that runs the proofs (the runner, the limits): every ``.py`` in it is part of the key too.
 SANDBOX_DIR = VERIFIER_DIR.parent / "services" / "sandbox"
 #: Modules outside the verifier's folder that shape claims or proofs (``dotted_name``; the ``Case`` type;

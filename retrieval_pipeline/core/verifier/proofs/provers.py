@@ -7,15 +7,15 @@ does not read pytest's exit code alone: the test writes ``option.evidence.json``
 "false" is always a deliberate, recorded assertion, never a crash: a collection error, a timeout, a
 resource limit or an unexpected exception leaves the option undecided.
 
-A proof's code is the text of real files (:mod:`.sandbox_side`: the prelude, the atom checks, the proofs of
+A proof's code is the text of real files (:mod:`..sandbox_side`: the prelude, the atom checks, the proofs of
 each kind), and its test calls one of their functions with the claim's data as one literal
 (:mod:`.proof_source`): every text of a claim (option text, case id, names, expressions) enters as pure ASCII,
 so a proof always compiles.
 
 :class:`OfflineProver` is deterministic and offline. Names that are not importable as written (bare
 ``LlmAgent``, ``types.Part``, ``runner.run_async``) are resolved through a
-:class:`~retrieval_pipeline.core.verifier.library_index.LibraryIndex`, built once per suite by
-:func:`~retrieval_pipeline.core.verifier.library_index.probe_environment` inside the sandbox (the host never
+:class:`~retrieval_pipeline.core.verifier.proofs.library_index.LibraryIndex`, built once per suite by
+:func:`~retrieval_pipeline.core.verifier.proofs.library_index.probe_environment` inside the sandbox (the host never
 imports the library under test). A name the index does not hold is proven absent only when the probe saw
 the whole library; otherwise the option is undecided. :class:`Prover` is the seam for a prover whose proofs
 an LLM writes.
@@ -29,10 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from retrieval_pipeline.core.verifier.atom_proofs import ATOM_SOURCE, VALUE_ATOM_SOURCE, atoms_body
-from retrieval_pipeline.core.verifier.claims import ATOM_KINDS, DERIVED_KINDS, Claim
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
-from retrieval_pipeline.core.verifier.proof_source import EVIDENCE_FILE, KINDS_SOURCE, compose, proof_test, safe_letter
+from retrieval_pipeline.core.verifier.claims.claims import ATOM_KINDS, DERIVED_KINDS, Claim
+from retrieval_pipeline.core.verifier.proofs.atom_proofs import ATOM_SOURCE, VALUE_ATOM_SOURCE, atoms_body
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.proofs.proof_source import EVIDENCE_FILE, KINDS_SOURCE, compose, proof_test, safe_letter
 
 ProofStatus = Literal["proof", "unverifiable_offline"]
 #: A test of a kind proven by its own body: the function of ``sandbox_side/proof_kinds.py`` and its arguments.
@@ -238,7 +238,7 @@ class OfflineProver:
         }
 
     def _snippet_test(self, claim: Claim) -> KindTest:
-        """Run the question's snippet and check the outcome the option names (:mod:`.snippet_claims`)."""
+        """Run the question's snippet and check the outcome the option names (:mod:`..claims.snippet_claims`)."""
         details = {k: v for k, v in claim.details.items() if k != "snippet"}
         return "_prove_snippet", {"snippet": claim.details["snippet"], "details": details}
 

@@ -1,4 +1,4 @@
-"""A prover whose proofs an LLM writes, behind the same :class:`~retrieval_pipeline.core.verifier.provers.Prover`
+"""A prover whose proofs an LLM writes, behind the same :class:`~retrieval_pipeline.core.verifier.proofs.provers.Prover`
 protocol as the offline prover.
 
 For each option the LLM (through :class:`~retrieval_pipeline.core.services.llm.client.LLMClient`: cache, retries, JSON
@@ -30,7 +30,7 @@ So a check of this prover decides no option alone: one that holds (with its refu
 the snippet's observation (:func:`~retrieval_pipeline.core.verifier.verify.second_opinion`). Against one hostile model
 the two answers then only keep an honest small model's wrong test from deciding; what decides a verdict is always
 an offline proof or the observation. Its checks run as every proof does: in the sandbox, under the guard (they
-cannot write the evidence file; :mod:`.sandbox_side.guard`).
+cannot write the evidence file; :mod:`..sandbox_side.guard`).
 
 **Screening** (a filter of the obvious; the sandbox and the guard are the boundary): a script whose ``assert``
 statements are at top level becomes the body of ``check()`` (:func:`as_check`); then a check that does not parse,
@@ -60,10 +60,10 @@ import pydantic
 
 from retrieval_pipeline.core.common.astutil import dotted_name
 from retrieval_pipeline.core.services.llm.client import LLMClient
-from retrieval_pipeline.core.verifier.claims import Claim
-from retrieval_pipeline.core.verifier.library_index import LibraryIndex
-from retrieval_pipeline.core.verifier.proof_source import compose, proof_test, safe_letter
-from retrieval_pipeline.core.verifier.provers import Proof
+from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex
+from retrieval_pipeline.core.verifier.proofs.proof_source import compose, proof_test, safe_letter
+from retrieval_pipeline.core.verifier.proofs.provers import Proof
 from retrieval_pipeline.core.verifier.sandbox_side import llm_check, source
 
 #: The file name the generated code is compiled under; the wrapper trusts only assert statements from it.

@@ -18,11 +18,11 @@ One :class:`Claim` per option. Kinds:
   (``mode`` = ``evaluates``);
 * ``raises``, ``returns``, ``attribute`` (a member's default), ``enum_member``, ``subclass``,
   ``param_required``, ``cli_option`` and ``compound`` (prose that names code): the kinds built in
-  :mod:`~retrieval_pipeline.core.verifier.claim_kinds` (and, for statements about a pair of fields of a model,
-  :mod:`~retrieval_pipeline.core.verifier.field_claims`); each carries ``details["atoms"]``, the checks its
+  :mod:`~retrieval_pipeline.core.verifier.claims.claim_kinds` (and, for statements about a pair of fields of a model,
+  :mod:`~retrieval_pipeline.core.verifier.claims.field_claims`); each carries ``details["atoms"]``, the checks its
   proof runs;
 * ``snippet``: for a question about a code snippet, what running it does (raises, runs, prints, leaves a value):
-  :mod:`~retrieval_pipeline.core.verifier.snippet_claims`; an option of such a question that names no outcome is
+  :mod:`~retrieval_pipeline.core.verifier.claims.snippet_claims`; an option of such a question that names no outcome is
   read as any other option (``As a list to the `sub_agents` parameter``), with the names the snippet and its file
   define and import recorded (``details["snippet_names"]``): a lower-case name there is the snippet's, not the
   library's;

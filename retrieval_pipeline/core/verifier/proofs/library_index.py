@@ -1,6 +1,6 @@
 """The library under test as the sandbox sees it: the environment probe and the index it builds.
 
-:func:`probe_environment` runs :mod:`.sandbox_side.probe_library` in the sandbox, once per suite (the host
+:func:`probe_environment` runs :mod:`..sandbox_side.probe_library` in the sandbox, once per suite (the host
 never imports the library under test), and returns a :class:`LibraryIndex`: where each class and function
 the library exposes is defined, the modules it imports under other names, and what its source defines.
 The offline prover resolves names that are not importable as written (bare ``LlmAgent``, ``types.Part``,

@@ -3,13 +3,13 @@
 Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 
 * ``true``: a ``truth`` proof passed (the import works, the expression returns that value), or, for a question
-  about what something is for, the library's documentation singles the option out (:mod:`.doc_claims`);
+  about what something is for, the library's documentation singles the option out (:mod:`..observation.doc_claims`);
 * ``false``: a proof failed by its own recorded assertion (the name is missing, the value differs);
 * ``consistent``: a ``necessary`` proof passed (the name exists, the parameter is there), which does
   not show the behaviour the question describes;
 * ``undecided``: no proof (prose), or the proof could not decide (crash, timeout, missing subject); and a proof whose
   run hit a limit (wall clock, CPU, memory, processes, file size: ``limit`` says which) or that the guard stopped
-  (:mod:`.sandbox_side.guard`: the option's own code tried to write or pre-empt the evidence), whatever it recorded.
+  (:mod:`..sandbox_side.guard`: the option's own code tried to write or pre-empt the evidence), whatever it recorded.
   A failed proof of a *disjunctive* option ("``X`` (or a custom plugin)") is undecided too: the alternative
   it offers was not checked.
 
@@ -47,8 +47,8 @@ from typing import Any, Literal
 
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.results import Execution
-from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
-from retrieval_pipeline.core.verifier.provers import Proof, parse_evidence
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS, Claim
+from retrieval_pipeline.core.verifier.proofs.provers import Proof, parse_evidence
 from retrieval_pipeline.core.verifier.sandbox_side.guard import GUARD_EXIT
 
 VerdictLabel = Literal["Valid", "Ambiguous", "Incorrect", "Unverifiable"]

@@ -1,8 +1,8 @@
 """Compound claims: an option that stands for several atoms, all of which must hold (``necessary``).
 
-The builders have the signature of those in :mod:`~retrieval_pipeline.core.verifier.claims`
+The builders have the signature of those in :mod:`~retrieval_pipeline.core.verifier.claims.claims`
 (``(case_id, letter, text, option, frame) -> Claim | None``); their atoms (listed in
-:mod:`~retrieval_pipeline.core.verifier.claim_kinds`) are checked by :mod:`~retrieval_pipeline.core.verifier.atom_proofs`.
+:mod:`~retrieval_pipeline.core.verifier.claims.claim_kinds`) are checked by :mod:`~retrieval_pipeline.core.verifier.proofs.atom_proofs`.
 
 * "which abstract (base) class ...?": the named class exists and is abstract (:func:`abstract_class_claim`);
 * "how is data persisted with `X`?": the storage an option names is used by the code behind ``X``
@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from retrieval_pipeline.core.common.astutil import dotted_name
-from retrieval_pipeline.core.verifier.claim_kinds import (
+from retrieval_pipeline.core.verifier.claims.claim_kinds import (
     _DISJUNCTIVE,
     _FLAG,
     _IDENT,
@@ -33,7 +33,7 @@ from retrieval_pipeline.core.verifier.claim_kinds import (
     _plain,
     question_command,
 )
-from retrieval_pipeline.core.verifier.claims import _CAMEL, _SPAN, Claim, _Frame, _has_placeholder, _parses
+from retrieval_pipeline.core.verifier.claims.claims import _CAMEL, _SPAN, Claim, _Frame, _has_placeholder, _parses
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
 _FILE_NAME = re.compile(r"\.(?:py|pyi|json|ya?ml|toml|txt|cfg|ini|md|csv|env|sh)$")

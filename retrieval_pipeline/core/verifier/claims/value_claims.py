@@ -24,8 +24,8 @@ import re
 from collections.abc import Mapping
 
 from retrieval_pipeline.core.common.astutil import dotted_name
-from retrieval_pipeline.core.verifier.claim_kinds import _claim
-from retrieval_pipeline.core.verifier.claims import _CAMEL, Claim, _Frame
+from retrieval_pipeline.core.verifier.claims.claim_kinds import _claim
+from retrieval_pipeline.core.verifier.claims.claims import _CAMEL, Claim, _Frame
 
 #: The fields a "valid <class> <field>" question is read for: attribute-like words, not "valid keyword argument".
 FIELD_WORDS = ("name", "id", "identifier", "key", "url", "uri", "path", "version", "label")

@@ -1,4 +1,4 @@
-"""How a proof's source is put together: real files of :mod:`.sandbox_side`, and the claim's data as a literal.
+"""How a proof's source is put together: real files of :mod:`..sandbox_side`, and the claim's data as a literal.
 
 A proof is one self-contained pytest file: its docstring (what it proves), the prelude
 (``sandbox_side/proof_prelude.py``: the evidence protocol, name loading), the text of the sandbox files that
@@ -30,11 +30,7 @@ GUARD_SOURCE = source("guard.py")
 #: A proof's last statement: in the sandbox (``RP_GUARD=1``, :data:`~retrieval_pipeline.core.services.sandbox.settings.PYTEST_ENV`),
 #: once every function of the proof is defined and before its test runs, the guard is installed; from then on only the
 #: proof's own code, called from its test, writes the evidence file (the option's code cannot write or pre-empt it).
-GUARD_INSTALL = """if os.environ.get("RP_GUARD") == "1":
-    _RP_GUARDED = True
-    _rp_guard_install(sys._getframe(0).f_code.co_filename, ("file", EVIDENCE), entry="test_option_", protected=(EVIDENCE,),
-                      watched=(sys.modules[__name__], builtins, json), programs=("grep",))
-"""
+GUARD_INSTALL = source("guard_install.py")
 
 
 def compose(doc: str, *parts: str) -> str:

@@ -3,7 +3,7 @@
 A question such as "When defining an `EvalCase`, which statement is true regarding `conversation` and
 `conversation_scenario` fields?" names a class and two of its fields; its options say how the two may be
 combined. Each such statement is a set of constructions of the class with some fields provided and whether
-each is accepted (a ``presence`` atom, :mod:`~retrieval_pipeline.core.verifier.atom_proofs`), which the
+each is accepted (a ``presence`` atom, :mod:`~retrieval_pipeline.core.verifier.proofs.atom_proofs`), which the
 sandbox builds with sample values (every required field filled, the listed ones given a truthy value):
 
 * "Exactly one of them must be provided (XOR)": none rejected, each alone accepted, both rejected;
@@ -26,8 +26,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from retrieval_pipeline.core.verifier.claim_kinds import _camelish, _claim
-from retrieval_pipeline.core.verifier.claims import _SPAN, Claim, _Frame
+from retrieval_pipeline.core.verifier.claims.claim_kinds import _camelish, _claim
+from retrieval_pipeline.core.verifier.claims.claims import _SPAN, Claim, _Frame
 
 #: "`a` and `b` fields" in the question: the pair the options talk about.
 _PAIR = re.compile(r"`(?P<a>[a-z_]\w*)`\s+and\s+`(?P<b>[a-z_]\w*)`\s+(?:fields|parameters|arguments|attributes|keyword arguments)\b", re.I)

@@ -4,7 +4,7 @@
 `GlobalInstructionPlugin`?": the options are prose ("Limit total LLM calls.", "Nothing.", "Agent name."), which no
 other claim reads. When every option of such a question is prose, the one class or member the question names is
 resolved through the library index, and its documentation is read ONCE in the sandbox
-(:mod:`.sandbox_side.read_docs`: the class docstring; for a member, the string after the field in the class body,
+(:mod:`..sandbox_side.read_docs`: the class docstring; for a member, the string after the field in the class body,
 a pydantic ``Field(description=...)``, a property's or method's docstring). Each option is then compared on the
 host by its key terms (:func:`coverage`; a shared stem of five letters counts, ``configure``/``configuration``):
 
@@ -32,9 +32,9 @@ from typing import Any
 from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.sandbox_side import source
-from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OptionEvidence, OptionState
+from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OptionEvidence, OptionState
 
 #: Share of an option's key terms the documentation must hold for the option to be consistent with it.
 DESCRIBED = 1 / 3

@@ -1,10 +1,10 @@
 """More claim kinds: what a call does, members of classes and models, enums, subclasses, required
 parameters and command-line flags (one atom each); the atoms every kind may use.
 
-Every builder here has the signature of those in :mod:`~retrieval_pipeline.core.verifier.claims`
+Every builder here has the signature of those in :mod:`~retrieval_pipeline.core.verifier.claims.claims`
 (``(case_id, letter, text, option, frame) -> Claim | None``) and sees the question and the option only. Each
 claim it makes carries ``details["atoms"]``: the checks its proof runs against the installed library
-(:mod:`~retrieval_pipeline.core.verifier.atom_proofs`). An atom is a JSON-able dict with a ``check``:
+(:mod:`~retrieval_pipeline.core.verifier.proofs.atom_proofs`). An atom is a JSON-able dict with a ``check``:
 
 * ``exists`` (``path``): a name, module attribute or class member exists;
 * ``member`` (``owner``, ``name``): ``owner`` has ``name`` as a parameter, a pydantic/dataclass field, a class
@@ -24,7 +24,7 @@ claim it makes carries ``details["atoms"]``: the checks its proof runs against t
   raises ``NotImplementedError``);
 * ``presence`` (``owner``, ``sets``, ``controls``) and ``deprecated`` (``owner``, ``name``): which combinations of
   fields a model accepts, and whether a field is deprecated (built by
-  :mod:`~retrieval_pipeline.core.verifier.field_claims`).
+  :mod:`~retrieval_pipeline.core.verifier.claims.field_claims`).
 
 The kinds (``details["decides"]`` as in :mod:`claims`):
 
@@ -36,7 +36,7 @@ The kinds (``details["decides"]`` as in :mod:`claims`):
 * ``param_required``: a parameter is required / optional (``truth``);
 * ``cli_option``: a flag of a command named in the question (``necessary``);
 * ``compound``: several atoms that must all hold (``necessary``), built by
-  :mod:`~retrieval_pipeline.core.verifier.compound_claims`: an abstract class, where a class keeps its
+  :mod:`~retrieval_pipeline.core.verifier.claims.compound_claims`: an abstract class, where a class keeps its
   data, and prose options that name code. This module holds the helpers the builders share.
 """
 
@@ -46,7 +46,7 @@ import builtins
 import re
 from typing import Any
 
-from retrieval_pipeline.core.verifier.claims import (
+from retrieval_pipeline.core.verifier.claims.claims import (
     _CAMEL,
     _SPAN,
     Claim,

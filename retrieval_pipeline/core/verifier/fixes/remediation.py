@@ -36,9 +36,9 @@ import yaml
 
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS, Claim
-from retrieval_pipeline.core.verifier.provers import Prover
-from retrieval_pipeline.core.verifier.verdict import OptionEvidence, Verdict
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS, Claim
+from retrieval_pipeline.core.verifier.proofs.provers import Prover
+from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, Verdict
 from retrieval_pipeline.core.verifier.verify import case_snippet, verify_question
 
 ProposalStatus = Literal["verified", "needs_human_review"]
@@ -58,7 +58,7 @@ class Environment:
 
     Attributes:
         label: What is reported for it (``google-adk 1.20.0``).
-        prover: Writes the proofs (an :class:`~retrieval_pipeline.core.verifier.provers.OfflineProver` over its own index).
+        prover: Writes the proofs (an :class:`~retrieval_pipeline.core.verifier.proofs.provers.OfflineProver` over its own index).
         settings: Its sandbox (its ``python``).
     """
 

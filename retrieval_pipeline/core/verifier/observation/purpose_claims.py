@@ -10,7 +10,7 @@ It applies to an option that passed its necessary check and names a documented t
 (``constructor_kwarg``, ``signature_param`` of a class), a class or a dotted name (``exists``), or a call's one
 keyword (``RunConfig(enable_affective_dialog=True)``, an ``expression`` that evaluates). Its documentation (the
 field's description or attribute docstring, else the class docstring; read once in the sandbox by
-:mod:`.sandbox_side.read_docs`) together with the words of its own name is compared with the question's **purpose
+:mod:`..sandbox_side.read_docs`) together with the words of its own name is compared with the question's **purpose
 terms**: the question's key terms less the words of what it names in backticks (the class the parameter belongs
 to is no purpose) and less the words that only say what kind of thing is asked for (parameter, class, field...).
 
@@ -31,9 +31,9 @@ from typing import Any
 
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims import DERIVED_KINDS
-from retrieval_pipeline.core.verifier.doc_claims import key_terms, read_docs, same_stem
-from retrieval_pipeline.core.verifier.verdict import EVIDENCE_CHARS, OptionEvidence
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS
+from retrieval_pipeline.core.verifier.observation.doc_claims import key_terms, read_docs, same_stem
+from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OptionEvidence
 
 #: Purpose terms the documentation (with the option's own name) must hold: at least this many ...
 PURPOSE_TERMS = 2

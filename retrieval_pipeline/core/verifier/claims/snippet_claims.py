@@ -18,7 +18,7 @@ Every outcome ``decides`` the truth: the snippet is run, not just inspected. A s
 ``value`` and ``prints`` option false (the state it describes is never reached), with the exception as the
 reason. An option none of these patterns reads becomes ``unknown`` (undecided): an option of a snippet question
 is never decomposed without its snippet, since ``x`` there means the snippet's ``x``. The proof that runs the
-snippet and checks the outcome is ``_prove_snippet`` of :mod:`.sandbox_side.proof_kinds`.
+snippet and checks the outcome is ``_prove_snippet`` of :mod:`..sandbox_side.proof_kinds`.
 """
 
 from __future__ import annotations

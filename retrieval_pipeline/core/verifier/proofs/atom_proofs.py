@@ -1,4 +1,4 @@
-"""Proofs for claims made of atoms: the checks of :mod:`~retrieval_pipeline.core.verifier.claim_kinds`.
+"""Proofs for claims made of atoms: the checks of :mod:`~retrieval_pipeline.core.verifier.claims.claim_kinds`.
 
 :data:`ATOM_SOURCE` is appended to the offline prover's prelude; :func:`atoms_body` writes the test. Each atom
 ends ``true``, ``false`` or ``undecided``; the option is false when one atom is false, undecided when one
@@ -28,7 +28,7 @@ What makes an atom false, and only that (everything else leaves it undecided):
   warning, and whose defining class's source never mentions deprecation;
 * a parameter said to take a list (``takes_list``) whose declared type admits none (``dict``, ``str``; not ``Any``);
 * a value said to be valid for a field that the class rejects with an error at that field, or one said to be
-  invalid that it accepts (``valid_value``, :mod:`~retrieval_pipeline.core.verifier.value_claims`).
+  invalid that it accepts (``valid_value``, :mod:`~retrieval_pipeline.core.verifier.claims.value_claims`).
 
 A name bound two ways (``("either", [...])``: ``app`` is a module the library imports *and* an instance of
 ``App``) is read both ways: an atom holds if one reading holds, and is false only if every reading fails.
@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
-from retrieval_pipeline.core.verifier.proof_source import proof_test
+from retrieval_pipeline.core.verifier.proofs.proof_source import proof_test
 from retrieval_pipeline.core.verifier.sandbox_side.atoms import ENV_SCAN_CPU_S, ENV_SCAN_WALL_S
 
 #: The atom checks (``sandbox_side/atoms.py``), appended to the offline prover's prelude.

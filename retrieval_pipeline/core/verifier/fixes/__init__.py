@@ -1,0 +1,1 @@
+"""Proposed corrections for Ambiguous and Incorrect verdicts, each re-verified."""

@@ -1,0 +1,1 @@
+"""Per-option evidence into a verdict on the question, and the cache of verdicts."""
