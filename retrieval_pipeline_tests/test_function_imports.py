@@ -18,7 +18,7 @@ LAZY = {
     ("__init__.py", "retrieval_pipeline"): "`import retrieval_pipeline` stays light: the API loads on first attribute use",
     ("__init__.py", "retrieval_pipeline.core.evaluation.metric_names"): "the same, for parse_metric",
     ("cli/evaluate_csv.py", "retrieval_pipeline.core.retrieval.models.encoders"): "keyword search never loads torch",
-    ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
+    ("core/retrieval/engines/embedding_server.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
 }
 
 
