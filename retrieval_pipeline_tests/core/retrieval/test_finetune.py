@@ -29,7 +29,7 @@ from retrieval_pipeline.core.retrieval.training.finetune import (
     batches,
     cache_key,
     ensure_finetuned,
-    finetuned_encoder,
+    finetuned_model,
     read_manifest,
 )
 from retrieval_pipeline.core.retrieval.training.mined_pairs import (
@@ -250,12 +250,12 @@ def test_a_fine_tuned_entry_builds_and_loads_under_its_own_identity(tmp_path: Pa
 def test_finetuned_encoder_of_a_real_encoder_points_at_the_cache(tmp_path: Path, base_dir: Path) -> None:
     settings = settings_of(base_dir)
     base = SentenceTransformerEncoder(base_dir, batch_size=8, max_seq_length=64, name="toy")
-    encoder = finetuned_encoder(FinetunedSource(finetuned=settings), base, CORPUS, tmp_path / "cache", FakeTrainer())
+    encoder = finetuned_model(FinetunedSource(finetuned=settings), base, CORPUS, tmp_path / "cache", FakeTrainer())
     assert type(encoder) is SentenceTransformerEncoder and encoder.folder.parent == tmp_path / "cache" / "finetuned"
     assert (encoder.folder / MANIFEST).is_file() and encoder.batch_size == 8 and encoder.max_seq_length == 64
     assert encoder.model_id != base.model_id and encoder.name.startswith("toy+ft-")
     assert encoder.origin["finetuned_key"] == encoder.folder.name
-    assert finetuned_encoder(settings.base, base, CORPUS, tmp_path / "cache") is base
+    assert finetuned_model(settings.base, base, CORPUS, tmp_path / "cache") is base
 
 
 # -- device and precision --------------------------------------------------------------------------

@@ -56,7 +56,8 @@ from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.models.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.models.scorers import BiEncoderScorer, cross_encoder
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverContext, RetrieverName, RetrieverSpec, register_kind
-from retrieval_pipeline.core.retrieval.training.cross_finetune import FinetunedCrossEncoderSource, base_of, finetuned_scorer
+from retrieval_pipeline.core.retrieval.training.cross_finetune import FinetunedCrossEncoderSource, base_of
+from retrieval_pipeline.core.retrieval.training.finetune import finetuned_model
 
 
 @register_kind
@@ -123,7 +124,7 @@ class RerankSpec(RetrieverSpec):
 
 def _scorer(ctx: RetrieverContext, spec: RerankSpec) -> Any:
     """``ctx.encoder_for(spec)``, trained on ``ctx.documents`` when ``model`` says ``finetuned_cross_encoder``."""
-    scorer = finetuned_scorer(spec.model, ctx.encoder_for(spec), ctx.documents, ctx.cache_dir, log=ctx.log)
+    scorer = finetuned_model(spec.model, ctx.encoder_for(spec), ctx.documents, ctx.cache_dir, log=ctx.log)
     if not callable(getattr(scorer, "score", None)) or not isinstance(getattr(scorer, "model_id", None), str):
         raise TypeError(
             f"retriever {spec.name!r}: encoder_for returned {type(scorer).__name__}, not a scorer "

@@ -37,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,15 +65,28 @@ class TrainingSettings(BaseModel):
         device: Where training runs: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when available).
         RECIPE: What the subclass's trainer does with the settings (part of the cache key, so two kinds of
             fine-tune never share a cached model).
+        TAG: Names the fine-tuned model: ``<base name>+<TAG>-<8 hex of the key>``.
+
+    A subclass says how its model is trained (:meth:`trainer`) and made from the trained folder (:meth:`load`):
+    :func:`finetuned_model` is the same for every kind of fine-tune.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     RECIPE: ClassVar[int | str] = RECIPE_VERSION
+    TAG: ClassVar[str]
 
     base: ModelSource
     mining: MiningSettings = MiningSettings()
     seed: int = 13
     device: Device = "cpu"
+
+    def trainer(self) -> Trainer:
+        """What trains this kind of model when the caller passes no trainer."""
+        raise NotImplementedError
+
+    def load(self, base: Any, folder: Path, name: str) -> Any:
+        """The model of the trained ``folder``, named ``name``, run as ``base`` runs (batch size, device, ...)."""
+        raise NotImplementedError
 
 
 class FinetuneSettings(TrainingSettings):
@@ -92,12 +105,24 @@ class FinetuneSettings(TrainingSettings):
         device: Where training runs: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when available).
     """
 
+    TAG: ClassVar[str] = "ft"
+
     epochs: int = Field(1, ge=1)
     batch_size: int = Field(32, ge=2)
     learning_rate: float = Field(3e-5, gt=0)
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     scale: float = Field(20.0, gt=0)
     max_seq_length: int = Field(256, ge=8)
+
+    def trainer(self) -> Trainer:
+        return train_mnrl
+
+    def load(self, base: Any, folder: Path, name: str) -> Any:
+        """An encoder of ``base``'s class with its batch size, sequence length, device and precision."""
+        kwargs: dict[str, Any] = {"batch_size": base.batch_size, "max_seq_length": base.max_seq_length, "name": name, "device": base.device}
+        if getattr(base, "precision", "fp32") != "fp32":
+            kwargs["precision"] = base.precision
+        return type(base)(folder, **kwargs)
 
 
 class FinetunedSource(BaseModel):
@@ -106,6 +131,17 @@ class FinetunedSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     finetuned: FinetuneSettings
+
+    @property
+    def training(self) -> FinetuneSettings:
+        return self.finetuned
+
+
+class Finetuned(Protocol):
+    """A ``model:`` that names a fine-tune (:class:`FinetunedSource`, a cross-encoder's source): its settings."""
+
+    @property
+    def training(self) -> TrainingSettings: ...
 
 
 #: ``trainer(base_folder, pairs, texts, settings, device, out_dir) -> stats``: writes a model folder into
@@ -263,40 +299,34 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
 
 
-def finetuned_encoder(
-    model: ModelSource | FinetunedSource,
-    base_encoder: Any,
+def finetuned_model(
+    model: ModelSource | Finetuned,
+    base: Any,
     documents: Sequence[Document],
     cache_dir: Path,
     trainer: Trainer | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Any:
-    """The encoder a dense entry searches with: ``base_encoder`` itself, or its fine-tuned copy.
+    """The model an entry searches or ranks with: ``base`` itself, or its copy fine-tuned on ``documents``.
 
-    For a real encoder (one with a model ``folder``), the fine-tuned folder is found or trained
-    (:func:`ensure_finetuned`) and an encoder of the same class, batch size, sequence length and device
-    is made from it, named ``<base name>+ft-<8 hex of the key>``. An encoder with no folder (a test's
-    keyword fake) cannot be trained: it is returned under a ``model_id`` that carries the key, so its
-    cache entries stay apart from the base's.
+    ``model.training`` says which fine-tune (a bi-encoder's :class:`FinetuneSettings`, a cross-encoder's
+    :class:`~retrieval_pipeline.core.retrieval.training.cross_finetune.CrossEncoderFinetuneSettings`): for a real
+    model (one with a model ``folder``) the fine-tuned folder is found or trained (:func:`ensure_finetuned`, with
+    ``trainer`` or the settings' own) and the settings' ``load`` makes the model from it, run as ``base`` runs,
+    named ``<base name>+<TAG>-<8 hex of the key>``. A model with no folder (a test's keyword fake) cannot be
+    trained: it is returned under a ``model_id`` that carries the corpus and the settings, so its cache entries
+    stay apart from the base's.
     """
-    if not isinstance(model, FinetunedSource):
-        return base_encoder
-    settings = model.finetuned
-    folder = getattr(base_encoder, "folder", None)
+    if isinstance(model, ModelSource):
+        return base
+    settings = model.training
+    folder = getattr(base, "folder", None)
     if folder is None:
-        return Renamed(base_encoder, f"{base_encoder.model_id}+ft-{fake_key(documents, settings)}")
-    target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer, log)
-    kwargs: dict[str, Any] = {
-        "batch_size": base_encoder.batch_size,
-        "max_seq_length": base_encoder.max_seq_length,
-        "name": f"{base_encoder.name}+ft-{target.name[:8]}",
-        "device": base_encoder.device,
-    }
-    if getattr(base_encoder, "precision", "fp32") != "fp32":
-        kwargs["precision"] = base_encoder.precision
-    encoder = type(base_encoder)(target, **kwargs)
-    encoder.origin = {**getattr(base_encoder, "origin", {}), "finetuned_key": target.name, "finetuned_from": str(folder)}
-    return encoder
+        return Renamed(base, f"{base.model_id}+{settings.TAG}-{fake_key(documents, settings)}")
+    target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer or settings.trainer(), log)
+    tuned = settings.load(base, target, f"{base.name}+{settings.TAG}-{target.name[:8]}")
+    tuned.origin = {**getattr(base, "origin", {}), "finetuned_key": target.name, "finetuned_from": str(folder)}
+    return tuned
 
 
 class Renamed:
