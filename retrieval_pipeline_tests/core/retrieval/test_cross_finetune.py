@@ -37,7 +37,7 @@ from retrieval_pipeline.core.retrieval.training.finetune import (
     read_manifest,
 )
 from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, corpus_fingerprint, mine_pairs
-from retrieval_pipeline_tests.core.retrieval.kit import build_all, fake_model_folder, load_from, parse_as, registry_of
+from retrieval_pipeline_tests.core.retrieval.kit import build_all, fake_model_folder, fine_tune_fakes, load_from, parse_as, registry_of
 from retrieval_pipeline_tests.core.retrieval.test_finetune import CORPUS, api_doc
 from retrieval_pipeline_tests.fakes.encoders import KeywordScorer
 
@@ -152,14 +152,17 @@ def test_a_rerank_entry_names_a_finetuned_cross_encoder(base_dir: Path) -> None:
         )
 
 
-def test_a_finetuned_rerank_builds_and_loads_under_its_own_identity(tmp_path: Path, base_dir: Path) -> None:
+def test_a_finetuned_rerank_builds_and_loads_under_its_own_identity(
+    tmp_path: Path, base_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = CORPUS + [api_doc("pkg.extra.Agent", "class", "An agent that runs tools in a session.")]
     bm25 = parse_spec("bm25", {"kind": "bm25"})
     spec = ce_rerank(base_dir)
     registry = registry_of(bm25, spec, root=tmp_path)
+    with_folder = fine_tune_fakes(monkeypatch, base_dir, CrossEncoderFinetuneSettings)
 
     def scorers(s: Any) -> KeywordScorer:
-        return KeywordScorer()
+        return with_folder(KeywordScorer())
 
     record = build_all(registry, "rerank_ce", tmp_path, scorers, docs=docs)
     assert record["model_id"].startswith("keyword-scorer/v1+ce-")

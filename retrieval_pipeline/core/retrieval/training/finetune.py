@@ -23,7 +23,8 @@ packages, which this project does not install. On CPU the same seed gives the sa
 torch's CPU kernels may still differ in the last bits between machines, so a model trained elsewhere is a
 new model (a new ``model_id``) and indexes built with it are built again.
 
-Tests pass a fake ``trainer`` (:data:`Trainer`) and a fake encoder; the real one imports torch.
+Tests pass a fake ``trainer`` (:data:`Trainer`) and fake model folders (the kind tests patch the settings'
+``trainer`` and ``load`` so a keyword fake takes this same path); the real trainer imports torch.
 """
 
 from __future__ import annotations
@@ -313,44 +314,21 @@ def finetuned_model(
     :class:`~retrieval_pipeline.core.retrieval.training.cross_finetune.CrossEncoderFinetuneSettings`): for a real
     model (one with a model ``folder``) the fine-tuned folder is found or trained (:func:`ensure_finetuned`, with
     ``trainer`` or the settings' own) and the settings' ``load`` makes the model from it, run as ``base`` runs,
-    named ``<base name>+<TAG>-<8 hex of the key>``. A model with no folder (a test's keyword fake) cannot be
-    trained: it is returned under a ``model_id`` that carries the corpus and the settings, so its cache entries
-    stay apart from the base's.
+    named ``<base name>+<TAG>-<8 hex of the key>``.
+
+    Raises:
+        ValueError: ``base`` has no model folder to train from.
     """
     if isinstance(model, ModelSource):
         return base
     settings = model.training
     folder = getattr(base, "folder", None)
     if folder is None:
-        return Renamed(base, f"{base.model_id}+{settings.TAG}-{fake_key(documents, settings)}")
+        raise ValueError(f"{base.model_id} has no model folder: it cannot be fine-tuned")
     target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer or settings.trainer(), log)
     tuned = settings.load(base, target, f"{base.name}+{settings.TAG}-{target.name[:8]}")
     tuned.origin = {**getattr(base, "origin", {}), "finetuned_key": target.name, "finetuned_from": str(folder)}
     return tuned
-
-
-class Renamed:
-    """An encoder or scorer under another ``model_id`` (a fake's stand-in for a fine-tuned copy)."""
-
-    def __init__(self, inner: Any, model_id: str) -> None:
-        self.inner = inner
-        self.model_id = model_id
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        return self.inner.encode(texts)
-
-    def score(self, pairs: Sequence[tuple[str, str]]) -> Any:
-        return self.inner.score(pairs)
-
-
-def fake_key(documents: Sequence[Document], settings: TrainingSettings) -> str:
-    """8 hex naming a fine-tune of a model with no folder (a test's fake): the corpus and the settings."""
-    payload = [corpus_fingerprint(documents), settings.model_dump(mode="json", exclude={"base"})]
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def steps_per_epoch(n_pairs: int, batch_size: int) -> int:
