@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, set_hf_offline
 from retrieval_pipeline.core.retrieval.models.scorers import CrossEncoderScorer
 from retrieval_pipeline.core.retrieval.training.ce_train import train_labelled
-from retrieval_pipeline.core.retrieval.training.finetune import Trainer, TrainingSettings
+from retrieval_pipeline.core.retrieval.training.finetune import Finetuned, Trainer, TrainingSettings
 from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, anchor_negatives, normalised
 
 #: The cache key's recipe of a cross-encoder fine-tune (bumped when the same settings would train another model).
@@ -81,16 +81,10 @@ class CrossEncoderFinetuneSettings(TrainingSettings):
         )
 
 
-class FinetunedCrossEncoderSource(BaseModel):
+class FinetunedCrossEncoderSource(Finetuned):
     """``model: {finetuned_cross_encoder: {...}}`` in a rerank entry: a cross-encoder trained on the dataset's corpus."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     finetuned_cross_encoder: CrossEncoderFinetuneSettings
-
-    @property
-    def training(self) -> CrossEncoderFinetuneSettings:
-        return self.finetuned_cross_encoder
 
 
 def base_of(model: ModelSource | FinetunedCrossEncoderSource) -> ModelSource:

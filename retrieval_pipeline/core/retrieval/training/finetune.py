@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -126,23 +126,22 @@ class FinetuneSettings(TrainingSettings):
         return type(base)(folder, **kwargs)
 
 
-class FinetunedSource(BaseModel):
-    """``model: {finetuned: {...}}`` in a dense entry: the base model adapted to the dataset's corpus."""
+class Finetuned(BaseModel):
+    """A ``model:`` that names a fine-tune: one field, named as the entry's YAML key, holding its settings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @property
+    def training(self) -> TrainingSettings:
+        """The fine-tune's settings (the one field's value)."""
+        [name] = type(self).model_fields
+        return getattr(self, name)
+
+
+class FinetunedSource(Finetuned):
+    """``model: {finetuned: {...}}`` in a dense entry: the base model adapted to the dataset's corpus."""
+
     finetuned: FinetuneSettings
-
-    @property
-    def training(self) -> FinetuneSettings:
-        return self.finetuned
-
-
-class Finetuned(Protocol):
-    """A ``model:`` that names a fine-tune (:class:`FinetunedSource`, a cross-encoder's source): its settings."""
-
-    @property
-    def training(self) -> TrainingSettings: ...
 
 
 #: ``trainer(base_folder, pairs, texts, settings, device, out_dir) -> stats``: writes a model folder into
