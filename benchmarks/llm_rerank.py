@@ -36,8 +36,8 @@ from dev_eval import build_indexes, dev_pairs, paired_table, registry_specs, tab
 from retrieval_pipeline.core.common.types import Hit  # noqa: E402
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.retrieval.engines.fusion import rrf_fuse  # noqa: E402
+from retrieval_pipeline.core.retrieval.engines.reranking import CrossEncoderReranker  # noqa: E402
 from retrieval_pipeline.core.retrieval.factory import load_retriever  # noqa: E402
-from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker  # noqa: E402
 from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec  # noqa: E402
 
 PROMPT = "Question: {query}\n\nPassage:\n{passage}\n\nDoes the passage answer the question? Answer Yes or No."

@@ -24,7 +24,7 @@ LAZY = {
         "retrieval_pipeline.core.evaluation.statistics.kernels",
     ): "Numba loads only for large randomisation tests",
     ("core/evaluation/metrics/judging.py", "retrieval_pipeline.core.evaluation.metrics.kernels"): "Numba loads only for large runs",
-    ("core/retrieval/kinds/openai_embeddings.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
+    ("core/retrieval/engines/embedding_server.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
 }
 
 

@@ -424,7 +424,7 @@ ONE_RESULT = b'{"results": [[{"doc_id": "d1", "score": 1.0}]]}'
 def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
     from retrieval_pipeline.core.retrieval.base import QueryError
     from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
-    from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever
+    from retrieval_pipeline.core.retrieval.engines.search_service import HttpRetriever
 
     # a byte every 0.25 s: each read is well within the 1 s timeout, for up to 30 s
     with TrickleServer(head, piece, pieces=120, every_s=0.25) as server:
@@ -514,8 +514,8 @@ def test_yaml_of_too_many_nodes_is_refused_before_building(tmp_path: Path, monke
 
 
 def test_openai_embeddings_timeout_is_a_deadline_for_a_trickling_server() -> None:
+    from retrieval_pipeline.core.retrieval.engines.embedding_server import EmbeddingServerError, OpenAIEmbeddingEncoder
     from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
-    from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import EmbeddingServerError, OpenAIEmbeddingEncoder
 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
     with TrickleServer(head, b" ", pieces=120, every_s=0.25) as server:

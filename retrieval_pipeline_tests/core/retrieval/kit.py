@@ -7,11 +7,14 @@ there, for dataset :data:`DATASET`; ``docs`` defaults to the toy corpus :data:`D
 
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult
@@ -159,3 +162,35 @@ def committed_vectors(path: Path) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+# -- fine-tunes of keyword fakes -------------------------------------------------------------------
+
+
+def fine_tune_fakes(monkeypatch: pytest.MonkeyPatch, folder: Path, *settings_types: type) -> Callable[[Any], Any]:
+    """Let keyword fakes take the real fine-tune path (mined pairs, cache key, trained folder, manifest).
+
+    Each settings type's ``trainer`` becomes one that writes a fake model folder whose weights are the anchors it
+    was given (other pairs, other weights), and its ``load`` a copy of the base fake named after the trained
+    folder (``<model_id>+<TAG>-<8 hex of the key>``). Returns ``with_folder(fake)``: the fake, given ``folder``
+    (a :func:`fake_model_folder`) as the model folder it was loaded from.
+    """
+
+    def train(base: Path, pairs: Any, texts: dict[str, str], settings: Any, device: str, out: Path) -> dict[str, Any]:
+        fake_model_folder(out, weights=json.dumps([p.anchor for p in pairs]).encode())
+        return {"steps": 1}
+
+    def load_fake(settings: Any, base: Any, trained: Path, name: str) -> Any:
+        tuned = copy.copy(base)
+        tuned.model_id, tuned.folder, tuned.name = f"{base.model_id}+{settings.TAG}-{trained.name[:8]}", trained, name
+        return tuned
+
+    for settings_type in settings_types:
+        monkeypatch.setattr(settings_type, "trainer", lambda self: train)
+        monkeypatch.setattr(settings_type, "load", load_fake)
+
+    def with_folder(fake: Any) -> Any:
+        fake.folder, fake.name = folder, "fake"
+        return fake
+
+    return with_folder

@@ -25,13 +25,19 @@ from retrieval_pipeline.core.retrieval.training.cross_finetune import (
     CrossEncoderFinetuneSettings,
     FinetunedCrossEncoderSource,
     base_of,
-    finetuned_scorer,
     labelled_examples,
     train_cross_encoder,
 )
-from retrieval_pipeline.core.retrieval.training.finetune import MANIFEST, FinetuneSettings, cache_key, ensure_finetuned, read_manifest
+from retrieval_pipeline.core.retrieval.training.finetune import (
+    MANIFEST,
+    FinetuneSettings,
+    cache_key,
+    ensure_finetuned,
+    finetuned_model,
+    read_manifest,
+)
 from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, corpus_fingerprint, mine_pairs
-from retrieval_pipeline_tests.core.retrieval.kit import build_all, fake_model_folder, load_from, parse_as, registry_of
+from retrieval_pipeline_tests.core.retrieval.kit import build_all, fake_model_folder, fine_tune_fakes, load_from, parse_as, registry_of
 from retrieval_pipeline_tests.core.retrieval.test_finetune import CORPUS, api_doc
 from retrieval_pipeline_tests.fakes.encoders import KeywordScorer
 
@@ -114,15 +120,13 @@ def test_trained_once_and_never_under_a_bi_encoders_key(tmp_path: Path, base_dir
 def test_finetuned_scorer_of_a_real_scorer_points_at_the_cache(tmp_path: Path, base_dir: Path) -> None:
     settings = ce_settings(base_dir, max_length=96)
     base = CrossEncoderScorer(base_dir, batch_size=8, name="toy")
-    scorer = finetuned_scorer(
-        FinetunedCrossEncoderSource(finetuned_cross_encoder=settings), base, CORPUS, tmp_path / "cache", FakeTrainer()
-    )
+    scorer = finetuned_model(FinetunedCrossEncoderSource(finetuned_cross_encoder=settings), base, CORPUS, tmp_path / "cache", FakeTrainer())
     assert type(scorer) is CrossEncoderScorer and scorer.folder.parent == tmp_path / "cache" / "finetuned"
     assert (scorer.folder / MANIFEST).is_file() and scorer.batch_size == 8 and scorer.max_length == 96
     assert scorer.name.startswith("toy+ce-") and scorer.model_id != base.model_id
     assert scorer.origin["finetuned_key"] == scorer.folder.name
     check_cross_encoder_config(scorer.folder)  # the trained folder names a one-label head
-    assert finetuned_scorer(settings.base, base, CORPUS, tmp_path / "cache") is base
+    assert finetuned_model(settings.base, base, CORPUS, tmp_path / "cache") is base
 
 
 # -- the rerank entry ------------------------------------------------------------------------------
@@ -148,14 +152,17 @@ def test_a_rerank_entry_names_a_finetuned_cross_encoder(base_dir: Path) -> None:
         )
 
 
-def test_a_finetuned_rerank_builds_and_loads_under_its_own_identity(tmp_path: Path, base_dir: Path) -> None:
+def test_a_finetuned_rerank_builds_and_loads_under_its_own_identity(
+    tmp_path: Path, base_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = CORPUS + [api_doc("pkg.extra.Agent", "class", "An agent that runs tools in a session.")]
     bm25 = parse_spec("bm25", {"kind": "bm25"})
     spec = ce_rerank(base_dir)
     registry = registry_of(bm25, spec, root=tmp_path)
+    with_folder = fine_tune_fakes(monkeypatch, base_dir, CrossEncoderFinetuneSettings)
 
     def scorers(s: Any) -> KeywordScorer:
-        return KeywordScorer()
+        return with_folder(KeywordScorer())
 
     record = build_all(registry, "rerank_ce", tmp_path, scorers, docs=docs)
     assert record["model_id"].startswith("keyword-scorer/v1+ce-")
@@ -217,8 +224,8 @@ def test_real_cross_encoder_learns_the_corpus_and_is_cached(tmp_path: Path, one_
     )
     source = FinetunedCrossEncoderSource(finetuned_cross_encoder=settings)
     base = CrossEncoderScorer(default_model_path(), name="minilm")
-    scorer = finetuned_scorer(source, base, TINY, tmp_path / "cache", counting)
-    again = finetuned_scorer(source, base, TINY, tmp_path / "cache", counting)
+    scorer = finetuned_model(source, base, TINY, tmp_path / "cache", counting)
+    again = finetuned_model(source, base, TINY, tmp_path / "cache", counting)
     assert calls == [1] and again.folder == scorer.folder and again.model_id == scorer.model_id
     assert scorer.folder.parent == tmp_path / "cache" / "finetuned" and scorer.weights_sha256 != base.weights_sha256
     manifest = read_manifest(scorer.folder)

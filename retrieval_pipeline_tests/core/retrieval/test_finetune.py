@@ -29,7 +29,7 @@ from retrieval_pipeline.core.retrieval.training.finetune import (
     batches,
     cache_key,
     ensure_finetuned,
-    finetuned_encoder,
+    finetuned_model,
     read_manifest,
 )
 from retrieval_pipeline.core.retrieval.training.mined_pairs import (
@@ -43,7 +43,7 @@ from retrieval_pipeline.core.retrieval.training.mined_pairs import (
     near_copy,
     split_pairs,
 )
-from retrieval_pipeline_tests.core.retrieval.kit import build, fake_model_folder, load, parse_as
+from retrieval_pipeline_tests.core.retrieval.kit import build, fake_model_folder, fine_tune_fakes, load, parse_as
 from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
 
 
@@ -233,12 +233,15 @@ def test_a_dense_entry_names_a_fine_tuned_model(base_dir: Path) -> None:
         parse_as(DenseSpec, "bad", {"kind": "dense", "model": {"finetuned": {"base": {"path": str(base_dir)}, "epochs": 0}}})
 
 
-def test_a_fine_tuned_entry_builds_and_loads_under_its_own_identity(tmp_path: Path, base_dir: Path) -> None:
+def test_a_fine_tuned_entry_builds_and_loads_under_its_own_identity(
+    tmp_path: Path, base_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plain = parse_as(DenseSpec, "dense_plain", {"kind": "dense", "model": {"path": str(base_dir)}})
     spec = ft_spec(base_dir)
+    with_folder = fine_tune_fakes(monkeypatch, base_dir, FinetuneSettings)
 
     def encoders(s: Any) -> KeywordEncoder:
-        return KeywordEncoder(["cat", "dog", "fish"])
+        return with_folder(KeywordEncoder(["cat", "dog", "fish"]))
 
     record = build(spec, tmp_path, encoders)
     plain_record = build(plain, tmp_path, encoders)
@@ -250,12 +253,20 @@ def test_a_fine_tuned_entry_builds_and_loads_under_its_own_identity(tmp_path: Pa
 def test_finetuned_encoder_of_a_real_encoder_points_at_the_cache(tmp_path: Path, base_dir: Path) -> None:
     settings = settings_of(base_dir)
     base = SentenceTransformerEncoder(base_dir, batch_size=8, max_seq_length=64, name="toy")
-    encoder = finetuned_encoder(FinetunedSource(finetuned=settings), base, CORPUS, tmp_path / "cache", FakeTrainer())
+    encoder = finetuned_model(FinetunedSource(finetuned=settings), base, CORPUS, tmp_path / "cache", FakeTrainer())
     assert type(encoder) is SentenceTransformerEncoder and encoder.folder.parent == tmp_path / "cache" / "finetuned"
     assert (encoder.folder / MANIFEST).is_file() and encoder.batch_size == 8 and encoder.max_seq_length == 64
     assert encoder.model_id != base.model_id and encoder.name.startswith("toy+ft-")
     assert encoder.origin["finetuned_key"] == encoder.folder.name
-    assert finetuned_encoder(settings.base, base, CORPUS, tmp_path / "cache") is base
+    assert finetuned_model(settings.base, base, CORPUS, tmp_path / "cache") is base
+
+
+def test_a_model_with_no_folder_is_not_fine_tuned_under_another_name(tmp_path: Path, base_dir: Path) -> None:
+    """No stand-in: a fake with no model folder is refused, not renamed as if it had been trained."""
+    with pytest.raises(ValueError, match="no model folder"):
+        finetuned_model(
+            FinetunedSource(finetuned=settings_of(base_dir)), KeywordEncoder(["cat"]), CORPUS, tmp_path / "cache", FakeTrainer()
+        )
 
 
 # -- device and precision --------------------------------------------------------------------------

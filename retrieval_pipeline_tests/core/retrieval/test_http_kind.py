@@ -14,8 +14,9 @@ import pytest
 
 from retrieval_pipeline.core.retrieval.base import QueryError, RetrieverError
 from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
+from retrieval_pipeline.core.retrieval.engines.search_service import HttpRetriever, parse_entry
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever
-from retrieval_pipeline.core.retrieval.kinds.http import HttpRetriever, HttpSpec, parse_entry
+from retrieval_pipeline.core.retrieval.kinds.http import HttpSpec
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, DATASET, build, load, parse_as
 from retrieval_pipeline_tests.fakes.search_server import SERVICE_ERROR, UNKNOWN_DOC, FakeSearchService

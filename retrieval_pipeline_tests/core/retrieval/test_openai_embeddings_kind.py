@@ -12,14 +12,11 @@ import pytest
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.engines.embedding_server import EmbeddingServerError, OpenAIEmbeddingEncoder
 from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever
 from retrieval_pipeline.core.retrieval.kinds import openai_embeddings
-from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import (
-    EmbeddingServerError,
-    OpenAIEmbeddingEncoder,
-    OpenAIEmbeddingsSpec,
-)
+from retrieval_pipeline.core.retrieval.kinds.openai_embeddings import OpenAIEmbeddingsSpec
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
 from retrieval_pipeline_tests.core.retrieval import kit
 from retrieval_pipeline_tests.core.retrieval.kit import DATASET, parse_as

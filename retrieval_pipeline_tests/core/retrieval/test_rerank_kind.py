@@ -19,8 +19,9 @@ import pytest
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, RetrieverError
+from retrieval_pipeline.core.retrieval.engines.reranking import CrossEncoderReranker
 from retrieval_pipeline.core.retrieval.factory import CheckedRetriever, RetrieverRegistry, load_retriever_specs, parse_spec
-from retrieval_pipeline.core.retrieval.kinds.rerank import CrossEncoderReranker, RerankSpec
+from retrieval_pipeline.core.retrieval.kinds.rerank import RerankSpec
 from retrieval_pipeline.core.retrieval.models.encoders import encoder_for_spec
 from retrieval_pipeline.core.retrieval.models.model_source import file_sha256
 from retrieval_pipeline.core.retrieval.models.scorers import CrossEncoderScorer, check_cross_encoder_config

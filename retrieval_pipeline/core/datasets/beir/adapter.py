@@ -14,66 +14,52 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
-from retrieval_pipeline.core.datasets.base import (
-    Block,
-    CasesBuild,
-    CorpusBuild,
-    DatasetAdapter,
-    PairBuilder,
-    SettingsBlock,
-    gold_pair,
-    register_adapter,
-)
+from retrieval_pipeline.core.datasets import kind_api as api
 from retrieval_pipeline.core.datasets.beir.reader import load_beir
 
-if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
-
-class BeirSource(SettingsBlock):
+class BeirSource(api.SettingsBlock):
     """A BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
 
     path: Path
     split: str = "test"
 
 
-@register_adapter
-class BeirAdapter(DatasetAdapter):
+@api.register_adapter
+class BeirAdapter(api.DatasetAdapter):
     """BEIR: corpus, queries and graded qrels read as given."""
 
     kind = "beir"
-    blocks = {"beir": Block(BeirSource, path_keys=("path",))}
+    blocks = {"beir": api.Block(BeirSource, path_keys=("path",))}
 
-    def load_cases(self, config: DatasetSettings) -> CasesBuild:
+    def load_cases(self, config: api.DatasetSettings) -> api.CasesBuild:
 
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)
         rejects = [r for r in loaded.rejects if not _is_corpus_reject(r)]
         total = loaded.report["split_queries_read"] + loaded.report["qrels_rejected"]  # query rows + rejected qrels lines
-        return CasesBuild(loaded.cases, rejects, total, dict(loaded.report))
+        return api.CasesBuild(loaded.cases, rejects, total, dict(loaded.report))
 
-    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
+    def build_corpus(self, config: api.DatasetSettings) -> api.CorpusBuild:
 
         source: BeirSource = config.beir
         loaded = load_beir(source.path, split=source.split)
-        return CorpusBuild(loaded.documents, [r for r in loaded.rejects if _is_corpus_reject(r)], dict(loaded.report), str(source.path))
+        return api.CorpusBuild(loaded.documents, [r for r in loaded.rejects if _is_corpus_reject(r)], dict(loaded.report), str(source.path))
 
-    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: api.DatasetSettings, documents: Sequence[api.Document]) -> api.PairBuilder:
         return beir_pair
 
 
-def _is_corpus_reject(reject: Rejected) -> bool:
+def _is_corpus_reject(reject: api.Rejected) -> bool:
     return reject.source_file.endswith("corpus.jsonl")
 
 
-def beir_pair(case: Case) -> QAPair:
+def beir_pair(case: api.Case) -> api.QAPair:
     """BEIR judgements as given: grade >= 1 is relevant (graded); grade 0 is judged non-relevant."""
     judged = {str(d): int(g) for d, g in (case.extra.get("qrels") or {}).items()}
     relevant = sorted((d for d, g in judged.items() if g >= 1), key=lambda d: (-judged[d], d))
-    return gold_pair(
+    return api.gold_pair(
         case,
         relevant,
         "beir:qrels",

@@ -16,18 +16,7 @@ from pydantic import Field, model_validator
 
 from retrieval_pipeline.core.common.frames import from_frame
 from retrieval_pipeline.core.common.result_cache import active_result_cache
-from retrieval_pipeline.core.common.types import Case, Document, Qrels, Rejected, Run
-from retrieval_pipeline.core.datasets.base import (
-    CASE_JSON_FIELDS,
-    Block,
-    CasesBuild,
-    CorpusBuild,
-    DatasetAdapter,
-    PairBuilder,
-    QueryColumns,
-    SettingsBlock,
-    register_adapter,
-)
+from retrieval_pipeline.core.datasets import kind_api as api
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
 from retrieval_pipeline.core.datasets.context_qa.metrics import context_qa_metrics
@@ -38,8 +27,6 @@ from retrieval_pipeline.core.datasets.context_qa.similarity import SimilaritySet
 if TYPE_CHECKING:
     import pandas as pd
 
-    from retrieval_pipeline.core.common.types import QAPair
-    from retrieval_pipeline.core.datasets.base import DatasetSettings, RankingMetrics
 
 #: Columns of :func:`~retrieval_pipeline.core.datasets.context_qa.metrics.context_qa_metrics` that per_query_metrics lacks.
 _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hit@")
@@ -47,7 +34,7 @@ _EXTRA_COLUMN_PREFIXES = ("context_coverage", "best_match_position", "mrr@", "hi
 CONTEXT_KS = (1, 5, 10)
 
 
-class ChunkingSettings(SettingsBlock):
+class ChunkingSettings(api.SettingsBlock):
     """How documents are cut: chunks of at most ``size`` characters, ``overlap`` of them carried to the next chunk."""
 
     size: int = Field(400, ge=50)  # characters; see docs/design.md for why 400/100 (the relevance ceiling)
@@ -64,7 +51,7 @@ class ChunkingSettings(SettingsBlock):
         return self
 
 
-class SimilaritySettingsModel(SettingsBlock):
+class SimilaritySettingsModel(api.SettingsBlock):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     autojunk: bool = False
     normalise: bool = True
@@ -74,7 +61,7 @@ class SimilaritySettingsModel(SettingsBlock):
         return SimilaritySettings(threshold=self.threshold, autojunk=self.autojunk, normalise=self.normalise)
 
 
-class ContextQASource(SettingsBlock):
+class ContextQASource(api.SettingsBlock):
     """QA pairs with an expected context and no chunk ids; relevance by text similarity."""
 
     qa: Path
@@ -90,32 +77,32 @@ class ContextQASource(SettingsBlock):
         return self
 
 
-@register_adapter
-class ContextQAAdapter(DatasetAdapter):
+@api.register_adapter
+class ContextQAAdapter(api.DatasetAdapter):
     """Context QA: chunked documents, golds by similarity to the expected context."""
 
     kind = "context_qa"
-    blocks = {"context_qa": Block(ContextQASource, path_keys=("qa", "documents"))}
+    blocks = {"context_qa": api.Block(ContextQASource, path_keys=("qa", "documents"))}
 
-    def load_cases(self, config: DatasetSettings) -> CasesBuild:
+    def load_cases(self, config: api.DatasetSettings) -> api.CasesBuild:
 
         loaded = load_context_qa(_source(config).qa)
-        return CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
+        return api.CasesBuild(loaded.cases, loaded.rejects, loaded.total, dict(loaded.report))
 
-    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
+    def build_corpus(self, config: api.DatasetSettings) -> api.CorpusBuild:
 
         spec = _source(config)
         topics = None if spec.pydoc_topics == ["*"] else spec.pydoc_topics  # "*": the whole language reference
-        rejects: list[Rejected] = []  # documents that contribute no chunk, each named
+        rejects: list[api.Rejected] = []  # documents that contribute no chunk, each named
         sources = load_documents(spec.documents, rejects) if spec.documents else pydoc_topic_documents(topics)
         files = {Path(p).stem: str(p) for p in spec.documents or []}
-        chunks: list[Document] = []
+        chunks: list[api.Document] = []
         for document_id, text in sources:
             cut = chunk_markdown(document_id, text, size=spec.chunking.size, overlap=spec.chunking.overlap)
             if not cut:
                 where = files.get(document_id, f"pydoc_data topic {document_id}")
                 rejects.append(
-                    Rejected(
+                    api.Rejected(
                         where,
                         document_id,
                         None,
@@ -133,9 +120,9 @@ class ContextQAAdapter(DatasetAdapter):
             "chunk_overlap": spec.chunking.overlap,
         }
         where = ", ".join(map(str, spec.documents)) if spec.documents else f"pydoc_data topics {', '.join(spec.pydoc_topics or [])}"
-        return CorpusBuild(chunks, rejects, report, where)
+        return api.CorpusBuild(chunks, rejects, report, where)
 
-    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: api.DatasetSettings, documents: Sequence[api.Document]) -> api.PairBuilder:
         """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
 
         Matches are read from and stored in the cache made active by the asset
@@ -144,7 +131,7 @@ class ContextQAAdapter(DatasetAdapter):
 
         return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
 
-    def pairs_report(self, pairs: Sequence[QAPair]) -> dict[str, Any]:
+    def pairs_report(self, pairs: Sequence[api.QAPair]) -> dict[str, Any]:
         """How many expected contexts matched a chunk; their share is the relevance ceiling, the best hit
         rate any retriever can reach on this corpus at these settings."""
         if not pairs:
@@ -160,8 +147,8 @@ class ContextQAAdapter(DatasetAdapter):
         }
 
     def extra_query_columns(
-        self, config: DatasetSettings, raw_cases: pd.DataFrame, corpus: pd.DataFrame, ranking: RankingMetrics
-    ) -> QueryColumns:
+        self, config: api.DatasetSettings, raw_cases: pd.DataFrame, corpus: pd.DataFrame, ranking: api.RankingMetrics
+    ) -> api.QueryColumns:
         """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
 
         The exact similarities of the retrieved chunks come from the active result cache when one is open
@@ -170,11 +157,11 @@ class ContextQAAdapter(DatasetAdapter):
         """
 
         settings = _source(config).similarity.settings()
-        expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, Case, CASE_JSON_FIELDS)}
-        chunks = {d.doc_id: d for d in from_frame(corpus, Document)}
+        expected = {c.case_id: str(c.extra.get("expected_context", "")) for c in from_frame(raw_cases, api.Case, api.CASE_JSON_FIELDS)}
+        chunks = {d.doc_id: d for d in from_frame(corpus, api.Document)}
         cache = active_result_cache()
 
-        def columns(run: Run, qrels: Qrels) -> pd.DataFrame:
+        def columns(run: api.Run, qrels: api.Qrels) -> pd.DataFrame:
             if cache is not None:
                 cached_similarities(_retrieved_pairs(run, qrels, expected, chunks, max(CONTEXT_KS)), settings, cache)
             frame = context_qa_metrics(run, qrels, expected, chunks, settings, ks=CONTEXT_KS, ranking=ranking)
@@ -182,12 +169,12 @@ class ContextQAAdapter(DatasetAdapter):
 
         return columns
 
-    def metadata(self, config: DatasetSettings) -> dict[str, Any]:
+    def metadata(self, config: api.DatasetSettings) -> dict[str, Any]:
         return {"similarity_settings": _source(config).similarity.model_dump()}
 
 
 def _retrieved_pairs(
-    run: Run, qrels: Qrels, expected: dict[str, str], chunks: dict[str, Document], depth: int
+    run: api.Run, qrels: api.Qrels, expected: dict[str, str], chunks: dict[str, api.Document], depth: int
 ) -> Iterator[tuple[str, str]]:
     """``(expected context, chunk text)`` of every query's top ``depth`` hits, as context-QA metrics will ask for them.
 
@@ -200,5 +187,5 @@ def _retrieved_pairs(
                 yield expected[query_id], chunks[doc_id].text
 
 
-def _source(config: DatasetSettings) -> ContextQASource:
+def _source(config: api.DatasetSettings) -> ContextQASource:
     return config.context_qa

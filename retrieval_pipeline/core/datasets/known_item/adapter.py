@@ -19,21 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from retrieval_pipeline.core.common.types import Case, Document, QAPair, Rejected
-from retrieval_pipeline.core.datasets.base import (
-    Block,
-    CasesBuild,
-    CorpusBuild,
-    DatasetAdapter,
-    PairBuilder,
-    SettingsBlock,
-    gold_pair,
-    register_adapter,
-)
+from retrieval_pipeline.core.datasets import kind_api as api
 from retrieval_pipeline.core.datasets.known_item.corpus import (
     DEFAULT_CACHE_DIR,
     DEFAULT_EXCLUDE,
@@ -43,9 +33,6 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     environment_fingerprint,
 )
 from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSet, KnownItemSettings, known_items, nested_subsets
-
-if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
 #: The ``benchmark_type`` of a known-item case.
 KNOWN_ITEM_TYPE = "known_item"
@@ -58,7 +45,7 @@ def exportable_id(doc_id: str) -> bool:
     return not any(ch.isspace() for ch in doc_id)
 
 
-class KnownItemSource(SettingsBlock):
+class KnownItemSource(api.SettingsBlock):
     """The ``known_item:`` block: what is introspected, the build's bounds, how queries are drawn, the cache."""
 
     include: list[str] = Field(default_factory=list)  # top-level packages; empty: the stdlib and every installed package
@@ -90,27 +77,27 @@ class KnownItemSource(SettingsBlock):
         return KnownItemSettings(n_queries=self.n_queries, min_words=self.min_words, seed=self.seed)
 
 
-@register_adapter
-class KnownItemAdapter(DatasetAdapter):
+@api.register_adapter
+class KnownItemAdapter(api.DatasetAdapter):
     """Known-item search over the installed distributions' API: one gold document per query."""
 
     kind = "known_item"
-    blocks = {"known_item": Block(KnownItemSource, path_keys=("cache_dir",), required=False)}
+    blocks = {"known_item": api.Block(KnownItemSource, path_keys=("cache_dir",), required=False)}
 
-    def input_paths(self, config: DatasetSettings) -> list[Path]:
+    def input_paths(self, config: api.DatasetSettings) -> list[Path]:
         """None: the corpus comes from the environment, and ``cache_dir`` is written, not read as input."""
         return []
 
-    def load_cases(self, config: DatasetSettings) -> CasesBuild:
+    def load_cases(self, config: api.DatasetSettings) -> api.CasesBuild:
         _, built = _build(config)
         unwritable = {d.doc_id for d in built.documents if not exportable_id(d.doc_id)}
         rejects = [
-            Rejected(f"introspection:{q.gold_doc_id}", q.query_id, i, f"the gold's id {q.gold_doc_id!r} {UNWRITABLE_ID}")
+            api.Rejected(f"introspection:{q.gold_doc_id}", q.query_id, i, f"the gold's id {q.gold_doc_id!r} {UNWRITABLE_ID}")
             for i, q in enumerate(built.queries)
             if q.gold_doc_id in unwritable
         ]
         cases = [
-            Case(
+            api.Case(
                 q.query_id,
                 config.name,
                 KNOWN_ITEM_TYPE,
@@ -122,9 +109,9 @@ class KnownItemAdapter(DatasetAdapter):
             for i, q in enumerate(built.queries)
             if q.gold_doc_id not in unwritable
         ]
-        return CasesBuild(cases, rejects, len(cases) + len(rejects), {f"known_item/{k}": v for k, v in built.counts.items()})
+        return api.CasesBuild(cases, rejects, len(cases) + len(rejects), {f"known_item/{k}": v for k, v in built.counts.items()})
 
-    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
+    def build_corpus(self, config: api.DatasetSettings) -> api.CorpusBuild:
         corpus, built = _build(config)
         report = corpus.report
         scalars = {k: v for k, v in report.items() if k not in ("by_package", "by_kind", "wall_s_by_package")}
@@ -133,22 +120,22 @@ class KnownItemAdapter(DatasetAdapter):
         source = f"introspection of {report['packages']} installed packages (cached in {report['cache_file']})"
         kept = [d for d in built.documents if exportable_id(d.doc_id)]
         unwritable = [
-            Rejected(f"introspection:{d.module}", d.doc_id, None, f"document id {d.doc_id!r} {UNWRITABLE_ID}")
+            api.Rejected(f"introspection:{d.module}", d.doc_id, None, f"document id {d.doc_id!r} {UNWRITABLE_ID}")
             for d in built.documents
             if not exportable_id(d.doc_id)
         ]
-        return CorpusBuild(kept, [*corpus.rejects, *unwritable], {**scalars, **counts, **extra}, source)
+        return api.CorpusBuild(kept, [*corpus.rejects, *unwritable], {**scalars, **counts, **extra}, source)
 
-    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: api.DatasetSettings, documents: Sequence[api.Document]) -> api.PairBuilder:
         known = {d.doc_id for d in documents}
         return lambda case: known_item_pair(case, known)
 
-    def metadata(self, config: DatasetSettings) -> dict[str, Any]:
+    def metadata(self, config: api.DatasetSettings) -> dict[str, Any]:
         source = _source(config)
         return {"known_item/n_queries": source.n_queries, "known_item/seed": source.seed, "known_item/min_words": source.min_words}
 
 
-def _source(config: DatasetSettings) -> KnownItemSource:
+def _source(config: api.DatasetSettings) -> KnownItemSource:
     return getattr(config, "known_item", None) or KnownItemSource()
 
 
@@ -156,7 +143,7 @@ def _source(config: DatasetSettings) -> KnownItemSource:
 _LAST_BUILD: dict[tuple[str, str, str], tuple[InstalledCorpus, KnownItemSet]] = {}
 
 
-def _build(config: DatasetSettings) -> tuple[InstalledCorpus, KnownItemSet]:
+def _build(config: api.DatasetSettings) -> tuple[InstalledCorpus, KnownItemSet]:
     """The corpus (cached) and the queries drawn from it; errors name the dataset.
 
     The ``corpus`` and ``raw_cases`` steps both need it: the second one in a process gets the first one's
@@ -194,11 +181,11 @@ def limited(built: KnownItemSet, source: KnownItemSource) -> KnownItemSet:
     )
 
 
-def known_item_pair(case: Case, known: set[str] | frozenset[str]) -> QAPair:
+def known_item_pair(case: api.Case, known: set[str] | frozenset[str]) -> api.QAPair:
     """The query's one gold is the document its sentence came from (unresolved if the corpus lacks it)."""
     gold = str(case.extra.get("gold_doc_id") or "")
     found = gold in known
-    return gold_pair(
+    return api.gold_pair(
         case,
         [gold] if found else [],
         "known_item:docstring",

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.common.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.known_item.corpus import InstalledCorpus
+from retrieval_pipeline.core.datasets.sentences import collapse, first_sentence, remove_sentence
 
 
 @dataclass(frozen=True)

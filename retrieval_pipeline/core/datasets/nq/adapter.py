@@ -8,28 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from retrieval_pipeline.core.common.types import Case, Document, QAPair
-from retrieval_pipeline.core.datasets.base import (
-    Block,
-    CasesBuild,
-    CorpusBuild,
-    DatasetAdapter,
-    PairBuilder,
-    SettingsBlock,
-    gold_pair,
-    register_adapter,
-)
+from retrieval_pipeline.core.datasets import kind_api as api
 from retrieval_pipeline.core.datasets.nq.reader import NQLoad, NQRow, dedupe_chunks, load_nq_csv, nq_cases, nq_documents
 
-if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
-
-class NQSource(SettingsBlock):
+class NQSource(api.SettingsBlock):
     """A Natural Questions CSV (``question,long_answer,short_answer``).
 
     ``sample_size`` evaluates the first N questions against the corpus of EVERY row's long answer, as the
@@ -43,39 +29,39 @@ class NQSource(SettingsBlock):
     corpus_rows: int | None = Field(None, ge=1)  # a corpus subset for quick looks: the first N rows' long answers
 
 
-@register_adapter
-class NQAdapter(DatasetAdapter):
+@api.register_adapter
+class NQAdapter(api.DatasetAdapter):
     """Natural Questions: one relevant chunk per question, its own long answer."""
 
     kind = "nq"
-    blocks = {"nq": Block(NQSource, path_keys=("csv",))}
+    blocks = {"nq": api.Block(NQSource, path_keys=("csv",))}
 
-    def load_cases(self, config: DatasetSettings) -> CasesBuild:
+    def load_cases(self, config: api.DatasetSettings) -> api.CasesBuild:
         source: NQSource = config.nq
         loaded, corpus_rows = _load(source)
         chunk_of = dedupe_chunks(corpus_rows).question_chunk  # chunk ids as the corpus numbers them
         cases = nq_cases(loaded.rows, str(source.csv))
         for case in cases:
             case.extra["gold_chunk_id"] = chunk_of[case.case_id]
-        return CasesBuild(cases, loaded.rejects, loaded.total)
+        return api.CasesBuild(cases, loaded.rejects, loaded.total)
 
-    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
+    def build_corpus(self, config: api.DatasetSettings) -> api.CorpusBuild:
         source: NQSource = config.nq
         _, rows = _load(source)
         chunks = dedupe_chunks(rows)
         report: dict[str, object] = {"long_answers": len(rows), "chunks": len(chunks.chunks), "merged_duplicates": chunks.duplicates}
         if source.corpus_rows is not None:
             report["corpus_subset"] = f"SUBSET for a quick look: the long answers of the first {len(rows):,} rows only (corpus_rows)"
-        return CorpusBuild(nq_documents(chunks.chunks), [], report, str(source.csv))
+        return api.CorpusBuild(nq_documents(chunks.chunks), [], report, str(source.csv))
 
-    def pair_builder(self, config: DatasetSettings, documents: Sequence[Document]) -> PairBuilder:
+    def pair_builder(self, config: api.DatasetSettings, documents: Sequence[api.Document]) -> api.PairBuilder:
         return nq_pair
 
 
-def nq_pair(case: Case) -> QAPair:
+def nq_pair(case: api.Case) -> api.QAPair:
     """The question's own long answer (its de-duplicated chunk) is the one relevant document."""
     chunk = case.extra.get("gold_chunk_id")
-    return gold_pair(case, [chunk] if chunk else [], "nq:long_answer", {"short_answers": case.extra.get("short_answers", [])})
+    return api.gold_pair(case, [chunk] if chunk else [], "nq:long_answer", {"short_answers": case.extra.get("short_answers", [])})
 
 
 def _load(source: NQSource) -> tuple[NQLoad, list[NQRow]]:

@@ -9,19 +9,15 @@ the corpus and fix_error targets are inferred: the default pair building, so no 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import model_validator
 
+from retrieval_pipeline.core.datasets import kind_api as api
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, load_ranked_targets, package_modules
-from retrieval_pipeline.core.datasets.base import Block, CasesBuild, CorpusBuild, DatasetAdapter, SettingsBlock, register_adapter
 from retrieval_pipeline.core.datasets.suite.loading import load_suites
 
-if TYPE_CHECKING:
-    from retrieval_pipeline.core.datasets.base import DatasetSettings
 
-
-class CorpusSpec(SettingsBlock):
+class CorpusSpec(api.SettingsBlock):
     """Exactly one way to build the target corpus."""
 
     ranked_targets: Path | None = None
@@ -48,30 +44,30 @@ class CorpusSpec(SettingsBlock):
         return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
 
 
-@register_adapter
-class SuiteAdapter(DatasetAdapter):
+@api.register_adapter
+class SuiteAdapter(api.DatasetAdapter):
     """Benchmark suites (api_understanding, fix_error, multiple_choice) over an API index or introspection."""
 
     kind = "suite"
     blocks = {
-        "suites": Block(list[Path], is_path=True),
-        "corpus": Block(CorpusSpec, path_keys=("ranked_targets", "introspect_modules_file")),
+        "suites": api.Block(list[Path], is_path=True),
+        "corpus": api.Block(CorpusSpec, path_keys=("ranked_targets", "introspect_modules_file")),
         # the folder a suite's fixed_file/test_file/unfixed_file paths are relative to, and confined to
         # (default: each suite's own folder); the ADK suites name files relative to their source repository
-        "suite_files_root": Block(Path, is_path=True, required=False),
+        "suite_files_root": api.Block(Path, is_path=True, required=False),
     }
 
-    def load_cases(self, config: DatasetSettings) -> CasesBuild:
+    def load_cases(self, config: api.DatasetSettings) -> api.CasesBuild:
 
         loaded = load_suites(config.suites, files_root=getattr(config, "suite_files_root", None))
-        return CasesBuild(loaded.cases, loaded.rejects, loaded.total)
+        return api.CasesBuild(loaded.cases, loaded.rejects, loaded.total)
 
-    def build_corpus(self, config: DatasetSettings) -> CorpusBuild:
+    def build_corpus(self, config: api.DatasetSettings) -> api.CorpusBuild:
 
         spec: CorpusSpec = config.corpus
         if spec.ranked_targets:
             loaded = load_ranked_targets(spec.ranked_targets)
-            return CorpusBuild(loaded.documents, loaded.rejects, dict(loaded.report), str(spec.ranked_targets))
+            return api.CorpusBuild(loaded.documents, loaded.rejects, dict(loaded.report), str(spec.ranked_targets))
         modules = spec.modules()
         loaded = introspect_modules(modules)
-        return CorpusBuild(loaded.documents, loaded.rejects, dict(loaded.report), f"introspection of {len(modules)} modules")
+        return api.CorpusBuild(loaded.documents, loaded.rejects, dict(loaded.report), f"introspection of {len(modules)} modules")

@@ -64,7 +64,7 @@ from retrieval_pipeline.core.retrieval.models.encoders import dense_encoder, des
 from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.models.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
-from retrieval_pipeline.core.retrieval.training.finetune import FinetunedSource, base_source, finetuned_encoder
+from retrieval_pipeline.core.retrieval.training.finetune import FinetunedSource, base_source, finetuned_model
 
 #: The embedding cache, shared by every dense retriever, inside ``ctx.cache_dir``.
 CACHE_FILE = "embeddings.sqlite"
@@ -104,7 +104,7 @@ class DenseSpec(RetrieverSpec):
 
     def _encoder(self, ctx: RetrieverContext) -> Any:
         """``ctx.encoder_for(self)``, fine-tuned on ``ctx.documents`` when ``model`` says ``finetuned``."""
-        return finetuned_encoder(self.model, ctx.encoder_for(self), ctx.documents, ctx.cache_dir, log=ctx.log)
+        return finetuned_model(self.model, ctx.encoder_for(self), ctx.documents, ctx.cache_dir, log=ctx.log)
 
     def build(self, ctx: RetrieverContext) -> dict[str, Any]:
         """Embed the corpus (through the shared cache) and save the FAISS index.

@@ -42,15 +42,13 @@ recorded one (the weights changed: build again).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field, model_validator
 
-from retrieval_pipeline.core.common.types import Hit
-from retrieval_pipeline.core.retrieval.base import QueryError, QueryResult, Retriever, RetrieverError
+from retrieval_pipeline.core.retrieval.base import RetrieverError
+from retrieval_pipeline.core.retrieval.engines.reranking import CrossEncoderReranker
 from retrieval_pipeline.core.retrieval.models.devices import Device
 from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
 from retrieval_pipeline.core.retrieval.models.encoders import dense_encoder, describe_model
@@ -58,7 +56,8 @@ from retrieval_pipeline.core.retrieval.models.model_source import ModelSource
 from retrieval_pipeline.core.retrieval.models.onnx_backend import Backend
 from retrieval_pipeline.core.retrieval.models.scorers import BiEncoderScorer, cross_encoder
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE, RetrieverContext, RetrieverName, RetrieverSpec, register_kind
-from retrieval_pipeline.core.retrieval.training.cross_finetune import FinetunedCrossEncoderSource, base_of, finetuned_scorer
+from retrieval_pipeline.core.retrieval.training.cross_finetune import FinetunedCrossEncoderSource, base_of
+from retrieval_pipeline.core.retrieval.training.finetune import finetuned_model
 
 
 @register_kind
@@ -125,7 +124,7 @@ class RerankSpec(RetrieverSpec):
 
 def _scorer(ctx: RetrieverContext, spec: RerankSpec) -> Any:
     """``ctx.encoder_for(spec)``, trained on ``ctx.documents`` when ``model`` says ``finetuned_cross_encoder``."""
-    scorer = finetuned_scorer(spec.model, ctx.encoder_for(spec), ctx.documents, ctx.cache_dir, log=ctx.log)
+    scorer = finetuned_model(spec.model, ctx.encoder_for(spec), ctx.documents, ctx.cache_dir, log=ctx.log)
     if not callable(getattr(scorer, "score", None)) or not isinstance(getattr(scorer, "model_id", None), str):
         raise TypeError(
             f"retriever {spec.name!r}: encoder_for returned {type(scorer).__name__}, not a scorer "
@@ -140,68 +139,3 @@ def _recorded_model_id(index_dir: Path) -> str | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8")).get("model_id")
-
-
-class CrossEncoderReranker:
-    """Reranks a base retriever's ``top_n`` hits with a scorer (see the module docstring for the rule).
-
-    Args:
-        name: The retriever's name in runs and reports.
-        base: The retriever whose hits are reranked.
-        scorer: Has ``score(pairs) -> scores`` over ``(query, document text)`` pairs.
-        texts: Document text by doc id (every doc the base can return).
-        top_n: How many of the base's hits are rescored.
-    """
-
-    def __init__(self, name: str, base: Retriever, scorer: Any, texts: Mapping[str, str], top_n: int) -> None:
-        if top_n < 1:
-            raise ValueError(f"top_n must be >= 1, got {top_n}")
-        self.name = name
-        self.base = base
-        self.scorer = scorer
-        self.top_n = top_n
-        self._texts = texts
-
-    def search(self, queries: Sequence[str], k: int) -> list[QueryResult]:
-        """The base's hits, the ``top_n`` of each query reranked by the scorer, cut at ``k``."""
-        queries = list(queries)
-        if not queries:
-            return []
-        if k <= 0:
-            return [[] for _ in queries]
-        answers = self.base.search(queries, max(self.top_n, k))
-        heads = [[] if isinstance(a, QueryError) else list(a[: self.top_n]) for a in answers]
-        scores = self._score(queries, heads)
-        results: list[QueryResult] = []
-        offset = 0
-        for answer, head in zip(answers, heads):
-            if isinstance(answer, QueryError):
-                results.append(answer)
-                continue
-            results.append(_merge(head, scores[offset : offset + len(head)], list(answer[self.top_n :]), k))
-            offset += len(head)
-        return results
-
-    def _score(self, queries: list[str], heads: list[list[Hit]]) -> np.ndarray:
-        """Scores of every ``(query, text)`` pair of every head, in one scorer call."""
-        pairs = [(query, self._texts[doc]) for query, head in zip(queries, heads) for doc, _ in head]
-        if not pairs:
-            return np.zeros(0, dtype=np.float64)
-        scores = np.asarray(self.scorer.score(pairs), dtype=np.float64).reshape(-1)
-        if scores.shape[0] != len(pairs):
-            raise ValueError(f"{self.name}: the scorer returned {scores.shape[0]} scores for {len(pairs)} pairs")
-        return scores
-
-    def __repr__(self) -> str:
-        return f"CrossEncoderReranker({self.name!r}, base={getattr(self.base, 'name', self.base)!r}, top_n={self.top_n})"
-
-
-def _merge(head: list[Hit], scores: np.ndarray, tail: list[Hit], k: int) -> list[Hit]:
-    """``head`` sorted by ``(-score, base rank)``, then ``tail`` in base order below it, cut at ``k``."""
-    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
-    ranked = [(head[i][0], float(scores[i])) for i in order]
-    room = k - len(ranked)
-    if room > 0 and tail:
-        floor = ranked[-1][1] if ranked else 0.0
-        ranked.extend((doc, floor - (j + 1)) for j, (doc, _) in enumerate(tail[:room]))
-    return ranked[:k]

@@ -25,17 +25,17 @@ Tests pass a fake ``trainer`` and a keyword scorer; the real trainer imports tor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.retrieval.models.model_source import ModelSource, set_hf_offline
 from retrieval_pipeline.core.retrieval.models.scorers import CrossEncoderScorer
 from retrieval_pipeline.core.retrieval.training.ce_train import train_labelled
-from retrieval_pipeline.core.retrieval.training.finetune import Renamed, Trainer, TrainingSettings, ensure_finetuned, fake_key
+from retrieval_pipeline.core.retrieval.training.finetune import Finetuned, Trainer, TrainingSettings
 from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, anchor_negatives, normalised
 
 #: The cache key's recipe of a cross-encoder fine-tune (bumped when the same settings would train another model).
@@ -61,6 +61,7 @@ class CrossEncoderFinetuneSettings(TrainingSettings):
     """
 
     RECIPE: ClassVar[int | str] = RECIPE
+    TAG: ClassVar[str] = "ce"
 
     negatives: int = Field(3, ge=1)
     epochs: int = Field(1, ge=1)
@@ -69,11 +70,19 @@ class CrossEncoderFinetuneSettings(TrainingSettings):
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     max_length: int = Field(128, ge=8)
 
+    def trainer(self) -> Trainer:
+        return train_cross_encoder
 
-class FinetunedCrossEncoderSource(BaseModel):
+    def load(self, base: Any, folder: Path, name: str) -> Any:
+        """A :class:`~retrieval_pipeline.core.retrieval.models.scorers.CrossEncoderScorer` with the base scorer's batch
+        size and device (``max_length``: the base scorer's, else the training's)."""
+        return CrossEncoderScorer(
+            folder, batch_size=base.batch_size, max_length=base.max_length or self.max_length, device=base.device, name=name
+        )
+
+
+class FinetunedCrossEncoderSource(Finetuned):
     """``model: {finetuned_cross_encoder: {...}}`` in a rerank entry: a cross-encoder trained on the dataset's corpus."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     finetuned_cross_encoder: CrossEncoderFinetuneSettings
 
@@ -123,38 +132,3 @@ def train_cross_encoder(
         out_dir=out_dir,
     )
     return {"n_examples": len(examples), "n_positives": sum(label for _, _, label in examples), **stats}
-
-
-def finetuned_scorer(
-    model: ModelSource | FinetunedCrossEncoderSource,
-    base_scorer: Any,
-    documents: Sequence[Document],
-    cache_dir: Path,
-    trainer: Trainer | None = None,
-    log: Callable[[str], None] | None = None,
-) -> Any:
-    """The scorer a rerank entry ranks with: ``base_scorer`` itself, or the cross-encoder trained from its folder.
-
-    For a real scorer (one with a model ``folder``) the trained folder is found or trained
-    (:func:`~retrieval_pipeline.core.retrieval.training.finetune.ensure_finetuned` with :func:`train_cross_encoder`),
-    and a :class:`~retrieval_pipeline.core.retrieval.models.scorers.CrossEncoderScorer` with the base scorer's batch
-    size and device is made from it (``max_length``: the base scorer's, else the training's), named
-    ``<base name>+ce-<8 hex of the key>``. A scorer with no folder (a test's keyword fake) is returned under
-    a ``model_id`` that carries the corpus and the settings.
-    """
-    if not isinstance(model, FinetunedCrossEncoderSource):
-        return base_scorer
-    settings = model.finetuned_cross_encoder
-    folder = getattr(base_scorer, "folder", None)
-    if folder is None:
-        return Renamed(base_scorer, f"{base_scorer.model_id}+ce-{fake_key(documents, settings)}")
-    target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer or train_cross_encoder, log)
-    scorer = CrossEncoderScorer(
-        target,
-        batch_size=base_scorer.batch_size,
-        max_length=base_scorer.max_length or settings.max_length,
-        device=base_scorer.device,
-        name=f"{base_scorer.name}+ce-{target.name[:8]}",
-    )
-    scorer.origin = {**getattr(base_scorer, "origin", {}), "finetuned_key": target.name, "finetuned_from": str(folder)}
-    return scorer

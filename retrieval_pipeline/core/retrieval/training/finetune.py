@@ -23,7 +23,8 @@ packages, which this project does not install. On CPU the same seed gives the sa
 torch's CPU kernels may still differ in the last bits between machines, so a model trained elsewhere is a
 new model (a new ``model_id``) and indexes built with it are built again.
 
-Tests pass a fake ``trainer`` (:data:`Trainer`) and a fake encoder; the real one imports torch.
+Tests pass a fake ``trainer`` (:data:`Trainer`) and fake model folders (the kind tests patch the settings'
+``trainer`` and ``load`` so a keyword fake takes this same path); the real trainer imports torch.
 """
 
 from __future__ import annotations
@@ -65,15 +66,28 @@ class TrainingSettings(BaseModel):
         device: Where training runs: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when available).
         RECIPE: What the subclass's trainer does with the settings (part of the cache key, so two kinds of
             fine-tune never share a cached model).
+        TAG: Names the fine-tuned model: ``<base name>+<TAG>-<8 hex of the key>``.
+
+    A subclass says how its model is trained (:meth:`trainer`) and made from the trained folder (:meth:`load`):
+    :func:`finetuned_model` is the same for every kind of fine-tune.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     RECIPE: ClassVar[int | str] = RECIPE_VERSION
+    TAG: ClassVar[str]
 
     base: ModelSource
     mining: MiningSettings = MiningSettings()
     seed: int = 13
     device: Device = "cpu"
+
+    def trainer(self) -> Trainer:
+        """What trains this kind of model when the caller passes no trainer."""
+        raise NotImplementedError
+
+    def load(self, base: Any, folder: Path, name: str) -> Any:
+        """The model of the trained ``folder``, named ``name``, run as ``base`` runs (batch size, device, ...)."""
+        raise NotImplementedError
 
 
 class FinetuneSettings(TrainingSettings):
@@ -92,6 +106,8 @@ class FinetuneSettings(TrainingSettings):
         device: Where training runs: ``cpu`` (default), ``cuda`` or ``auto`` (cuda when available).
     """
 
+    TAG: ClassVar[str] = "ft"
+
     epochs: int = Field(1, ge=1)
     batch_size: int = Field(32, ge=2)
     learning_rate: float = Field(3e-5, gt=0)
@@ -99,11 +115,31 @@ class FinetuneSettings(TrainingSettings):
     scale: float = Field(20.0, gt=0)
     max_seq_length: int = Field(256, ge=8)
 
+    def trainer(self) -> Trainer:
+        return train_mnrl
 
-class FinetunedSource(BaseModel):
-    """``model: {finetuned: {...}}`` in a dense entry: the base model adapted to the dataset's corpus."""
+    def load(self, base: Any, folder: Path, name: str) -> Any:
+        """An encoder of ``base``'s class with its batch size, sequence length, device and precision."""
+        kwargs: dict[str, Any] = {"batch_size": base.batch_size, "max_seq_length": base.max_seq_length, "name": name, "device": base.device}
+        if getattr(base, "precision", "fp32") != "fp32":
+            kwargs["precision"] = base.precision
+        return type(base)(folder, **kwargs)
+
+
+class Finetuned(BaseModel):
+    """A ``model:`` that names a fine-tune: one field, named as the entry's YAML key, holding its settings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @property
+    def training(self) -> TrainingSettings:
+        """The fine-tune's settings (the one field's value)."""
+        [name] = type(self).model_fields
+        return getattr(self, name)
+
+
+class FinetunedSource(Finetuned):
+    """``model: {finetuned: {...}}`` in a dense entry: the base model adapted to the dataset's corpus."""
 
     finetuned: FinetuneSettings
 
@@ -263,64 +299,35 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
 
 
-def finetuned_encoder(
-    model: ModelSource | FinetunedSource,
-    base_encoder: Any,
+def finetuned_model(
+    model: ModelSource | Finetuned,
+    base: Any,
     documents: Sequence[Document],
     cache_dir: Path,
     trainer: Trainer | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Any:
-    """The encoder a dense entry searches with: ``base_encoder`` itself, or its fine-tuned copy.
+    """The model an entry searches or ranks with: ``base`` itself, or its copy fine-tuned on ``documents``.
 
-    For a real encoder (one with a model ``folder``), the fine-tuned folder is found or trained
-    (:func:`ensure_finetuned`) and an encoder of the same class, batch size, sequence length and device
-    is made from it, named ``<base name>+ft-<8 hex of the key>``. An encoder with no folder (a test's
-    keyword fake) cannot be trained: it is returned under a ``model_id`` that carries the key, so its
-    cache entries stay apart from the base's.
+    ``model.training`` says which fine-tune (a bi-encoder's :class:`FinetuneSettings`, a cross-encoder's
+    :class:`~retrieval_pipeline.core.retrieval.training.cross_finetune.CrossEncoderFinetuneSettings`): for a real
+    model (one with a model ``folder``) the fine-tuned folder is found or trained (:func:`ensure_finetuned`, with
+    ``trainer`` or the settings' own) and the settings' ``load`` makes the model from it, run as ``base`` runs,
+    named ``<base name>+<TAG>-<8 hex of the key>``.
+
+    Raises:
+        ValueError: ``base`` has no model folder to train from.
     """
-    if not isinstance(model, FinetunedSource):
-        return base_encoder
-    settings = model.finetuned
-    folder = getattr(base_encoder, "folder", None)
+    if isinstance(model, ModelSource):
+        return base
+    settings = model.training
+    folder = getattr(base, "folder", None)
     if folder is None:
-        return Renamed(base_encoder, f"{base_encoder.model_id}+ft-{fake_key(documents, settings)}")
-    target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer, log)
-    kwargs: dict[str, Any] = {
-        "batch_size": base_encoder.batch_size,
-        "max_seq_length": base_encoder.max_seq_length,
-        "name": f"{base_encoder.name}+ft-{target.name[:8]}",
-        "device": base_encoder.device,
-    }
-    if getattr(base_encoder, "precision", "fp32") != "fp32":
-        kwargs["precision"] = base_encoder.precision
-    encoder = type(base_encoder)(target, **kwargs)
-    encoder.origin = {**getattr(base_encoder, "origin", {}), "finetuned_key": target.name, "finetuned_from": str(folder)}
-    return encoder
-
-
-class Renamed:
-    """An encoder or scorer under another ``model_id`` (a fake's stand-in for a fine-tuned copy)."""
-
-    def __init__(self, inner: Any, model_id: str) -> None:
-        self.inner = inner
-        self.model_id = model_id
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        return self.inner.encode(texts)
-
-    def score(self, pairs: Sequence[tuple[str, str]]) -> Any:
-        return self.inner.score(pairs)
-
-
-def fake_key(documents: Sequence[Document], settings: TrainingSettings) -> str:
-    """8 hex naming a fine-tune of a model with no folder (a test's fake): the corpus and the settings."""
-    payload = [corpus_fingerprint(documents), settings.model_dump(mode="json", exclude={"base"})]
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
+        raise ValueError(f"{base.model_id} has no model folder: it cannot be fine-tuned")
+    target = ensure_finetuned(Path(folder), documents, settings, cache_dir, trainer or settings.trainer(), log)
+    tuned = settings.load(base, target, f"{base.name}+{settings.TAG}-{target.name[:8]}")
+    tuned.origin = {**getattr(base, "origin", {}), "finetuned_key": target.name, "finetuned_from": str(folder)}
+    return tuned
 
 
 def steps_per_epoch(n_pairs: int, batch_size: int) -> int:

@@ -37,8 +37,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval_pipeline.core.common.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.common.types import Document
+from retrieval_pipeline.core.datasets.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
 
 Rule = Literal["docstring", "member", "heading", "lead"]

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.common.sentences import collapse, first_sentence, remove_sentence
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
 from retrieval_pipeline.core.datasets.known_item import corpus as ic
@@ -27,6 +26,7 @@ from retrieval_pipeline.core.datasets.known_item.corpus import (
     build_installed_corpus,
 )
 from retrieval_pipeline.core.datasets.known_item.queries import KnownItemSettings, docstring_of, known_items
+from retrieval_pipeline.core.datasets.sentences import collapse, first_sentence, remove_sentence
 
 SMALL = IntrospectionSettings(include=("json", "textwrap"), min_documents=10, child_timeout_s=120)
 

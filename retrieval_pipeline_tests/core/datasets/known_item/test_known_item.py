@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.common.sentences import collapse
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets import adapter_for, adapter_of_kind
 from retrieval_pipeline.core.datasets import inputs as dataset_inputs
 from retrieval_pipeline.core.datasets.api_index import introspect_modules, package_modules
 from retrieval_pipeline.core.datasets.known_item.adapter import KNOWN_ITEM_TYPE, KnownItemAdapter, KnownItemSource, known_item_pair
 from retrieval_pipeline.core.datasets.known_item.queries import nested_subsets
+from retrieval_pipeline.core.datasets.sentences import collapse
 from retrieval_pipeline.core.pairs.build import build_pairs
 from retrieval_pipeline.core.pairs.fix_targets import AstTargetInferer
 from retrieval_pipeline.core.pairs.gold import CorpusLookup

@@ -2,7 +2,8 @@
 
 Shared by the known-item queries (:mod:`~retrieval_pipeline.core.datasets.known_item.queries`: a query is a
 document's first sentence, removed from the document) and by the training pairs mined from a corpus
-(:mod:`~retrieval_pipeline.core.retrieval.training.mined_pairs`).
+(:mod:`~retrieval_pipeline.core.retrieval.training.mined_pairs`). It lives in the datasets stage because the
+known-item query defines what a sentence is; the training pairs, a floor above, import that same definition.
 """
 
 from __future__ import annotations
