@@ -99,7 +99,7 @@ def run_notes(materialised: Mapping[str, Mapping[str, Any]]) -> list[str]:
     rejected = {
         key: int(meta["rejected"])
         for key, meta in materialised.items()
-        if key.endswith("rejects") and isinstance(meta.get("rejected"), int)
+        if key.endswith("rejects") and str(meta.get("rejected", "")).isdigit()  # counts are text on partitioned assets
     }
     if rejected:
         notes.append("rejected: " + ", ".join(f"{n} row(s) in {key}" for key, n in sorted(rejected.items())) + " (reasons in each asset)")

@@ -129,7 +129,7 @@ def test_a_plug_in_that_exits_fails_its_dataset_and_the_invocation(tmp_path: Pat
     assert "Traceback" not in out + done.stderr, out + done.stderr
     assert done.returncode == 1, out + done.stderr
     assert "== stdlib: FAILED" in out and "== python_nq: succeeded" in out  # the dataset after it still ran
-    step = next(line for line in out.splitlines() if "retrievers/exits_runs " in line and "FAILED" in line)
+    step = next(line for line in out.splitlines() if "retrievers__exits_runs " in line and "FAILED" in line)
     assert "retriever 'exits' (python) on dataset 'stdlib': its worker process ended during search() with exit code 0" in step
     assert out.rstrip().splitlines()[-1].startswith("FAILED: 1 of 2 run(s): stdlib (a step failed)")
 

@@ -263,7 +263,11 @@ def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
     """
     import pandas as pd
 
-    with open_trec(path) as handle:  # regular files only, size-bounded, gunzipped: refusals as the line reader's
+    try:
+        handle = open_trec(path)  # regular files only, size-bounded, gunzipped: refusals as the line reader's
+    except OSError:
+        return None  # missing or unreadable: the line reader's InputError names the file
+    with handle:
         try:
             data = handle.read()
         except (OSError, EOFError, zlib.error):
