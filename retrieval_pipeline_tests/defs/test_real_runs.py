@@ -44,9 +44,9 @@ def test_sample_main_job_on_the_real_model(real_resources):
         )
         assert table.loc[retriever, "hit_rate@5"] == pytest.approx(hit_rate[retriever], abs=1e-12), retriever
         assert table.loc[retriever, ["mrr", "ndcg@10"]].to_dict() == pytest.approx(reference, abs=1e-9), retriever
-    assert metadata(result, "retrievers/dense_minilm_index")["embedded_now"] == metadata(result, "corpus")["documents"]  # both text
+    assert metadata(result, "retrievers/dense_minilm_index")["embedded_now"] == metadata(result, "corpus")["documents"]
 
     again = run("stdlib", real_resources, instance, without=VERIFIER_ASSETS)
     assert again.success
-    assert metadata(again, "retrievers/dense_minilm_index")["embedded_now"] == "0"  # unchanged corpus: nothing re-embedded
+    assert metadata(again, "retrievers/dense_minilm_index")["embedded_now"] == 0  # unchanged corpus: nothing re-embedded
     assert metadata(again, "retrievers/dense_minilm_index")["from_cache"] == metadata(again, "corpus")["documents"]
