@@ -15,11 +15,12 @@ SPEC="google-adk${ADK_VERSION:+==$ADK_VERSION}"
 
 start=$(date +%s)
 "$PYTHON" -m venv "$VENV"
-# the latest google-adk is held to constraints/adk.txt (what make test was proven on); a named version is not
+# the latest google-adk is held to constraints/adk.txt (what make test was proven on); a named version is not.
+# tools/install.py: pip install, done by uv when it can be had (the same packages; see the Makefile's install)
 if [ -z "${ADK_VERSION:-}" ]; then
-  "$VENV/bin/pip" install -q -c constraints/adk.txt "$SPEC" pytest
+  "$PYTHON" tools/install.py "$VENV" -q -c constraints/adk.txt "$SPEC" pytest
 else
-  "$VENV/bin/pip" install -q "$SPEC" pytest
+  "$PYTHON" tools/install.py "$VENV" -q "$SPEC" pytest
 fi
 end=$(date +%s)
 "$VENV/bin/python" - <<'PY'
