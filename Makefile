@@ -114,7 +114,7 @@ test:
 	@# bytecode caches on even where PYTHONDONTWRITEBYTECODE is set (this machine's image sets it): each test worker,
 	@# Dagster process and CLI test compiled the project again, and the workers re-rewrote every test module
 	@# (collection 19 s -> 9 s a worker once cached; __pycache__ is ignored by git)
-	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder --durations=15; \
+	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -m "not local_llm" -n auto --dist loadfile --no-loadscope-reorder --durations=20; \
 	rc=$$?; echo "make test: $$(( $$(date +%s) - $(MAKE_START) )) s in all (install included)"; exit $$rc
 
 test-local-llm: install $(VENV)/.installed-local-llm
