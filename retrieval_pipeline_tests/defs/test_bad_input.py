@@ -6,7 +6,7 @@ import textwrap
 
 import dagster as dg
 
-from retrieval_pipeline.defs.datasets import corpus, raw_cases
+from retrieval_pipeline.defs.assets.datasets import corpus, raw_cases
 from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
 from retrieval_pipeline.defs.resources import PipelineSettings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from retrieval_pipeline.defs.evaluation import retrieval_metrics
+from retrieval_pipeline.defs.assets.evaluation import retrieval_metrics
 from retrieval_pipeline_tests.defs.conftest import API_SUITE, VOCAB
 from retrieval_pipeline_tests.defs.support import resources_in
 from retrieval_pipeline_tests.defs.test_graph import all_assets

@@ -9,7 +9,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.evaluation.buckets import BUCKETS, COLUMNS
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.diagnostics import FailureBucketsConfig
+from retrieval_pipeline.defs.assets.diagnostics import FailureBucketsConfig
 from retrieval_pipeline.defs.partitions import dataset_partitions
 
 PARTITION = "stdlib"
@@ -24,7 +24,7 @@ def metadata(result: dg.ExecuteInProcessResult, key: str) -> dict:
 def test_failure_buckets_is_an_evaluation_asset_per_dataset() -> None:
     graph = defs().resolve_asset_graph()
     node = graph.get(KEY)
-    assert node.group_name == "diagnostics"  # the group is the file: defs/diagnostics.py
+    assert node.group_name == "diagnostics"  # the group is the file: defs/assets/diagnostics.py
     assert node.partitions_def == dataset_partitions
     assert {k.to_user_string() for k in node.parent_keys} == {"query_results", "retrieval_dataset", "corpus"}
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from retrieval_pipeline.core.evaluation.history import BLESSED_TAG
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
-from retrieval_pipeline.defs.evaluation import retrieval_metrics
+from retrieval_pipeline.defs.assets.evaluation import retrieval_metrics
 from retrieval_pipeline.defs.partitions import dataset_partitions
 
 RETRIEVERS = ["bm25", "dense_minilm", "hybrid_minmax_a0.5", "hybrid_rrf_k60"]

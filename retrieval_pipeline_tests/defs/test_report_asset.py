@@ -17,9 +17,9 @@ from retrieval_pipeline.core.evaluation.statistics.significance import significa
 from retrieval_pipeline.core.report.data import trend_frame
 from retrieval_pipeline.core.report.mlflow_log import flatten_params, sanitise_name
 from retrieval_pipeline.definitions import defs
+from retrieval_pipeline.defs.assets.report import SUMMARY_MAX_BYTES, evaluation_report, metrics_history
 from retrieval_pipeline.defs.mlflow_resource import MLflowResource
 from retrieval_pipeline.defs.partitions import dataset_partitions
-from retrieval_pipeline.defs.report import SUMMARY_MAX_BYTES, evaluation_report, metrics_history
 from retrieval_pipeline.defs.resources import PipelineSettings
 from retrieval_pipeline_tests.core.report.test_html import (
     buckets_frame,
@@ -124,7 +124,7 @@ def test_asset_is_in_the_graph_partitioned_in_the_report_group_after_its_inputs(
     node = graph.get(dg.AssetKey("evaluation_report"))
     # the inputs, and evaluation_exports (no input: it runs first, so the exports logged to MLflow are this evaluation's)
     assert {k.to_user_string() for k in node.parent_keys} == {*INPUTS, "evaluation_exports"}
-    assert node.group_name == "report"  # the group is the file: defs/report.py
+    assert node.group_name == "report"  # the group is the file: defs/assets/report.py
     assert node.partitions_def == dataset_partitions
 
 

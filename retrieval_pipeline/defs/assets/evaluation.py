@@ -17,11 +17,11 @@ from retrieval_pipeline.core.evaluation.statistics.pairwise import retriever_pai
 from retrieval_pipeline.core.evaluation.statistics.significance import significance_table
 from retrieval_pipeline.core.filtering.judges.llm import LLMRetrievalJudge
 from retrieval_pipeline.core.retrieval.run_loop import frame_to_runs
+from retrieval_pipeline.defs.assets.trends import trend_observation
 from retrieval_pipeline.defs.checks import CHECK_SPECS, check_results
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
-from retrieval_pipeline.defs.trends import trend_observation
 
 #: The asset group of every asset of this file: the file's name (a group per stage of the graph).
 GROUP = __name__.rsplit(".", 1)[-1]

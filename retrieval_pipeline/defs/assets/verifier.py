@@ -9,7 +9,7 @@ from retrieval_pipeline.core.common.frames import from_frame
 from retrieval_pipeline.core.common.progress import progress_to
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.verifier.questions import check_questions
-from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
+from retrieval_pipeline.defs.assets.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions, partitioned_check_spec
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings

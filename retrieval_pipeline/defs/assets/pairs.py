@@ -10,7 +10,7 @@ from retrieval_pipeline.core.common.progress import progress_to
 from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.extract import extract_pairs, needs_llm
-from retrieval_pipeline.defs.datasets import CASE_JSON_FIELDS
+from retrieval_pipeline.defs.assets.datasets import CASE_JSON_FIELDS
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import dataset_partitions
 from retrieval_pipeline.defs.resources import LLMResource, PipelineSettings, llm_metadata
