@@ -4,8 +4,8 @@ retriever against every other, exports."""
 import dagster as dg
 import pandas as pd
 
+from retrieval_pipeline.core.common.cache.result_cache import using_result_cache
 from retrieval_pipeline.core.common.progress import progress_to
-from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.exports.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.exports.tables import pairs_metadata, significance_metadata

@@ -5,9 +5,9 @@ import contextlib
 import dagster as dg
 import pandas as pd
 
+from retrieval_pipeline.core.common.cache.result_cache import using_result_cache
 from retrieval_pipeline.core.common.frames import from_frame
 from retrieval_pipeline.core.common.progress import progress_to
-from retrieval_pipeline.core.common.result_cache import using_result_cache
 from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.pairs.extract import extract_pairs, needs_llm
 from retrieval_pipeline.defs.assets.datasets import CASE_JSON_FIELDS

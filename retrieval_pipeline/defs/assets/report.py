@@ -9,7 +9,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.core.common.atomic import atomic_write_text
-from retrieval_pipeline.core.common.result_cache import using_result_cache
+from retrieval_pipeline.core.common.cache.result_cache import using_result_cache
 from retrieval_pipeline.core.report.assemble import assemble_report, report_metadata
 from retrieval_pipeline.core.report.html import build_report
 from retrieval_pipeline.core.report.ui_summary import summary_markdown

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
-from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, canonical_json
+from retrieval_pipeline.core.common.cache.result_cache import RESULTS_FILE, ResultCache, canonical_json
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier import questions as questions_module

@@ -1,6 +1,6 @@
 """One SQLite file behind one connection, with ONE locking and corrupt-file recovery path for every cache.
 
-The result cache (:mod:`retrieval_pipeline.core.common.result_cache`), the embedding cache
+The result cache (:mod:`retrieval_pipeline.core.common.cache.result_cache`), the embedding cache
 (:mod:`retrieval_pipeline.core.retrieval.models.embed_cache`) and the LLM cache
 (:mod:`retrieval_pipeline.core.services.llm.cache`) each keep their own table, keys and values in a
 :class:`SQLiteStore`; what is hard about a shared SQLite file is here, once:

@@ -11,7 +11,7 @@ Storage: one SQLite file (``<cache_dir>/results.sqlite``), rows ``(namespace, ke
 ``payload`` is the JSON text of the value and ``sha256`` its checksum.
 
 Safety, as for every cache of the project (the locking and recovery are
-:class:`~retrieval_pipeline.core.common.sqlite_store.SQLiteStore`'s):
+:class:`~retrieval_pipeline.core.common.cache.sqlite_store.SQLiteStore`'s):
 
 * **Atomic.** Each entry is written in one SQLite transaction (WAL mode): a reader sees it whole or not at
   all, also when the writer is killed.
@@ -22,7 +22,7 @@ Safety, as for every cache of the project (the locking and recovery are
   JSON, or that the caller's ``decode`` rejects is deleted with a
   :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` and treated as a miss.
 * **Corrupt files are replaced.** A file SQLite rejects is moved aside to ``<cache>.corrupt-<UTC timestamp>``
-  with a warning and a fresh one is started (:func:`~retrieval_pipeline.core.common.sqlite_store.open_sqlite`).
+  with a warning and a fresh one is started (:func:`~retrieval_pipeline.core.common.cache.sqlite_store.open_sqlite`).
 
 A Dagster asset makes a cache available to the domain code below it for the duration of a block with
 :func:`using_result_cache`; code that finds none (:func:`active_result_cache` returns None) computes.
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.cache.sqlite_store import SQLiteStore
 from retrieval_pipeline.core.common.closing import Closing
-from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
 
 #: The cache file's name inside the cache folder.
 RESULTS_FILE = "results.sqlite"
