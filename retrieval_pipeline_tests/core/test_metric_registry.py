@@ -36,7 +36,7 @@ from retrieval_pipeline.core.evaluation.metrics import (
     validate_metric_name,
     view_columns,
 )
-from retrieval_pipeline.core.evaluation.metrics.families.hit_rate import hit_rate_at
+from retrieval_pipeline.core.evaluation.metrics.families.binary.hit_rate import hit_rate_at
 from retrieval_pipeline.core.evaluation.metrics.registry import _index
 
 QRELS: Qrels = {"q1": {"d1": 1}, "q2": {"d2": 2, "d3": 1}, "q3": {"d9": 1}}

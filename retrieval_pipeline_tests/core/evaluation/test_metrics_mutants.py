@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.evaluation.metrics import aggregate, per_query_metrics
-from retrieval_pipeline.core.evaluation.metrics.families.f1 import f1
-from retrieval_pipeline.core.evaluation.metrics.families.mrr import reciprocal_rank
-from retrieval_pipeline.core.evaluation.metrics.families.ndcg import ndcg
-from retrieval_pipeline.core.evaluation.metrics.families.recall import recall
+from retrieval_pipeline.core.evaluation.metrics.families.binary.f1 import f1
+from retrieval_pipeline.core.evaluation.metrics.families.binary.mrr import reciprocal_rank
+from retrieval_pipeline.core.evaluation.metrics.families.binary.recall import recall
+from retrieval_pipeline.core.evaluation.metrics.families.graded.ndcg import ndcg
 
 
 def _exactly(message: str) -> str:

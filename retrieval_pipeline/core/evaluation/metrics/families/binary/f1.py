@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from retrieval_pipeline.core.evaluation.metrics.entry import per_query
-from retrieval_pipeline.core.evaluation.metrics.families.precision import precision_at
-from retrieval_pipeline.core.evaluation.metrics.families.recall import recall_at
+from retrieval_pipeline.core.evaluation.metrics.families.binary.precision import precision_at
+from retrieval_pipeline.core.evaluation.metrics.families.binary.recall import recall_at
 from retrieval_pipeline.core.evaluation.metrics.judging import Judged
 
 
