@@ -26,7 +26,7 @@ from retrieval_pipeline.core.retrieval.engines.fusion import HybridRetriever, mi
 from retrieval_pipeline.core.retrieval.kinds.hybrid import HybridSpec
 from retrieval_pipeline.core.retrieval.run_loop import TimedRun, batched_run, frame_to_runs, runs_to_frame
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
 MINMAX = HybridSpec(name="hy_minmax", retrievers=["bm25", "dense"], method="minmax", weights=[0.5, 0.5])
 RRF = HybridSpec(name="hy_rrf", retrievers=["bm25", "dense"], method="rrf", k=60)
 

@@ -20,7 +20,7 @@ from retrieval_pipeline.core.evaluation.exports.trec import write_trec_qrels, wr
 from retrieval_pipeline.core.evaluation.statistics import stats
 from retrieval_pipeline.core.evaluation.statistics.pairwise import PairwiseSettings, compare_all
 from retrieval_pipeline.core.evaluation.statistics.significance import significance_table, wide_values
-from retrieval_pipeline_tests.core.evaluation.test_stats import SETTINGS, _query_results, _synthetic
+from retrieval_pipeline_tests.core.evaluation.statistics.test_stats import SETTINGS, _query_results, _synthetic
 
 METRICS = ["hit_rate@5", "mrr", "ndcg@10"]
 #: The baseline (a) is listed after another run: the order in which the old seeds disagreed.
