@@ -25,7 +25,7 @@ from retrieval_pipeline.core.retrieval.models.embed_cache import BATCHES_PER_COM
 from retrieval_pipeline_tests.core.retrieval.kit import build, committed_vectors, fake_model_folder, parse_as
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
 VOCAB = ["cat", "dog", "fish", "bird"]
 #: The child's encoder batch size; the cache commits a shard every ``BATCH * BATCHES_PER_COMMIT`` texts.
 BATCH = 10
@@ -59,7 +59,7 @@ _CHILD = textwrap.dedent(
     from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever
     from retrieval_pipeline.core.retrieval.models.embed_cache import EmbeddingCache
     from retrieval_pipeline_tests.fakes.encoders import KeywordEncoder
-    from retrieval_pipeline_tests.core.retrieval.test_dense_shards import BATCH, VOCAB, corpus
+    from retrieval_pipeline_tests.core.retrieval.models.test_dense_shards import BATCH, VOCAB, corpus
 
     path, n, delay = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 

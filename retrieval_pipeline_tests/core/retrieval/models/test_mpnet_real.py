@@ -19,7 +19,7 @@ from retrieval_pipeline.core.retrieval.models.model_source import model_fingerpr
 from retrieval_pipeline.core.services.split_packages import CACHE_ENV
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS
 
-REGISTRY = Path(__file__).resolve().parents[3] / "data" / "config" / "retrievers.yaml"
+REGISTRY = Path(__file__).resolve().parents[4] / "data" / "config" / "retrievers.yaml"
 QUERIES = ["How do I change my login password?", "container killed for using too much memory", "how much flour for the recipe"]
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]

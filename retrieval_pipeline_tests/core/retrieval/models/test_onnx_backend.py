@@ -361,7 +361,7 @@ def test_real_export_is_reused_by_a_new_process_without_torch(
         f"vectors = encoder.encode({REAL_TEXTS!r})\n"
         "print(encoder.model_id, vectors.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
     )
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[4]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [onnx.model_id, f"({len(REAL_TEXTS)},", "384)", "False", "False"]

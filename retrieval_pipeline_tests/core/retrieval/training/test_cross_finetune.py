@@ -38,7 +38,7 @@ from retrieval_pipeline.core.retrieval.training.finetune import (
 )
 from retrieval_pipeline.core.retrieval.training.mined_pairs import MinedPair, corpus_fingerprint, mine_pairs
 from retrieval_pipeline_tests.core.retrieval.kit import build_all, fake_model_folder, fine_tune_fakes, load_from, parse_as, registry_of
-from retrieval_pipeline_tests.core.retrieval.test_finetune import CORPUS, api_doc
+from retrieval_pipeline_tests.core.retrieval.training.test_finetune import CORPUS, api_doc
 from retrieval_pipeline_tests.fakes.encoders import KeywordScorer
 
 

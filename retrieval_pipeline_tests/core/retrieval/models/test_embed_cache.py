@@ -18,7 +18,7 @@ from retrieval_pipeline.core.retrieval.models.embed_cache import CacheStats, Emb
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird"]
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture
