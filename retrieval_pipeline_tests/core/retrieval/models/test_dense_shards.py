@@ -198,9 +198,9 @@ def test_the_index_asset_logs_progress(tmp_path: Path) -> None:
     import dagster as dg  # here, not at the top: the kill test's child imports this module
 
     from retrieval_pipeline.definitions import defs
+    from retrieval_pipeline_tests.defs.assets.test_retriever_assets import PARTITION, registry
     from retrieval_pipeline_tests.defs.conftest import VOCAB as DEFS_VOCAB
     from retrieval_pipeline_tests.defs.support import resources_in
-    from retrieval_pipeline_tests.defs.test_retriever_assets import PARTITION, registry
     from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
 
     resources = resources_in(tmp_path, KeywordEncoderResource(vocabulary=DEFS_VOCAB), registry(tmp_path / "in", ["dense_minilm"]))

@@ -13,7 +13,7 @@ import pytest
 
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline_tests.defs.independent import hit_rate_at, ranx_scores
-from retrieval_pipeline_tests.defs.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
+from retrieval_pipeline_tests.defs.real.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]
 

@@ -41,7 +41,7 @@ def _registry(root: Path, extra: str = "") -> Path:
         textwrap.dedent(f"""
         retrievers:
           bm25: {{kind: bm25}}
-          {BAD}: {{kind: python, factory: "retrieval_pipeline_tests.defs.test_gates:NothingFound"}}
+          {BAD}: {{kind: python, factory: "retrieval_pipeline_tests.defs.checks.test_gates:NothingFound"}}
         """)
     )
     registry = root / "datasets.yaml"

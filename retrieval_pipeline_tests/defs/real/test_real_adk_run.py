@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.evaluation.scoring import evaluated_qrels
-from retrieval_pipeline_tests.defs.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
+from retrieval_pipeline_tests.defs.real.real_runs import VERIFIER_ASSETS, assert_checks_agree_with_metrics, metadata, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.heavy]
 
