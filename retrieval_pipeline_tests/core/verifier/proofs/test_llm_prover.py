@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +30,7 @@ from retrieval_pipeline.core.verifier.questions import NO_ENDPOINT_WARNING, chec
 from retrieval_pipeline.core.verifier.report import quality_report
 from retrieval_pipeline.core.verifier.settings import VerifierSettings
 from retrieval_pipeline.core.verifier.verify import verify_question
+from retrieval_pipeline_tests.fakes.listener import listener
 from retrieval_pipeline_tests.fakes.openai_server import FakeOpenAIServer, message_text
 
 MODEL = "fake-model"
@@ -367,35 +366,6 @@ def test_the_budget_caps_the_options_asked(sandbox, tmp_path):
 
 # --------------------------------------------------------------------------------------------------
 # Hostile checks are refused or contained, and the host does not change
-
-
-@contextmanager
-def listener() -> Iterator[tuple[int, list[object]]]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(0.2)
-    accepted: list[object] = []
-    stop = threading.Event()
-
-    def loop() -> None:
-        deadline = time.monotonic() + 120
-        while not stop.is_set() and time.monotonic() < deadline:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            accepted.append(conn)
-            conn.close()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1], accepted
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        server.close()
 
 
 def test_hostile_checks_are_refused_or_contained(sandbox, tmp_path, project_root, monkeypatch):
