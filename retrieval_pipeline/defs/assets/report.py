@@ -61,7 +61,9 @@ def export_artifacts(settings: PipelineSettings, dataset: str, retrievers: Itera
     return [path for path in (settings.export_path(dataset, name) for name in names) if path.is_file()]
 
 
-# after evaluation_exports, so that the exports logged to MLflow are this evaluation's
+# after evaluation_exports, so that the exports logged to MLflow are this evaluation's. The upstream frames are
+# assemble_report's keyword arguments again (core/report/assemble.py), on purpose: Dagster wires an input by its
+# parameter's name, and core never imports Dagster
 @dg.asset(partitions_def=dataset_partitions, group_name=GROUP, kinds={"html"}, deps=[_EXPORTS_KEY])
 def evaluation_report(
     context: dg.AssetExecutionContext,
