@@ -31,7 +31,7 @@ from retrieval_pipeline.core.retrieval.models.model_source import (
     model_fingerprint,
 )
 from retrieval_pipeline.core.retrieval.spec import PARAMS_FILE
-from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, REAL_DOCS, build, fake_model_folder, load, parse_as
+from retrieval_pipeline_tests.core.retrieval.kit import CORPUS, REAL_DOCS, build, dense, fake_model_folder, load, parse_as
 from retrieval_pipeline_tests.fakes.encoders import CountingEncoder, KeywordEncoder
 
 VOCAB = ["cat", "dog", "fish", "bird", "query", "passage"]
@@ -40,11 +40,6 @@ VOCAB = ["cat", "dog", "fish", "bird", "query", "passage"]
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
     return fake_model_folder(tmp_path / "models" / "toy-minilm")
-
-
-def dense(name: str, model_dir: Path, **settings: Any) -> DenseSpec:
-    """A ``kind: dense`` spec of the model in ``model_dir``."""
-    return parse_as(DenseSpec, name, {"kind": "dense", "model": {"path": str(model_dir)}, **settings})
 
 
 class Encoders:

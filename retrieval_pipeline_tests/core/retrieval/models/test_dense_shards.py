@@ -83,7 +83,10 @@ _CHILD = textwrap.dedent(
 
 
 def _kill_after_shards(path: Path, n: int, shards: int, delay: float) -> str:
-    """Start the child, SIGKILL it a third of the way into shard ``shards + 1``; return its output."""
+    """Start the child, SIGKILL it a third of the way into shard ``shards + 1``; return its output.
+
+    The kill is written out again in core/test_faults.py (the embedding cache's SIGKILL test) on purpose: the
+    kill-and-resume tests stay as they were proven, each reading as one piece."""
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(path), str(n), str(delay)],
         cwd=PROJECT_ROOT,

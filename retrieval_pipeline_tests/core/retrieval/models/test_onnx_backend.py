@@ -19,7 +19,7 @@ import pytest
 from pydantic import ValidationError
 
 from retrieval_pipeline.core.retrieval.engines.dense_search import DenseRetriever, EncoderMismatchError
-from retrieval_pipeline.core.retrieval.kinds.dense import DEFAULT_BACKEND, DenseSpec
+from retrieval_pipeline.core.retrieval.kinds.dense import DEFAULT_BACKEND
 from retrieval_pipeline.core.retrieval.models.encoders import (
     ENCODER_BACKENDS,
     OnnxInt8Encoder,
@@ -44,7 +44,7 @@ from retrieval_pipeline.core.retrieval.models.onnx_backend import (
     ensure_exported,
     quantised_agreement,
 )
-from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS, fake_model_folder, parse_as
+from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS, dense, fake_model_folder
 
 WORDS = ["[PAD]", "[UNK]", "cat", "dog", "fish", "bird"]
 
@@ -52,10 +52,6 @@ WORDS = ["[PAD]", "[UNK]", "cat", "dog", "fish", "bird"]
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
     return fake_model_folder(tmp_path / "models" / "toy-minilm")
-
-
-def dense(name: str, model_dir: Path, **settings: Any) -> DenseSpec:
-    return parse_as(DenseSpec, name, {"kind": "dense", "model": {"path": str(model_dir)}, **settings})
 
 
 class FakeExporter:
