@@ -1,0 +1,140 @@
+"""The alert records: each alert the sensor sends is also materialised on ``alerts/<dataset>``, by a small run.
+
+A sensor that only sends alerts requests no run, and Dagster's tick list shows every tick of such a sensor the
+same way: "0 runs requested" (the tick row renders the number of runs a tick requested, its status and its
+cursor; a skip reason only in a tooltip and the tick's dialog; asset events a sensor returns do not appear on
+the row at all). So the sensor (``sensors.py``) requests one ``record_alerts`` run per tick that sent alerts:
+that tick reads "1 run requested", with the run's status beside it, and the idle ticks stay "Skipped".
+
+The run logs one materialisation per alert on the dataset's ``alerts/<dataset>`` key (declared here, one per
+dataset, not executable by hand: only the sensor's run writes it): its metadata holds the alert text, the source
+asset and run (a link), the failed checks as a table, and for a drift failure the retriever and its drift metric
+before and after. The asset is unpartitioned, so its plots (the number of failed checks, the drift metric before
+and after) have time on the x-axis and one dataset's alerts only, as ``metric_trends/<dataset>``'s do.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+from retrieval_pipeline.core.evaluation.metrics import metric_label
+from retrieval_pipeline.defs.partitions import REGISTRY
+
+#: The asset group of the alert records.
+GROUP = "alerts"
+#: The op (step) and job of the run a sensor tick that alerted requests.
+RECORD_OP = "record_alerts"
+
+
+def alert_key(dataset: str) -> dg.AssetKey:
+    return dg.AssetKey([GROUP, dataset or "no_dataset"])
+
+
+class FailedCheck(dg.Config):
+    """One failed check of the evaluation an alert is about."""
+
+    check: str
+    severity: str
+    description: str
+
+
+class DriftFigure(dg.Config):
+    """A retriever whose drift metric fell: its value in the baseline evaluation and in this one."""
+
+    retriever: str
+    metric: str
+    before: float
+    after: float
+
+
+class AlertRecord(dg.Config):
+    """One alert as the sensor sent it."""
+
+    dataset: str
+    source: str  # the asset whose checks failed: retrieval_metrics or quality_report
+    source_run: str
+    summary: str
+    failed_checks: list[FailedCheck]
+    drift: list[DriftFigure] = []
+    delivery: str = "logged"  # "logged", or the webhook's error
+
+
+class RecordAlertsConfig(dg.Config):
+    alerts: list[AlertRecord]
+
+
+def drift_figures(failed: Sequence[Mapping[str, Any]]) -> list[DriftFigure]:
+    """The drift figures of the failed drift checks (their ``dropped`` metadata: ``{retriever: {before, after}}``)."""
+    figures = []
+    for check in failed:
+        for retriever, values in (check.get("dropped") or {}).items():
+            figures.append(DriftFigure(retriever=retriever, metric=check.get("metric", ""), before=values["before"], after=values["after"]))
+    return figures
+
+
+def _checks_table(checks: Sequence[FailedCheck]) -> dg.TableMetadataValue:
+    schema = dg.TableSchema(columns=[dg.TableColumn("check"), dg.TableColumn("severity"), dg.TableColumn("description")])
+    return dg.MetadataValue.table(
+        records=[dg.TableRecord({"check": c.check, "severity": c.severity, "description": c.description}) for c in checks], schema=schema
+    )
+
+
+def record_metadata(alert: AlertRecord) -> dict[str, Any]:
+    """The metadata of one alert's materialisation: the text first, then where it came from, the checks, the drift.
+
+    Numbers (plotted over time on the dataset's own key): the number of failed checks and, for a drift alert, the
+    largest drop's metric before and after, keyed by the metric's label (``hit@5 before``).
+    """
+    meta: dict[str, Any] = {
+        "alert": dg.MetadataValue.text(alert.summary),
+        "dataset": alert.dataset,
+        "source": f"{alert.source}[{alert.dataset}] run {alert.source_run[:8]}",
+        "source_run": dg.MetadataValue.dagster_run(alert.source_run),
+        "failed_checks": _checks_table(alert.failed_checks),
+        "failed_check_count": dg.MetadataValue.int(len(alert.failed_checks)),
+        "severity": "ERROR" if any(c.severity == "ERROR" for c in alert.failed_checks) else "WARN",
+        "delivery": alert.delivery,
+    }
+    if alert.drift:
+        worst = max(alert.drift, key=lambda f: f.before - f.after)
+        label = metric_label(worst.metric) if worst.metric else "drift metric"
+        meta["drift_retriever"] = worst.retriever
+        meta[f"{label} before"] = dg.MetadataValue.float(round(worst.before, 4))
+        meta[f"{label} after"] = dg.MetadataValue.float(round(worst.after, 4))
+        meta["drift"] = dg.MetadataValue.md(
+            "| retriever | metric | before | after |\n|---|---|---|---|\n"
+            + "\n".join(f"| {f.retriever} | {f.metric} | {f.before:.4f} | {f.after:.4f} |" for f in alert.drift)
+        )
+    return meta
+
+
+def _spec(dataset: str) -> dg.AssetSpec:
+    return dg.AssetSpec(
+        key=alert_key(dataset),
+        group_name=GROUP,
+        description=f"alerts/{dataset}: one materialisation per alert the sensor retrieval_alert_sensor sent about {dataset} "
+        "(failed checks of retrieval_metrics or quality_report), written by its record_alerts run: the alert text, the "
+        "failed checks, the drift metric before and after. Not materialised by hand.",
+        kinds={"alert"},
+    )
+
+
+alert_specs = [_spec(name) for name in REGISTRY.names]
+
+
+@dg.op(name=RECORD_OP, out={}, description="Materialise each alert of the sensor's tick on alerts/<dataset>.")
+def record_alerts(context: dg.OpExecutionContext, config: RecordAlertsConfig):
+    for alert in config.alerts:
+        context.log.warning(alert.summary)
+        context.log_event(dg.AssetMaterialization(asset_key=alert_key(alert.dataset), metadata=record_metadata(alert)))
+
+
+@dg.job(
+    name=RECORD_OP,
+    description="Started by retrieval_alert_sensor on a tick that sent alerts: one materialisation of alerts/<dataset> "
+    "per alert, so the tick reads '1 run requested' and the alerts are in the asset catalog.",
+    tags={"retrieval_pipeline/kind": "alert"},
+)
+def record_alerts_job() -> None:
+    record_alerts()
