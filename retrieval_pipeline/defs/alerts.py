@@ -23,8 +23,9 @@ from retrieval_pipeline.defs.partitions import REGISTRY
 
 #: The asset group of the alert records.
 GROUP = "alerts"
-#: The op (step) and job of the run a sensor tick that alerted requests.
-RECORD_OP = "record_alerts"
+#: The job of the run a sensor tick that alerted requests, and its one op (the run page's step: after the assets it writes).
+RECORD_JOB = "record_alerts"
+RECORD_OP = "alerts"
 
 
 def alert_key(dataset: str) -> dg.AssetKey:
@@ -131,7 +132,7 @@ def record_alerts(context: dg.OpExecutionContext, config: RecordAlertsConfig):
 
 
 @dg.job(
-    name=RECORD_OP,
+    name=RECORD_JOB,
     description="Started by retrieval_alert_sensor on a tick that sent alerts: one materialisation of alerts/<dataset> "
     "per alert, so the tick reads '1 run requested' and the alerts are in the asset catalog.",
     tags={"retrieval_pipeline/kind": "alert"},

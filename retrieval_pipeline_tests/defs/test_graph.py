@@ -37,6 +37,10 @@ def test_definitions_load_with_schedule_sensor_and_checks():
     assert weekly.asset_layer.selected_asset_keys == every_asset  # inputs, dataset, indexes, runs, metrics, report, verifier
     assert d.resolve_schedule_def("weekly_evaluation_schedule").cron_schedule == "0 3 * * 1"
     assert d.resolve_sensor_def("retrieval_alert_sensor") is not None
+    # what the code server builds (a name used twice, e.g. a job and an op, fails only here)
+    repository = d.get_repository_def()
+    repository.load_all_definitions()
+    assert repository.get_job("record_alerts").graph.node_defs[0].name == RECORD_OP
     checks = {k.name for k in d.resolve_asset_graph().asset_check_keys}
     assert {"min_hit_rate_at_5", "min_mrr", "drift_hit_rate_at_5"} <= checks
 
