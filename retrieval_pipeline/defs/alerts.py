@@ -4,12 +4,13 @@ A sensor that only sends alerts requests no run, and Dagster's tick list shows e
 same way: "0 runs requested" (the tick row renders the number of runs a tick requested, its status and its
 cursor; a skip reason only in a tooltip and the tick's dialog; asset events a sensor returns do not appear on
 the row at all). So the sensor (``sensors.py``) requests one ``record_alerts`` run per tick that sent alerts:
-that tick reads "1 run requested", with the run's status beside it, and the idle ticks stay "Skipped".
+that tick reads "1 run requested" (a green tag), with the run's status beside it, and the idle ticks keep the grey
+"0 runs requested" (status Skipped, the reason in the tooltip).
 
 The run logs one materialisation per alert on the dataset's ``alerts/<dataset>`` key (declared here, one per
 dataset, not executable by hand: only the sensor's run writes it): its metadata holds the alert text, the source
 asset and run (a link), the failed checks as a table, and for a drift failure the retriever and its drift metric
-before and after. The asset is unpartitioned, so its plots (the number of failed checks, the drift metric before
+before and after. The asset is unpartitioned, so its plots (the number of failed checks per source asset, the drift metric before
 and after) have time on the x-axis and one dataset's alerts only, as ``metric_trends/<dataset>``'s do.
 """
 
@@ -84,8 +85,9 @@ def _checks_table(checks: Sequence[FailedCheck]) -> dg.TableMetadataValue:
 def record_metadata(alert: AlertRecord) -> dict[str, Any]:
     """The metadata of one alert's materialisation: the text first, then where it came from, the checks, the drift.
 
-    Numbers (plotted over time on the dataset's own key): the number of failed checks and, for a drift alert, the
-    largest drop's metric before and after, keyed by the metric's label (``hit@5 before``).
+    Numbers (plotted over time on the dataset's own key): the number of failed checks, keyed by the source asset
+    (``retrieval_metrics failed checks``: one plot per source, so no line joins a metrics alert to a question alert)
+    and, for a drift alert, the largest drop's metric before and after, keyed by the metric's label (``hit@5 before``).
     """
     meta: dict[str, Any] = {
         "alert": dg.MetadataValue.text(alert.summary),
@@ -93,7 +95,7 @@ def record_metadata(alert: AlertRecord) -> dict[str, Any]:
         "source": f"{alert.source}[{alert.dataset}] run {alert.source_run[:8]}",
         "source_run": dg.MetadataValue.dagster_run(alert.source_run),
         "failed_checks": _checks_table(alert.failed_checks),
-        "failed_check_count": dg.MetadataValue.int(len(alert.failed_checks)),
+        f"{alert.source} failed checks": dg.MetadataValue.int(len(alert.failed_checks)),
         "severity": "ERROR" if any(c.severity == "ERROR" for c in alert.failed_checks) else "WARN",
         "delivery": alert.delivery,
     }

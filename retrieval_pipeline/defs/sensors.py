@@ -107,8 +107,8 @@ def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSin
     keeps the last storage id seen per asset, so each materialisation is looked at once.
 
     A tick that sent alerts requests one ``record_alerts`` run, which materialises each alert on
-    ``alerts/<dataset>`` (``defs/alerts.py``): the tick list shows "1 run requested" and its status, where an idle
-    tick is "Skipped" (its reason: ``no new evaluation: no alert``). The tick's log names every alert sent.
+    ``alerts/<dataset>`` (``defs/alerts.py``): the tick list shows "1 run requested" and the run's status, where an
+    idle tick reads "0 runs requested" (skipped; its reason, ``no new evaluation: no alert``, in the tooltip). The tick's log names every alert sent.
     """
     cursor = read_cursor(context.cursor)
     sink, seen, sent, records = alerts.sink(), 0, [], []
