@@ -137,7 +137,6 @@ def record_alerts(context: dg.OpExecutionContext, config: RecordAlertsConfig):
     name=RECORD_JOB,
     description="Started by retrieval_alert_sensor on a tick that sent alerts: one materialisation of alerts/<dataset> "
     "per alert, so the tick reads '1 run requested' and the alerts are in the asset catalog.",
-    tags={"retrieval_pipeline/kind": "alert"},
 )
 def record_alerts_job() -> None:
     record_alerts()

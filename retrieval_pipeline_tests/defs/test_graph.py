@@ -146,7 +146,7 @@ def test_failing_error_check_fails_the_run_and_sensor_alerts_once(tiny_resources
     # "0 runs requested" of every idle tick
     assert tick.skip_message is None and len(tick.run_requests) == 1
     request = tick.run_requests[0]
-    assert request.run_key == f"alerts:{tick.cursor}" and request.tags["retrieval_pipeline/alerts"] == "1"
+    assert request.run_key == f"alerts:{tick.cursor}" and request.tags["retrieval_pipeline/alerts"] == f"1 ({PARTITION})"
     [record] = request.run_config["ops"][RECORD_OP]["config"]["alerts"]
     assert record["dataset"] == PARTITION and record["summary"] == alerts[0]["summary"]
 

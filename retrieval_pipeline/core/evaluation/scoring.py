@@ -128,8 +128,9 @@ def _significance_rule(
         "comparison": Markdown(md_preview(shown, n=len(shown))),
         "flipped_queries": flipped,
         "flipped_total": len(report.flipped),
-        "dropped": dropped_figures(report.frame),
     }
+    if dropped := dropped_figures(report.frame):  # only on a failed check: a passing one shows no empty value
+        extra["dropped"] = dropped
     return CheckResult(name, report.passed, "WARN", report.description, {}, drift.min_drop, extra)
 
 

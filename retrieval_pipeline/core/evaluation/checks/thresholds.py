@@ -108,5 +108,5 @@ def drift_gate(
         desc,
         {f"{r}_relative_drop": d for r, d in drops.items()},
         max_relative_drop,
-        {"metric": metric, "dropped": dropped},
+        {"metric": metric, "dropped": dropped} if dropped else {},  # the figures the alert record shows, when one fell
     )
