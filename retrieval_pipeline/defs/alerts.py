@@ -83,16 +83,17 @@ def _checks_table(checks: Sequence[FailedCheck]) -> dg.TableMetadataValue:
 
 
 def record_metadata(alert: AlertRecord) -> dict[str, Any]:
-    """The metadata of one alert's materialisation: the text first, then where it came from, the checks, the drift.
+    """The metadata of one alert's materialisation: the alert in one line first, then its run, the checks, the drift.
 
     Numbers (plotted over time on the dataset's own key): the number of failed checks, keyed by the source asset
     (``retrieval_metrics failed checks``: one plot per source, so no line joins a metrics alert to a question alert)
     and, for a drift alert, the largest drop's metric before and after, keyed by the metric's label (``hit@5 before``).
     """
+    checks = ", ".join(f"{c.severity} {c.check}" for c in alert.failed_checks)
     meta: dict[str, Any] = {
-        "alert": dg.MetadataValue.text(alert.summary),
+        # one line (the checks' descriptions are the table's): as the tick's log and the sensor's message name it
+        "alert": dg.MetadataValue.text(f"{alert.source}[{alert.dataset}] run {alert.source_run[:8]}: {checks}"),
         "dataset": alert.dataset,
-        "source": f"{alert.source}[{alert.dataset}] run {alert.source_run[:8]}",
         "source_run": dg.MetadataValue.dagster_run(alert.source_run),
         "failed_checks": _checks_table(alert.failed_checks),
         f"{alert.source} failed checks": dg.MetadataValue.int(len(alert.failed_checks)),

@@ -153,7 +153,12 @@ def test_failing_error_check_fails_the_run_and_sensor_alerts_once(tiny_resources
     # the run materialises the alert on alerts/<dataset>: the text, the failed checks, a link to the evaluation's run
     assert record_alerts_job.execute_in_process(run_config=request.run_config, instance=instance).success
     stored = instance.fetch_materializations(alert_key(PARTITION), limit=1).records[0].asset_materialization.metadata
-    assert stored["alert"].value == alerts[0]["summary"] and stored["severity"] == dg.MetadataValue.text("ERROR")
+    run = alerts[0]["run_id"][:8]
+    assert (
+        stored["alert"].value.startswith(f"retrieval_metrics[{PARTITION}] run {run}: ")
+        and "ERROR min_hit_rate_at_5" in stored["alert"].value
+    )
+    assert stored["severity"] == dg.MetadataValue.text("ERROR")
     assert stored["source_run"].value == alerts[0]["run_id"] and stored["retrieval_metrics failed checks"].value >= 1
     assert "quality_report failed checks" not in stored  # one plot per source: no line joins two kinds of alert
     assert "min_hit_rate_at_5" in [r.data["check"] for r in stored["failed_checks"].value.records]
