@@ -1,5 +1,5 @@
 """The sensor that turns failed checks (thresholds, drift, disproven benchmark answers) into alerts, and requests the
-run that records them on ``alerts/<dataset>`` (``alerts.py``)."""
+run that records them on ``alerts/<dataset>`` (``assets/alerts.py``)."""
 
 import json
 from datetime import datetime, timezone
@@ -8,7 +8,7 @@ from typing import Any
 import dagster as dg
 
 from retrieval_pipeline.core.report.alerts import Alert
-from retrieval_pipeline.defs.alerts import RECORD_OP, AlertRecord, FailedCheck, RecordAlertsConfig, drift_figures, record_alerts_job
+from retrieval_pipeline.defs.assets.alerts import RECORD_OP, AlertRecord, FailedCheck, RecordAlertsConfig, drift_figures, record_alerts_job
 from retrieval_pipeline.defs.resources import AlertSinkResource
 
 METRICS_KEY = dg.AssetKey("retrieval_metrics")
@@ -107,7 +107,7 @@ def retrieval_alert_sensor(context: dg.SensorEvaluationContext, alerts: AlertSin
     keeps the last storage id seen per asset, so each materialisation is looked at once.
 
     A tick that sent alerts requests one ``record_alerts`` run, which materialises each alert on
-    ``alerts/<dataset>`` (``defs/alerts.py``): the tick list shows "1 run requested" and the run's status, where an
+    ``alerts/<dataset>`` (``defs/assets/alerts.py``): the tick list shows "1 run requested" and the run's status, where an
     idle tick reads "0 runs requested" (skipped; its reason, ``no new evaluation: no alert``, in the tooltip). The tick's log names every alert sent.
     """
     cursor = read_cursor(context.cursor)

@@ -5,7 +5,7 @@ import os
 
 import dagster as dg
 
-from retrieval_pipeline.defs.alerts import alert_specs, record_alerts_job
+from retrieval_pipeline.defs.assets.alerts import alert_specs, record_alerts_job
 from retrieval_pipeline.defs.resources import AlertSinkResource
 from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 

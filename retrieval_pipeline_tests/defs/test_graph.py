@@ -9,7 +9,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.alerts import RECORD_OP, alert_key, record_alerts_job
+from retrieval_pipeline.defs.assets.alerts import RECORD_OP, alert_key, record_alerts_job
 from retrieval_pipeline.defs.schedules import weekly_evaluation_schedule
 from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource

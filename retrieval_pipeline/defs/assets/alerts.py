@@ -3,7 +3,7 @@
 A sensor that only sends alerts requests no run, and Dagster's tick list shows every tick of such a sensor the
 same way: "0 runs requested" (the tick row renders the number of runs a tick requested, its status and its
 cursor; a skip reason only in a tooltip and the tick's dialog; asset events a sensor returns do not appear on
-the row at all). So the sensor (``sensors.py``) requests one ``record_alerts`` run per tick that sent alerts:
+the row at all). So the sensor (``defs/sensors.py``) requests one ``record_alerts`` run per tick that sent alerts:
 that tick reads "1 run requested" (a green tag), with the run's status beside it, and the idle ticks keep the grey
 "0 runs requested" (status Skipped, the reason in the tooltip).
 
