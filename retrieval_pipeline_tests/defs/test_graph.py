@@ -162,6 +162,9 @@ def test_failing_error_check_fails_the_run_and_sensor_alerts_once(tiny_resources
     assert stored["source_run"].value == alerts[0]["run_id"] and stored["retrieval_metrics failed checks"].value >= 1
     assert "quality_report failed checks" not in stored  # one plot per source: no line joins two kinds of alert
     assert "min_hit_rate_at_5" in [r.data["check"] for r in stored["failed_checks"].value.records]
+    # "Re-execute" on the run page starts the same config again: the alert is not recorded twice
+    assert record_alerts_job.execute_in_process(run_config=request.run_config, instance=instance).success
+    assert len(instance.fetch_materializations(alert_key(PARTITION), limit=10).records) == 1
 
     again = dg.build_sensor_context(instance=instance, cursor=tick.cursor, resources={"alerts": resources["alerts"]})
     idle = retrieval_alert_sensor.evaluate_tick(again)

@@ -127,9 +127,24 @@ def _spec(dataset: str) -> dg.AssetSpec:
 alert_specs = [_spec(name) for name in REGISTRY.names]
 
 
+def already_recorded(instance: dg.DagsterInstance, alert: AlertRecord, look_back: int = 50) -> bool:
+    """Whether ``alerts/<dataset>`` already holds this alert (same source asset and run), e.g. when the run page's
+    "Re-execute" starts the same run config again: the alert is then not recorded twice."""
+    records = instance.fetch_materializations(alert_key(alert.dataset), limit=look_back).records
+    for record in records:
+        meta = record.asset_materialization.metadata if record.asset_materialization else {}
+        run = meta.get("source_run")
+        if run is not None and run.value == alert.source_run and str(meta["alert"].value).startswith(f"{alert.source}["):
+            return True
+    return False
+
+
 @dg.op(name=RECORD_OP, out={}, description="Materialise each alert of the sensor's tick on alerts/<dataset>.")
 def record_alerts(context: dg.OpExecutionContext, config: RecordAlertsConfig):
     for alert in config.alerts:
+        if already_recorded(context.instance, alert):
+            context.log.info(f"already on {alert_key(alert.dataset).to_user_string()}, not recorded again: {alert.summary}")
+            continue
         context.log.warning(alert.summary)
         context.log_event(dg.AssetMaterialization(asset_key=alert_key(alert.dataset), metadata=record_metadata(alert)))
 
