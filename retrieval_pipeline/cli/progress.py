@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import dagster as dg
 from dagster import DagsterEvent, EventLogEntry
 
-from retrieval_pipeline.cli.console import CHECK_FAILED_ERROR, StepResult, first_line
+from retrieval_pipeline.cli.console import CHECK_FAILED_ERROR, StepResult, first_line, step_label
 from retrieval_pipeline.core.common.progress import bars_on, is_terminal
 
 LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
@@ -59,15 +59,10 @@ class Plan:
         return min(76, max([44, *(len(self.label(step)[1]) for step in self.steps)]))
 
     def label(self, step_key: str) -> tuple[str, str]:
-        """``(stage, label)``: the label is the step key, as the run page and the event log name the step, then in
-        brackets the asset names where they are not the key read with ``__`` as ``/``: the assets of a step that
-        makes several (``question_verdicts (quality_report, question_verdicts)``), and an asset whose name has
-        characters Dagster's op names do not allow (``retrievers__hybrid_minmax_a0_5_index
-        (retrievers/hybrid_minmax_a0.5_index)``: only letters, digits and ``_``)."""
+        """``(stage, label)``: the label is :func:`~retrieval_pipeline.cli.console.step_label`, the step key as the run
+        page shows it, with the asset names where the key alone would not find them."""
         stage, names = self.steps.get(step_key, ("", [step_key]))
-        if names == [step_key] or names == [step_key.replace("__", "/")]:
-            return stage, step_key
-        return stage, f"{step_key} ({', '.join(names)})"
+        return stage, step_label(step_key, names)
 
 
 class EventStream:
