@@ -1,15 +1,15 @@
-"""Proofs that an option is *the* answer, by the kind of claim it makes (docs/verifier.md, "A design half and a check
-half"): each one decides true only when the library says so, and stays undecided (or consistent) when the claim is close
-but wrong, so that "None of the above" is proven false only by an option proven true.
+"""The sandbox side of the proofs that an option is *the* answer, by kind of claim, run in this process on fakes:
 
-* a call's result keeps its arguments (a construction question: "How do you construct a ... object with ...?");
-* a class keeps its data in memory (it holds dicts, and nothing behind it reaches outside the process);
-* a missing argument, observed (the snippet's error names the argument an option names).
+* a call's result keeps its arguments (``proof_kinds._kept_arguments``): recorded ``kept`` only when every keyword is
+  read back as given from an instance of the class called;
+* a class keeps its data in memory (``atoms._atom_persists_nothing``, an ``upgrade`` atom of ``_decide_atoms``): never
+  false, open when any module behind the class mentions a way to keep data outside the process;
+* a parameter's documentation read from the ``Args:``/``Attributes:`` section (``read_docs.section_texts``) only when
+  nothing else documents it.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 from pathlib import Path
@@ -17,52 +17,11 @@ from typing import Any
 
 import pytest
 
-from retrieval_pipeline.core.services.sandbox.results import Execution
-from retrieval_pipeline.core.verifier.claims.claims import construction_asked
 from retrieval_pipeline.core.verifier.decompose import decompose
-from retrieval_pipeline.core.verifier.observation import missing_argument as missing_module
-from retrieval_pipeline.core.verifier.observation.missing_argument import asks_missing, missing_argument
 from retrieval_pipeline.core.verifier.proofs import proof_source
 from retrieval_pipeline.core.verifier.proofs.atom_proofs import ATOM_SOURCE
 from retrieval_pipeline.core.verifier.proofs.proof_source import EVIDENCE_FILE, PRELUDE_SOURCE
-from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver, Proof
 from retrieval_pipeline.core.verifier.sandbox_side import proof_prelude
-from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence, decide, option_evidence
-
-# --------------------------------------------------------------------------------------------------
-# A call's result keeps its arguments
-
-CONSTRUCT = "How do you correctly construct a user message content object with text?"
-
-
-def call(text: str) -> ast.Call:
-    node = ast.parse(text, mode="eval").body
-    assert isinstance(node, ast.Call)
-    return node
-
-
-@pytest.mark.parametrize(
-    ("question", "option", "asked"),
-    [
-        (CONSTRUCT, "types.Content(role='user', parts=[types.Part(text='Hello')])", True),
-        (CONSTRUCT, "types.Content(role='user', parts=[])", False),  # the question's "with text" is not in the call
-        (CONSTRUCT, "types.Blob(data=b'Hello', mime_type='text/plain')", False),  # builds nothing the question names
-        (CONSTRUCT, "types.Content('user', [types.Part(text='Hello')])", False),  # positional: nothing to read back by name
-        ("Which configuration object holds the user's content?", "types.Content(role='user', parts=[])", False),  # not "how to build"
-        ("How do you create a `RunConfig` with streaming?", "RunConfig(streaming_mode='sse')", True),
-        ("How do you create a `RunConfig` with streaming?", "make_config(streaming_mode='sse')", False),  # no class
-    ],
-)
-def test_a_construction_question_asks_for_a_call_that_keeps_its_arguments(question: str, option: str, asked: bool) -> None:
-    assert construction_asked(question, call(option)) is asked
-
-
-def test_the_claim_carries_the_truth_condition_only_for_a_construction_question() -> None:
-    built = decompose("c", CONSTRUCT, {"A": "types.Content(role='user', parts=[types.Part(text='Hello')])"})[0]
-    assert built.kind == "expression" and built.decides == "necessary" and built.details["truth_when"] == "kept"
-    other = decompose("c", "Which call is accepted?", {"A": "types.Content(role='user', parts=[])"})[0]
-    assert "truth_when" not in other.details
-
 
 KEEPING_LIBRARY = """
 from pydantic import BaseModel
@@ -129,22 +88,6 @@ def test_a_built_object_that_changes_or_drops_an_argument_is_not_kept(proofs: di
 def test_an_ignored_keyword_stays_undecided_before_anything_is_kept(proofs: dict[str, Any]) -> None:
     record = run_expression(proofs, "keeplib_xyz.Content(role='user', text='Hello')")  # soundness rule 5 first
     assert record["option_true"] is None and "kept" not in record
-
-
-def _execution(record: dict[str, Any]) -> Execution:
-    return Execution(0, True, "passed", "", "", 0.1, None, {EVIDENCE_FILE: json.dumps(record)})
-
-
-def test_the_host_takes_the_option_as_true_only_when_the_proof_recorded_its_truth_condition() -> None:
-    claim = decompose("c", CONSTRUCT, {"A": "types.Content(role='user', parts=[types.Part(text='Hello')])"})[0]
-    proof = Proof(claim, "def test_x():\n    pass\n", "proof", "test_option_A.py")
-    kept = option_evidence(proof, _execution({"option_true": True, "reason": "evaluates", "kept": True}))
-    dropped = option_evidence(proof, _execution({"option_true": True, "reason": "evaluates", "kept": False}))
-    silent = option_evidence(proof, _execution({"option_true": True, "reason": "evaluates"}))
-    assert (kept.state, dropped.state, silent.state) == ("true", "consistent", "consistent")
-    plain = decompose("c", "Which call is accepted?", {"A": "types.Content(role='user', parts=[])"})[0]
-    other = option_evidence(Proof(plain, "", "proof", "t.py"), _execution({"option_true": True, "reason": "x", "kept": True}))
-    assert other.state == "consistent"  # a record key the claim does not ask for proves nothing
 
 
 # --------------------------------------------------------------------------------------------------
@@ -222,79 +165,6 @@ def test_an_upgrade_atom_is_recorded_beside_the_necessary_ones_and_never_makes_t
     assert recorded("memlib_xyz.memory.InMemory")["upgraded"] is True
     on_disk = recorded("memlib_xyz.disk.OnDisk")
     assert on_disk["option_true"] is True and on_disk["upgraded"] is False  # still consistent, not false
-
-
-# --------------------------------------------------------------------------------------------------
-# A missing argument, observed
-
-MISSING = "Which argument is missing in this `Runner` initialization?"
-SNIPPET = "def code_under_test():\n    Runner(agent=my_agent)\n"
-
-
-def test_the_questions_that_ask_for_a_missing_argument() -> None:
-    assert asks_missing(MISSING) and asks_missing("What required parameter was omitted from the call?")
-    assert not asks_missing("Which argument does `Runner` accept?") and not asks_missing("What is missing from the docs?")
-
-
-def keyword_evidence(options: dict[str, str], states: dict[str, str]) -> list[OptionEvidence]:
-    claims = decompose("c", MISSING, options)
-    return [OptionEvidence(c.letter, c, "proof", None, states.get(c.letter, "undecided")) for c in claims]  # type: ignore[arg-type]
-
-
-OPTIONS = {"A": "`tools`", "B": "`app_name`", "C": "`description`", "D": "`session_service`", "E": "None of the above"}
-
-
-def observed(monkeypatch: pytest.MonkeyPatch, raised: dict[str, Any] | None) -> None:
-    observation = {"called": "code_under_test", "raised": raised, "stdout": "", "returned": None}
-    monkeypatch.setattr(
-        missing_module, "observe", lambda *args, **kwargs: (observation, Execution(0, True, "passed", "", "", 0.1, None, {}))
-    )
-
-
-def test_the_option_naming_the_argument_the_error_says_is_missing_is_true(monkeypatch: pytest.MonkeyPatch) -> None:
-    observed(
-        monkeypatch,
-        {"type": "TypeError", "mro": ["TypeError"], "message": "Runner.__init__() missing 1 required keyword-only argument: 'app_name'"},
-    )
-    before = keyword_evidence(OPTIONS, {"A": "false", "B": "consistent", "C": "false", "D": "consistent"})
-    after = missing_argument(MISSING, SNIPPET, before, None, None)  # type: ignore[arg-type]
-    assert {e.letter: e.state for e in after} == {"A": "false", "B": "true", "C": "false", "D": "consistent", "E": "undecided"}
-    assert "names 'app_name' as missing" in after[1].note
-    assert decide("c", "B", after).verdict == "Unverifiable"  # D is still open: not Valid by this alone
-    settled = [e if e.letter != "D" else OptionEvidence("D", e.claim, "proof", False, "false") for e in after]
-    assert decide("c", "B", settled).verdict == "Valid" and decide("c", "E", settled).verdict == "Incorrect"
-
-
-@pytest.mark.parametrize(
-    "raised",
-    [
-        {"type": "TypeError", "mro": ["TypeError"], "message": "Runner.__init__() missing 1 required keyword-only argument: 'node'"},
-        {"type": "ValueError", "mro": ["ValueError"], "message": "app_name looks wrong"},  # no missing argument listed
-        None,  # nothing raised
-        {"type": "TypeError", "mro": ["TypeError"], "message": "missing 1 required positional argument: 'app_name'", "limit": 1},
-    ],
-)
-def test_an_error_that_names_no_option_or_an_unmentioned_argument_decides_nothing(monkeypatch: pytest.MonkeyPatch, raised) -> None:
-    """``node``: a required argument neither the question nor an option mentions, the snippet is abridged (rule 3)."""
-    if raised and raised.pop("limit", None):
-        monkeypatch.setattr(missing_module, "untrusted", lambda *args: "the snippet's run hit a limit (memory)")
-    observed(monkeypatch, raised)
-    before = keyword_evidence(OPTIONS, {"A": "false", "B": "consistent", "C": "false", "D": "consistent"})
-    after = missing_argument(MISSING, SNIPPET, before, None, None)  # type: ignore[arg-type]
-    assert [e.state for e in after] == [e.state for e in before]
-
-
-def test_a_question_that_does_not_ask_for_a_missing_argument_runs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(missing_module, "observe", lambda *args, **kwargs: pytest.fail("observed"))
-    claims = decompose("c", "Which argument does `Runner` accept?", OPTIONS)
-    before = [OptionEvidence(c.letter, c, "proof", None, "consistent") for c in claims]
-    assert missing_argument("Which argument does `Runner` accept?", SNIPPET, before, None, None) == before  # type: ignore[arg-type]
-
-
-def test_the_offline_prover_passes_the_truth_condition_to_the_expression_proof() -> None:
-    claim = decompose("c", CONSTRUCT, {"A": "types.Content(role='user', parts=[types.Part(text='Hello')])"})[0]
-    function, data = OfflineProver(None)._expression_test(claim)
-    assert function == "_prove_expression" and data["kept"] is True
 
 
 # --------------------------------------------------------------------------------------------------
