@@ -456,8 +456,9 @@ def construction_asked(question: str, call: ast.Call) -> bool:
     The kind of claim: *a call's result keeps its arguments*. It applies when the question asks how to construct (create,
     build, initialise) something; the callee is a class (CamelCase) whose name shares a word with the question (the
     object built is the one asked about, ``types.Content`` for "a ... content object"); the call passes keywords only (each
-    is read back by name); and every word the question says it is built *with* ("with text") is in the call's text (a
-    call that leaves out what the question asks for proves nothing about it).
+    is read back by name); and every word the question says it is built *with* ("with text") is in the name of a keyword
+    the call (or a call inside it) passes: what it is built with is an argument it is given (a call that leaves it out,
+    or passes it in another argument, ``tools=[code_executor_tool]``, proves nothing about it).
     """
     if not _CONSTRUCTION_QUESTION.search(question) or call.args or not call.keywords or any(k.arg is None for k in call.keywords):
         return False
@@ -466,4 +467,5 @@ def construction_asked(question: str, call: ast.Call) -> bool:
         return False
     with_part = re.search(r"\bwith\b([^?]*)", question, re.I)
     wanted = _words(with_part.group(1)) - _CONSTRUCTION_FILLER if with_part else set()
-    return wanted <= _words(ast.unparse(call))
+    given = {w for node in ast.walk(call) if isinstance(node, ast.keyword) and node.arg for w in _words(node.arg)}
+    return wanted <= given

@@ -11,8 +11,9 @@ listed stays as its own proof left it (a ``TypeError`` lists only the positional
 It decides nothing when the observation is not to be trusted (:func:`..snippet_observation.untrusted`: a limit, the
 guard, tampering, ...), when the snippet is not the code the question describes
 (:func:`..snippet_observation.question_mismatch`), or when it is abridged (:func:`..abridged.abridged`: a required argument
-neither the question nor an option names is missing, a placeholder, a name defined elsewhere): soundness rule 3. Only a
-question that asks which argument (parameter, field, keyword) is missing or required is read so.
+neither the question nor an option names is missing, a placeholder, a name defined elsewhere): soundness rule 3; nor
+when the error does not come from the class the question names (:func:`from_named_class`: another call of the snippet
+failed first). Only a question that asks which argument (parameter, field, keyword) is missing is read so.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ def named_argument(claim: Claim) -> str | None:
     return match.group(1) if match else None
 
 
+def from_named_class(question: str, raised: dict[str, Any]) -> bool:
+    """Whether the error comes from the call the question is about: when the question names classes in backticks
+    (`` `Runner` ``), the message names one of them (``Runner.__init__() missing ...``, ``1 validation error for Runner``);
+    another call of the snippet that failed first (an ``LlmAgent`` lacking its ``name``) says nothing of it."""
+    named = {span.strip().rsplit(".", 1)[-1] for span in re.findall(r"`([^`]+)`", question)}
+    classes = {name for name in named if re.fullmatch(r"_?[A-Z]\w*", name)}
+    message = str(raised.get("message", ""))
+    return not classes or any(re.search(rf"(?<![\w]){re.escape(name)}(?!\w)", message) for name in classes)
+
+
 def missing_argument(
     question: str, snippet: str, evidence: Sequence[OptionEvidence], settings: SandboxSettings, index: Any = None
 ) -> list[OptionEvidence]:
@@ -66,8 +77,9 @@ def missing_argument(
         return list(evidence)
     if abridged(observation, section, context, question, [c.option_text for c in claims]):
         return list(evidence)
-    missing = missing_arguments(observation.get("raised") or {})
-    if not missing:
+    raised = observation.get("raised") or {}
+    missing = missing_arguments(raised)
+    if not missing or not from_named_class(question, raised):
         return list(evidence)
     out = []
     for e in evidence:

@@ -31,6 +31,8 @@ def call(text: str) -> ast.Call:
         ("Which configuration object holds the user's content?", "types.Content(role='user', parts=[])", False),  # not "how to build"
         ("How do you create a `RunConfig` with streaming?", "RunConfig(streaming_mode='sse')", True),
         ("How do you create a `RunConfig` with streaming?", "make_config(streaming_mode='sse')", False),  # no class
+        ("How do you create an agent with a code executor?", "LlmAgent(name='a', code_executor=CodeExecutor())", True),
+        ("How do you create an agent with a code executor?", "LlmAgent(name='a', tools=[code_executor_tool])", False),  # a value
     ],
 )
 def test_a_construction_question_asks_for_a_call_that_keeps_its_arguments(question: str, option: str, asked: bool) -> None:

@@ -18,6 +18,16 @@ MISSING = "Which argument is missing in this `Runner` initialization?"
 SNIPPET = "def code_under_test():\n    Runner(agent=my_agent)\n"
 
 
+def test_the_error_must_come_from_the_class_the_question_names() -> None:
+    from retrieval_pipeline.core.verifier.observation.missing_argument import from_named_class
+
+    assert from_named_class(MISSING, {"message": "Runner.__init__() missing 1 required keyword-only argument: 'app_name'"})
+    assert from_named_class(MISSING, {"message": "1 validation error for Runner"})
+    assert not from_named_class(MISSING, {"message": "1 validation error for LlmAgent"})
+    assert not from_named_class(MISSING, {"message": "RunnerConfig() missing 1 required positional argument: 'x'"})
+    assert from_named_class("Which argument is missing here?", {"message": "f() missing 1 required positional argument: 'x'"})
+
+
 def test_the_questions_that_ask_for_a_missing_argument() -> None:
     assert asks_missing(MISSING) and asks_missing("What required parameter was omitted from the call?")
     assert not asks_missing("Which argument does `Runner` accept?") and not asks_missing("What is missing from the docs?")
@@ -58,6 +68,12 @@ def test_the_option_naming_the_argument_the_error_says_is_missing_is_true(monkey
         {"type": "TypeError", "mro": ["TypeError"], "message": "Runner.__init__() missing 1 required keyword-only argument: 'node'"},
         {"type": "ValueError", "mro": ["ValueError"], "message": "app_name looks wrong"},  # no missing argument listed
         None,  # nothing raised
+        {
+            "type": "ValidationError",
+            "mro": ["ValidationError", "ValueError"],
+            "message": "1 validation error for LlmAgent\napp_name\n  Field required",
+            "errors": [{"type": "missing", "loc": ["app_name"], "msg": "Field required"}],
+        },  # another call failed first  # fmt: skip
         {"type": "TypeError", "mro": ["TypeError"], "message": "missing 1 required positional argument: 'app_name'", "limit": 1},
     ],
 )
