@@ -45,7 +45,10 @@ HARMLESS = {
 
 def pip_options(pip: str) -> dict[str, str] | str:
     """pip's effective install options (``:env:`` over ``install`` over ``global``), or why uv cannot stand in."""
-    listing = subprocess.run([pip, "config", "list"], capture_output=True, text=True, check=True).stdout
+    got = subprocess.run([pip, "config", "list"], capture_output=True, text=True)
+    if got.returncode != 0:
+        return f"`pip config list` failed: {got.stderr.strip()[-500:]}"
+    listing = got.stdout
     layers: dict[str, dict[str, str]] = {":env:": {}, "install": {}, "global": {}}
     for line in listing.splitlines():
         name, _, value = line.partition("=")

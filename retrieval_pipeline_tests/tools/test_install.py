@@ -38,14 +38,15 @@ def _script(path: Path, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _venv(tmp_path: Path, config: str, *, uv: str | None) -> Path:
-    """A venv whose pip prints ``config`` and records installs; with ``uv``, a uv that runs that shell code."""
+def _venv(tmp_path: Path, config: str | None, *, uv: str | None) -> Path:
+    """A venv whose pip prints ``config`` (None: ``pip config list`` fails) and records installs; with ``uv``, a uv
+    that runs that shell code."""
     venv = tmp_path / "venv"
     _script(venv / "bin" / "python", "exit 0\n")
-    (tmp_path / "config.txt").write_text(config)
+    (tmp_path / "config.txt").write_text(config or "")
     _script(
         venv / "bin" / "pip",
-        f'if [ "$1" = config ]; then cat {shlex.quote(str(tmp_path / "config.txt"))}; exit 0; fi\n'
+        f'if [ "$1" = config ]; then cat {shlex.quote(str(tmp_path / "config.txt"))}; exit {1 if config is None else 0}; fi\n'
         f'echo "$@" >> {shlex.quote(str(tmp_path / "pip.log"))}\n'
         'case "$*" in *--target*) exit 1;; esac\n',  # uv cannot be installed unless the test made it
     )
@@ -86,8 +87,9 @@ def test_uv_installs_when_it_can_and_pip_is_only_asked_for_its_configuration(tmp
         (MACHINE_CONFIG + "global.no-binary=':all:'\n", "exit 0\n", "sets global.no-binary"),  # an option uv is not told
         (MACHINE_CONFIG, None, "could not be installed"),  # no uv wheel to be had
         (MACHINE_CONFIG, "exit 2\n", "uv failed"),  # uv itself fails (a source it cannot read, say)
+        (None, "exit 0\n", "`pip config list` failed"),  # pip's configuration cannot be read: nothing to hand uv
     ],
-    ids=["untranslated-option", "no-uv", "uv-fails"],
+    ids=["untranslated-option", "no-uv", "uv-fails", "no-config"],
 )
 def test_pip_installs_instead_and_says_why(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], config: str, uv: str | None, why: str
@@ -96,8 +98,8 @@ def test_pip_installs_instead_and_says_why(
     assert install.main(venv, ["-q", "-c", "constraints/pipeline.txt", "torch==2.13.0"]) == 0
     assert _log(tmp_path, "pip.log")[-1] == "install -q -c constraints/pipeline.txt torch==2.13.0"
     assert why in capfd.readouterr().err
-    if "no-binary" in config:
-        assert _log(tmp_path, "uv.log") == []  # never tried with a source setting it would have dropped
+    if config is None or "no-binary" in config:
+        assert _log(tmp_path, "uv.log") == []  # never tried without all of pip's sources
 
 
 def test_the_makefile_and_the_adk_environment_install_through_it() -> None:
