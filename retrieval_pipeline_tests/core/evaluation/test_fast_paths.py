@@ -98,6 +98,9 @@ def test_bulk_reader_parses_scores_exactly_as_float_does(tmp_path: Path) -> None
         ("q1 Q0 a 1 0.5 t\r\n", False),
         ("q1 Q0 a 1 0.5 t\nq2 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n", False),  # a query on lines apart
         ("q1 Q0 a 1 0.5 t\nq1 Q0 a 2 0.4 t\n", False),  # a doc twice
+        ("q1 Q0 " + "a" * 70_000 + " 1 0.5 t\n", False),  # a line over the limit
+        ("q1 Q0 a 1 0." + "0" * 70_000 + "1 t\n", False),
+        ("q1 Q0 " + "a" * 30_000 + " 1 0.5 " + "t" * 30_000 + "\nq1 Q0 b 1 0.5 t\n", True),  # long, within it
     ],
 )
 def test_single_spaced_reader_equals_the_line_reader_or_declines(tmp_path: Path, text: str, single_spaced: bool) -> None:

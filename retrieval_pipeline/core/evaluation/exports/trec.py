@@ -275,18 +275,18 @@ def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
             data = handle.read()
         except (OSError, EOFError, zlib.error):
             return None  # a broken gzip stream: the line reader says where
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-    if len(data) and np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
-        return None  # a line over the limit: the line reader names it
     single_spaced = _arrow_run_scores(data)
     if single_spaced is not None:
         return single_spaced
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    if len(data) and np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
+        return None  # a line over the limit: the line reader names it
     if _OTHER_SPACES_ASCII.search(data) or (not data.isascii() and _OTHER_SPACES.search(data.decode("utf-8", errors="replace"))):
         return None  # a separator str.split sees and pandas' tokenizer does not: the line reader splits it
     try:
         frame = pd.read_csv(
             io.BytesIO(data), sep=r"\s+", header=None, engine="c", quoting=csv.QUOTE_NONE, na_filter=False, encoding="utf-8",
-            dtype={0: object, 1: "str", 2: object, 3: "str", 4: np.float64, 5: "str"},
+            dtype={0: object, 1: object, 2: object, 3: object, 4: np.float64, 5: object},  # object: no Arrow strings to build
         )  # fmt: skip
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
@@ -326,21 +326,22 @@ def _arrow_run_scores(data: bytes) -> dict[str, dict[str, float]] | None:
 
     if not data or data.translate(None, _SINGLE_SPACED_BYTES):
         return None
-    types = {f"f{i}": pa.float64() if i == 4 else pa.string() for i in range(6)}
     try:
         table = pa_csv.read_csv(
             io.BytesIO(data),
             read_options=pa_csv.ReadOptions(autogenerate_column_names=True, use_threads=False),
             parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True),
-            convert_options=pa_csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False),
+            convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(map("f{}".format, range(6)), pa.string()), null_values=[]),
         )
+        if table.num_columns != 6 or table.num_rows == 0:
+            return None
+        # a line is its six fields and five spaces: within the limit when the longest of each field are
+        longest = sum(pc.max(pc.binary_length(column)).as_py() for column in table.columns) + len(" " * 5 + "\n")
+        if longest > MAX_TREC_LINE_BYTES or not pc.all(pc.ascii_is_decimal(table.column("f3"))).as_py():
+            return None  # a long line (the caller measures each) or a rank not digits only: the others decide
+        scores = pc.cast(table.column("f4"), pa.float64()).to_numpy()
     except (pa.ArrowInvalid, ValueError):
         return None
-    if table.num_columns != 6 or table.num_rows == 0 or table.column("f4").null_count:
-        return None
-    if not pc.all(pc.match_substring_regex(table.column("f3"), r"^[0-9]+$")).as_py() or table.column("f5").null_count:
-        return None
-    scores = table.column("f4").to_numpy()
     if not np.isfinite(scores).all():
         return None
     queries = pc.dictionary_encode(table.column("f0")).combine_chunks()
