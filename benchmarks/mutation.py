@@ -117,24 +117,34 @@ def _tests(*names: str) -> tuple[str, ...]:
     return tuple(f"{TESTS}/{n}" for n in names)
 
 
+#: The modules of ``core/evaluation/metrics/`` that compute: the judging of a run, the kernels and every formula.
+_METRIC_FORMULAS = (
+    "judging",
+    "kernels",
+    "frame",
+    *sorted(
+        f"families/{p.parent.name}/{p.stem}" for p in (ROOT / "retrieval_pipeline/core/evaluation/metrics/families").glob("*/[!_]*.py")
+    ),
+)
+
 #: The evaluation path, one target per module (qrels building: one per dataset kind).
 TARGETS: tuple[Target, ...] = (
     Target(
         "metrics",
-        (Scope("retrieval_pipeline/core/evaluation/metrics.py"),),
-        _tests("test_metrics.py", "test_metrics_mutants.py"),
+        tuple(Scope(f"retrieval_pipeline/core/evaluation/metrics/{m}.py") for m in _METRIC_FORMULAS),
+        _tests("evaluation/metrics/test_metrics.py", "evaluation/metrics/test_metrics_mutants.py"),
         "per-query retrieval metrics and their means",
     ),
     Target(
         "trec",
         (Scope("retrieval_pipeline/core/evaluation/exports/trec.py"),),
-        _tests("test_trec.py", "test_trec_mutants.py"),
+        _tests("evaluation/exports/test_trec.py", "evaluation/exports/test_trec_mutants.py"),
         "TREC run/qrels write and read",
     ),
     Target(
         "qrels_records",
         (Scope("retrieval_pipeline/core/filtering/retrieval_dataset.py"),),
-        _tests("test_build_dataset.py", "test_negatives_and_records.py", "test_retrieval_dataset_mutants.py"),
+        _tests("pairs/test_build_dataset.py", "filtering/test_negatives_and_records.py", "filtering/test_retrieval_dataset_mutants.py"),
         "dataset records (positives with rank_relevance) and the qrels read from them: every kind",
     ),
     Target(
@@ -146,7 +156,7 @@ TARGETS: tuple[Target, ...] = (
                 ("_fields", "_is_int", "_is_number", "_read_qrels", "_safe_query_id", "_qrels_entry", "_check_judgement", "_judged_cases"),
             ),
         ),
-        _tests("test_beir.py", "test_beir_mutants.py"),
+        _tests("datasets/beir/test_beir.py", "datasets/beir/test_beir_mutants.py"),
         "BEIR qrels TSV read, graded pairs",
     ),
     Target(
@@ -158,7 +168,7 @@ TARGETS: tuple[Target, ...] = (
                 ("chunk_id", "normalise_whitespace", "dedupe_chunks", "_new_chunk", "nq_qrels"),
             ),
         ),
-        _tests("test_nq.py", "test_dataset_adapters.py", "test_nq_mutants.py"),
+        _tests("datasets/nq/test_nq.py", "datasets/test_adapters.py", "datasets/nq/test_nq_mutants.py"),
         "NQ gold chunk per question (de-duplicated long answers)",
     ),
     Target(
@@ -183,39 +193,40 @@ TARGETS: tuple[Target, ...] = (
             Scope("retrieval_pipeline/core/datasets/context_qa/similarity.py", ("relevance", "qrels_from_similarity")),
         ),
         _tests(
-            "test_context_qa.py",
-            "test_dataset_adapters.py",
-            "test_pair_extraction.py",
-            "test_similarity.py",
-            "test_context_pairs_mutants.py",
+            "datasets/context_qa/test_context_qa.py",
+            "datasets/test_adapters.py",
+            "pairs/test_extract.py",
+            "datasets/context_qa/test_similarity.py",
+            "datasets/context_qa/test_pairs_mutants.py",
         ),
         "context-QA golds: chunks similar enough to the expected context",
     ),
     Target(
         "qrels_suite",
         (
-            Scope("retrieval_pipeline/core/pairs/build.py", ("QAPair.grades", "_api_pair", "_fix_pair", "build_pairs")),
+            Scope("retrieval_pipeline/core/common/types.py", ("QAPair.grades",)),
+            Scope("retrieval_pipeline/core/pairs/build.py", ("_api_pair", "_fix_pair", "build_pairs")),
             Scope("retrieval_pipeline/core/datasets/suite/reader.py", ("gold_fqns_of", "_fill_api_understanding")),
         ),
-        _tests("test_suites.py", "test_pair_extraction.py", "test_dataset_adapters.py", "test_pairs_mutants.py"),
+        _tests("datasets/suite/test_reader.py", "pairs/test_extract.py", "datasets/test_adapters.py", "pairs/test_pairs_mutants.py"),
         "suite golds: FQNs read from the YAML and resolved into pairs",
     ),
     Target(
         "fusion",
         (Scope("retrieval_pipeline/core/retrieval/engines/fusion.py"),),
-        _tests("retrieval/test_fusion.py", "retrieval/test_fusion_mutants.py"),
+        _tests("retrieval/engines/test_fusion.py", "retrieval/engines/test_fusion_mutants.py"),
         "min-max and RRF fusion, the hybrid retriever",
     ),
     Target(
         "regression",
         (Scope("retrieval_pipeline/core/evaluation/checks/regression.py"),),
-        _tests("test_regression.py", "test_regression_mutants.py"),
+        _tests("evaluation/checks/test_regression.py", "evaluation/checks/test_regression_mutants.py"),
         "the regression gate against the blessed evaluation",
     ),
     Target(
         "stats",
         (Scope("retrieval_pipeline/core/evaluation/statistics/stats.py"),),
-        _tests("test_stats.py", "test_stats_mutants.py"),
+        _tests("evaluation/statistics/test_stats.py", "evaluation/statistics/test_stats_mutants.py"),
         "CIs, tests, Holm, the table",
     ),
     Target(
@@ -235,7 +246,12 @@ TARGETS: tuple[Target, ...] = (
             ),
             Scope("retrieval_pipeline/core/filtering/filter.py", ("needs_llm", "judge_pairs", "verified_row", "filter_pairs")),
         ),
-        _tests("test_offline_judge.py", "test_llm_judges.py", "test_filtering.py", "test_judges_mutants.py"),
+        _tests(
+            "filtering/test_offline_judge.py",
+            "filtering/test_llm_judges.py",
+            "filtering/test_filter.py",
+            "filtering/test_judges_mutants.py",
+        ),
         "keep / drop / undecided decisions of the offline and LLM judges and the filter",
     ),
 )

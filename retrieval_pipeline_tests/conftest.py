@@ -17,6 +17,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # there), more than every parity test takes interpreted; the numbers are the same code's. Set
 # NUMBA_DISABLE_JIT=0 to compare against the compiled kernels.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+# The verdict cache's HMAC key goes where `make test` puts it (the project's DAGSTER_HOME), also when pytest is run
+# without make: never into the user's ~/.config (tests that name a key of their own still set RP_VERDICT_CACHE_KEY).
+if not os.environ.get("RP_VERDICT_CACHE_KEY") and not os.environ.get("DAGSTER_HOME"):
+    os.environ["RP_VERDICT_CACHE_KEY"] = str(PROJECT_ROOT / ".dagster_home" / "verdict_cache.key")
 # Parallel workers share the cores: each gets its share of threads for onnxruntime (RETRIEVAL_PIPELINE_THREADS)
 # and for torch, FAISS and BLAS (OMP_NUM_THREADS), set before any of them is imported. With every library's
 # default (a thread per core in each worker) the threads spin against each other: two workers embedding on two

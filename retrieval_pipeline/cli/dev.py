@@ -119,6 +119,8 @@ class _Tree:
 
     def reap(self) -> None:
         """Collect every finished child (dg, and orphans handed to this subreaper); keep dg's exit code."""
+        # the same loop as reap() in core/services/sandbox/sandbox_side/batch_runner.py, on purpose: that one runs
+        # inside the sandbox on the standard library alone and imports nothing of the project
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)

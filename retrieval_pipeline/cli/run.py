@@ -56,10 +56,10 @@ from retrieval_pipeline.core.retrieval.plugin_process import kill_all
 
 try:  # importing the definitions reads the registries: a refusal there is one line on the command line, not a traceback
     from retrieval_pipeline.definitions import defs
+    from retrieval_pipeline.defs.assets.retrieval import retriever_step
     from retrieval_pipeline.defs.io_manager import ParquetIOManagerFactory
     from retrieval_pipeline.defs.mlflow_resource import mlflow_from_environment
     from retrieval_pipeline.defs.resources import DEFAULT_CACHE_DIR, DEFAULT_OUT_DIR, AlertSinkResource, LLMResource, PipelineSettings
-    from retrieval_pipeline.defs.retrieval import retriever_step
 except (InputError, RetrieverError) as _refused:
     if __name__ != "__main__":
         raise

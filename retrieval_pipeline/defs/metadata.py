@@ -4,7 +4,7 @@ Every asset of the project is partitioned by dataset, and the UI draws each top-
 a partitioned asset as a line across its partitions (stdlib, then python_nq, ...), which reads as a trend from
 one dataset to the next. So :func:`dagster_metadata` writes every number as text; the numbers a user wants
 over time go to each dataset's own ``metric_trends/<dataset>`` asset as observations
-(``retrieval_pipeline.defs.trends``), where the x-axis is time.
+(``retrieval_pipeline.defs.assets.trends``), where the x-axis is time.
 """
 
 from collections.abc import Mapping

@@ -14,7 +14,7 @@ from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, format_summa
 from retrieval_pipeline.cli.run import UsageError, add_retriever_selection, main, unused_note, used_by_dataset
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
-from retrieval_pipeline.defs.retrieval import REGISTRY, retriever_step
+from retrieval_pipeline.defs.assets.retrieval import REGISTRY, retriever_step
 from retrieval_pipeline.defs.sensors import failed_checks_of_run
 from retrieval_pipeline_tests.defs.conftest import VOCAB, write_dataset
 from retrieval_pipeline_tests.defs.support import resources_in

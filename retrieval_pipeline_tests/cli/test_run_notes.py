@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from retrieval_pipeline.cli.console import run_notes
-from retrieval_pipeline.defs.retrieval import empty_runs
+from retrieval_pipeline.defs.assets.retrieval import empty_runs
 
 
 def test_rejects_and_empty_runs_become_console_lines() -> None:

@@ -36,7 +36,7 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning, atomic_write, atomic_write_text
-from retrieval_pipeline.core.common.sqlite_store import is_corrupt_sqlite_error
+from retrieval_pipeline.core.common.cache.sqlite_store import is_corrupt_sqlite_error
 from retrieval_pipeline.core.filtering.retrieval_dataset import write_jsonl
 from retrieval_pipeline.core.retrieval.models.embed_cache import BATCHES_PER_COMMIT, CacheStats, EmbeddingCache
 from retrieval_pipeline.core.services.llm.cache import LLMCache

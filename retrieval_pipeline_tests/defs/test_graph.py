@@ -199,8 +199,8 @@ def test_a_quick_look_in_the_projects_own_out_dir_is_refused_not_silently_writte
     """A sample_size run writes the dataset's outputs like a full run: in the project's data/out it would replace the
     full evaluation with a 20-query one. It is refused there (before anything is written), with the command that runs
     it in its own folder; elsewhere, or with overwrite_main_outputs, it runs."""
+    from retrieval_pipeline.defs.assets.retrieval import RunsConfig, side_run_refusal
     from retrieval_pipeline.defs.resources import DEFAULT_OUT_DIR, PipelineSettings
-    from retrieval_pipeline.defs.retrieval import RunsConfig, side_run_refusal
 
     resources = tiny_resources()
     main = PipelineSettings(**{**resources["settings"].model_dump(), "out_dir": str(DEFAULT_OUT_DIR)})
@@ -223,7 +223,7 @@ def test_a_quick_look_in_the_projects_own_out_dir_is_refused_not_silently_writte
 def test_unused_retrievers_runs_are_read_as_absent_without_a_warning_each(tiny_resources):
     """retrieval_runs reads the runs of every registered retriever, most of them never built for a dataset (``make run``
     and a quick look leave their steps out): Dagster logged one "Couldn't load partition" WARNING per missing one."""
-    from retrieval_pipeline.defs.retrieval import RETRIEVER_NAMES, runs_key
+    from retrieval_pipeline.defs.assets.retrieval import RETRIEVER_NAMES, runs_key
 
     resources = tiny_resources()
     listed = resources["settings"].registry().get(PARTITION).retrievers

@@ -22,9 +22,9 @@ import dagster as dg
 import pytest
 
 from retrieval_pipeline.core.evaluation.scoring import headline_table
+from retrieval_pipeline.defs.assets.trends import trend_observation
 from retrieval_pipeline.defs.metadata import dagster_metadata
 from retrieval_pipeline.defs.partitions import REGISTRY
-from retrieval_pipeline.defs.trends import trend_observation
 
 # _chromium_present (autouse): skip without chromium, fail under CI=true
 from retrieval_pipeline_tests.core.report.test_report_browser import _chromium_present, chromium  # noqa: F401

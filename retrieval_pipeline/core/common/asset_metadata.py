@@ -1,7 +1,7 @@
 """Asset metadata as plain values: what core computes for the orchestration layer to display.
 
 Core functions return metadata as a ``{name: value}`` dict of plain Python values; the Dagster layer
-maps each value to its display kind by type (``retrieval_pipeline.defs.pairs.dagster_metadata``):
+maps each value to its display kind by type (``retrieval_pipeline.defs.metadata.dagster_metadata``):
 
 * :class:`Markdown` (a ``str``): rendered as Markdown (tables, reports);
 * :class:`Table`: a table with typed columns, shown inline on the asset page (Dagster's ``TableMetadataValue``);

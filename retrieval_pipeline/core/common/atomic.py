@@ -11,7 +11,7 @@ open handle instead (as :class:`~retrieval_pipeline.defs.io_manager.ParquetIOMan
 
 **Damaged files.** :func:`move_aside` renames a damaged file (with its SQLite sidecars) to
 ``<file>.corrupt-<UTC timestamp>``; the SQLite stores do it through
-:mod:`retrieval_pipeline.core.common.sqlite_store`, their one locking and recovery path.
+:mod:`retrieval_pipeline.core.common.cache.sqlite_store`, their one locking and recovery path.
 """
 
 from __future__ import annotations

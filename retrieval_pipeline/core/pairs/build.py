@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval_pipeline.core.common.types import Case, QAPair
+from retrieval_pipeline.core.datasets.base import gold_pair
 from retrieval_pipeline.core.pairs.fix_targets import TargetInference, TargetInferer, TargetRecord
 from retrieval_pipeline.core.pairs.gold import (
     RESOLUTION_METHODS,
@@ -40,32 +41,22 @@ def _api_pair(case: Case, lookup: CorpusLookup, resolved: Mapping[str, GoldResol
     doc_ids = list(dict.fromkeys(r.doc_id for r in resolutions if r.doc_id))
     methods = sorted({r.method for r in resolutions if r.doc_id})
     unresolved = [r for r in resolutions if not r.doc_id]
-    return QAPair(
-        query_id=case.case_id,
-        suite=case.suite,
-        benchmark_type=case.benchmark_type,
-        source_file=case.source_file,
-        query=case.query,
-        gold_doc_ids=doc_ids,
-        status="resolved" if doc_ids else "unresolved",
-        method="+".join(methods) if methods else "none",
-        evidence={"resolutions": [asdict(r) for r in resolutions]},
-        warnings=[f"gold {r.gold!r} of case {case.case_id!r} ({case.source_file}) is not in the corpus: {r.note}" for r in unresolved],
+    return gold_pair(
+        case,
+        doc_ids,
+        "+".join(methods) if methods else "none",
+        {"resolutions": [asdict(r) for r in resolutions]},
+        [f"gold {r.gold!r} of case {case.case_id!r} ({case.source_file}) is not in the corpus: {r.note}" for r in unresolved],
     )
 
 
 def _fix_pair(case: Case, inference: TargetInference, inferer: TargetInferer) -> QAPair:
-    return QAPair(
-        query_id=case.case_id,
-        suite=case.suite,
-        benchmark_type=case.benchmark_type,
-        source_file=case.source_file,
-        query=case.query,
-        gold_doc_ids=[inference.target] if inference.target else [],
-        status="resolved" if inference.target else "unresolved",
-        method=f"{inferer.name}:{inference.method}",
-        evidence=dict(inference.evidence),
-        warnings=list(inference.warnings),
+    return gold_pair(
+        case,
+        [inference.target] if inference.target else [],
+        f"{inferer.name}:{inference.method}",
+        dict(inference.evidence),
+        inference.warnings,
     )
 
 

@@ -2,7 +2,7 @@
 
 Charts are drawn on matplotlib's Agg canvas (no pyplot, so no GUI backend and no global figure state) and given as
 base64 PNG text. Drawing is most of the report's time (about 0.4 s a chart). Inside
-:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`, a chart's PNG is stored under the content key of what
+:func:`~retrieval_pipeline.core.common.cache.result_cache.using_result_cache`, a chart's PNG is stored under the content key of what
 it draws (:data:`CHART_INPUTS`, the retriever order, the resolution, this module's source and matplotlib's version:
 :func:`chart_key`), so an unchanged re-run reuses every chart.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from retrieval_pipeline.core.common.result_cache import active_result_cache, content_key
+from retrieval_pipeline.core.common.cache.result_cache import active_result_cache, content_key
 from retrieval_pipeline.core.evaluation.metrics import view_columns
 from retrieval_pipeline.core.report.data import ReportData, _metric_name, _true
 

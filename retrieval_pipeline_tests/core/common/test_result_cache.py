@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
-from retrieval_pipeline.core.common.result_cache import (
+from retrieval_pipeline.core.common.cache.result_cache import (
     RESULTS_FILE,
     ResultCache,
     active_result_cache,

@@ -6,7 +6,7 @@ import random
 import threading
 from pathlib import Path
 
-from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
+from retrieval_pipeline.core.common.cache.sqlite_store import SQLiteStore
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v TEXT NOT NULL)"
 

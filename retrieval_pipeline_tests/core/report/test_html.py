@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
-from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, using_result_cache
+from retrieval_pipeline.core.common.cache.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.evaluation.statistics.pairwise import PAIR_COLUMNS
 from retrieval_pipeline.core.report import charts as report_charts
 from retrieval_pipeline.core.report import html as html_report

@@ -26,6 +26,7 @@ from retrieval_pipeline.core.retrieval.factory import (
     load_retriever,
     parse_spec,
 )
+from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
 from retrieval_pipeline.core.retrieval.spec import RetrieverSpec
 
 EncoderFor = Callable[[Any], Any]
@@ -79,6 +80,11 @@ def parse_as(spec_type: type[SpecT], name: str, raw: Mapping[str, Any]) -> SpecT
     spec = parse_spec(name, raw)
     assert isinstance(spec, spec_type), f"{name} parsed as {type(spec).__name__}, not {spec_type.__name__}"
     return spec
+
+
+def dense(name: str, model_dir: Path, **settings: Any) -> DenseSpec:
+    """A ``kind: dense`` spec of the model in ``model_dir`` (``settings``: the entry's other keys)."""
+    return parse_as(DenseSpec, name, {"kind": "dense", "model": {"path": str(model_dir)}, **settings})
 
 
 def fake_model_folder(root: Path, weights: bytes = b"weights-v1", config: str | Mapping[str, Any] = BI_ENCODER_CONFIG) -> Path:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
+from retrieval_pipeline.core.common.cache.result_cache import active_result_cache
 from retrieval_pipeline.core.common.frames import from_frame
-from retrieval_pipeline.core.common.result_cache import active_result_cache
 from retrieval_pipeline.core.datasets import kind_api as api
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown
 from retrieval_pipeline.core.datasets.context_qa.documents import load_documents, pydoc_topic_documents
@@ -126,7 +126,7 @@ class ContextQAAdapter(api.DatasetAdapter):
         """:class:`ContextMatcher` over the chunks, with the active result cache (if any).
 
         Matches are read from and stored in the cache made active by the asset
-        (:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
+        (:func:`~retrieval_pipeline.core.common.cache.result_cache.using_result_cache`), so an unchanged re-run skips the similarity.
         """
 
         return ContextMatcher(documents, _source(config).similarity.settings(), active_result_cache()).pair
@@ -152,7 +152,7 @@ class ContextQAAdapter(api.DatasetAdapter):
         """Per max hits k: context coverage, best-match position, MRR@k and hit@k (see :mod:`context_metrics`).
 
         The exact similarities of the retrieved chunks come from the active result cache when one is open
-        (:func:`~retrieval_pipeline.core.common.result_cache.using_result_cache`): read in one lookup per retriever,
+        (:func:`~retrieval_pipeline.core.common.cache.result_cache.using_result_cache`): read in one lookup per retriever,
         the missing ones computed and stored, so an unchanged re-run computes none.
         """
 

@@ -3,7 +3,7 @@
 Matching one expected context against a corpus is the slow part of ``qa_pairs`` for context-QA data (exact
 difflib ratios, see :mod:`retrieval_pipeline.core.datasets.context_qa.similarity`), and its result (:class:`ContextMatch`) is a
 pure function of the expected context, the chunks (ids and texts, in order), the similarity settings and the
-algorithm. With a :class:`~retrieval_pipeline.core.common.result_cache.ResultCache` it is stored under the content
+algorithm. With a :class:`~retrieval_pipeline.core.common.cache.result_cache.ResultCache` it is stored under the content
 key of exactly those inputs plus :data:`MATCH_VERSION`, so an unchanged re-run reads it back and any change
 (a context, a chunk's text or id, a setting, the algorithm) misses and recomputes. The case's own fields
 (id, file, row) are not part of the key: they are applied to the match afterwards.
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_pipeline.core.common.result_cache import ResultCache, content_key
+from retrieval_pipeline.core.common.cache.result_cache import ResultCache, content_key
 from retrieval_pipeline.core.common.types import Case, Document, QAPair
 from retrieval_pipeline.core.datasets.base import gold_pair
 from retrieval_pipeline.core.datasets.context_qa.similarity import SimilarityIndex, SimilaritySettings, normalise_text

@@ -53,7 +53,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from retrieval_pipeline.core.common.result_cache import ResultCache, content_key
+from retrieval_pipeline.core.common.cache.result_cache import ResultCache, content_key
 from retrieval_pipeline.core.common.types import Document, Qrels
 
 #: ``{query_id: {doc_id: ratio}}``: exact ratios; a missing doc id was proven below the threshold.

@@ -85,6 +85,9 @@ class DriftSettings(BaseModel):
     alpha: float = Field(0.05, gt=0.0, lt=0.5)
     min_drop: float = Field(0.05, ge=0.0, lt=1.0)
     max_relative_drop: float = Field(0.10, gt=0.0, lt=1.0)
+    # alpha, n_permutations, seed and min_queries_for_test repeat StatisticsSettings' (statistics/stats.py) on
+    # purpose: the gate's test has settings of its own (down to 1,000 permutations), so retuning the report's
+    # statistics never moves a gate
     n_permutations: int = Field(10_000, ge=1_000, le=1_000_000)
     seed: int = 13
     min_queries_for_test: int = Field(6, ge=2)

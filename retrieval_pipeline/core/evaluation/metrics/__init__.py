@@ -1,10 +1,12 @@
-"""The metrics: each one's formula and entry in one module of ``families/``, everything else derived from them.
+"""The metrics: each one's formula and entry in one module under ``families/``, everything else derived from them.
 
 ==================  ==========================================================================================
 module              holds
 ==================  ==========================================================================================
 ``families/``       one module per metric: its formula beside its entries (name, description, direction,
-                    aggregation, aliases, cut-off rule, trec_eval name, views, tuning, frame column)
+                    aggregation, aliases, cut-off rule, trec_eval name, views, tuning, frame column), in a
+                    sub-folder by the judgements the formula reads: ``binary/``, ``graded/``, ``incomplete/``
+``columns``         the entries of the columns computed elsewhere (context-QA, the LLM judge, summaries)
 ``entry``           what an entry holds (:class:`MetricInfo`) and the rules it must keep
 ``judging``         a run judged against the qrels (:class:`Judged`): in list order, or ranked as trec_eval ranks
 ``registry``        the entries collected, and every lookup: descriptions, directions, headline and views
@@ -14,8 +16,8 @@ module              holds
 ``ranked``          per-query values of parsed names on a run of scores (the public API's ``evaluate``)
 ==================  ==========================================================================================
 
-**Adding a metric** is one module in ``families/`` (copy ``judged.py``: a formula ``(Judged, k) -> values``
-and ``ENTRIES``) and its test. The registry finds it; with ``aliases`` the API and CLI parse it; with
+**Adding a metric** is one module in a sub-folder of ``families/`` (copy ``incomplete/judged.py``: a formula
+``(Judged, k) -> values`` and ``ENTRIES``) and its test. The registry finds it; with ``aliases`` the API and CLI parse it; with
 ``frame`` the pipeline's per-query frame has it; ``views`` and ``objective`` put it in the console, the
 report and the fusion sweep.
 """

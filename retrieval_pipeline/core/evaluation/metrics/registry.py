@@ -1,12 +1,12 @@
 """The metric registry: every metric and per-query column the pipeline produces, collected from their entries.
 
-Each module of :mod:`~retrieval_pipeline.core.evaluation.metrics.families` declares its entries
+Each module under :mod:`~retrieval_pipeline.core.evaluation.metrics.families` declares its entries
 (:class:`~retrieval_pipeline.core.evaluation.metrics.entry.MetricInfo`) beside its formula; this module
 finds them all (:data:`METRICS`, sorted by each entry's ``order``) and looks names up. Names with a
 cut-off are patterns: ``hit_rate@{k}`` covers ``hit_rate@1``, ``hit_rate@20``, ... (``k`` is an integer
 >= 1); ``rbp(p={k})`` takes a persistence in (0, 1) instead.
 
-Adding a metric is adding one module to ``families/`` (its formula and entry) and its test. Then
+Adding a metric is adding one module to a folder of ``families/`` (its formula and entry) and its test. Then
 :func:`~retrieval_pipeline.core.evaluation.metrics.frame.aggregate` averages it (``kind="per_query"``),
 reports bold its best value in the right direction, the UI shows its description, dataset thresholds may
 name it, with ``aliases`` the public API parses it
@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from retrieval_pipeline.core.evaluation.metrics import columns as computed_elsewhere
 from retrieval_pipeline.core.evaluation.metrics import families
 from retrieval_pipeline.core.evaluation.metrics.entry import K_SUFFIX, P_SUFFIX, VIEWS, MetricInfo, View, entry_problems
 from retrieval_pipeline.core.evaluation.metrics.judging import Judged
@@ -41,10 +42,14 @@ _FAMILIES_PATH = "retrieval_pipeline/core/evaluation/metrics/families/"
 
 
 def _discover() -> tuple[MetricInfo, ...]:
-    """Every module's ``ENTRIES`` in ``families/``, sorted by ``order`` (ties: module name, then position)."""
+    """Every module's ``ENTRIES`` under ``families/`` (its sub-folders included) and in ``columns`` (the columns
+    computed elsewhere), sorted by ``order`` (ties: the module's own name, then position)."""
+    names = [computed_elsewhere.__name__] + [
+        m.name for m in pkgutil.walk_packages(families.__path__, f"{families.__name__}.") if not m.ispkg
+    ]
     found: list[MetricInfo] = []
-    for module in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
-        found += getattr(importlib.import_module(f"{families.__name__}.{module.name}"), "ENTRIES", ())
+    for name in sorted(names, key=lambda name: (name.rsplit(".", 1)[-1], name)):
+        found += getattr(importlib.import_module(name), "ENTRIES", ())
     return tuple(sorted(found, key=lambda info: info.order))
 
 
@@ -95,7 +100,7 @@ class UnknownMetricError(KeyError):
         hint = _hint(self.name)
         return (
             f"unknown metric {self.name!r}{hint}. Known metrics ({{k}} is a cut-off >= 1): "
-            f"{', '.join(known_metric_names())}. New metrics are one module in {_FAMILIES_PATH}."
+            f"{', '.join(known_metric_names())}. New metrics are one module in a folder of {_FAMILIES_PATH}."
         )
 
 

@@ -125,20 +125,16 @@ class BM25Retriever:
         doc_ids: Sequence[str],
         texts: Sequence[str],
         *,
-        k1: float = 1.5,
-        b: float = 0.75,
-        epsilon: float = 0.25,
         tokenizer: Tokenizer = tokenize,
+        **params: float,
     ) -> BM25Retriever:
         """Tokenize and index a corpus (tokenizing reports to a :class:`~retrieval_pipeline.core.common.progress.Progress`).
 
         Args:
             doc_ids: Unique document ids, in corpus order (the tie-break order).
             texts: Document texts, aligned with ``doc_ids``.
-            k1: Term-frequency saturation.
-            b: Length normalisation, in [0, 1].
-            epsilon: Factor of the average idf used as the floor for negative idf.
             tokenizer: Tokenizer for documents and, later, queries.
+            **params: ``k1``, ``b`` and ``epsilon``, as :meth:`from_tokens` takes them (passed on, not repeated).
 
         Returns:
             The built retriever.
@@ -150,7 +146,7 @@ class BM25Retriever:
             raise ValueError(f"doc_ids and texts differ in length: {len(doc_ids)} != {len(texts)}")
         with Progress("BM25 index", verb="tokenized", noun="documents", unit="docs") as progress:
             corpus_tokens = _tokenized(texts, tokenizer, progress)
-        return cls.from_tokens(doc_ids, corpus_tokens, k1=k1, b=b, epsilon=epsilon, tokenizer=tokenizer)
+        return cls.from_tokens(doc_ids, corpus_tokens, tokenizer=tokenizer, **params)
 
     @classmethod
     def from_tokens(

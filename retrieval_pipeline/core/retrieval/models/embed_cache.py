@@ -13,7 +13,7 @@ Crash safety: the missing texts are embedded in chunks of ``batch_size x BATCHES
 as soon as it is embedded, so a killed process loses at most the chunk in progress; the next run
 embeds only what is still missing.
 
-Concurrency (the locking and recovery are :class:`~retrieval_pipeline.core.common.sqlite_store.SQLiteStore`'s,
+Concurrency (the locking and recovery are :class:`~retrieval_pipeline.core.common.cache.sqlite_store.SQLiteStore`'s,
 shared with the other caches): the file is opened in WAL mode (readers never block the writer) with a busy timeout, and
 each chunk is written in one ``BEGIN IMMEDIATE`` transaction with ``INSERT OR IGNORE``. Around
 "look up the chunk again, embed what is still missing, store it" each call holds the file lock
@@ -24,7 +24,7 @@ once. The lock is released between chunks; a killed holder releases it at once (
 Corruption: a cache file that SQLite rejects ("file is not a database", "database disk image is
 malformed"), when opened or later, is renamed to ``<cache>.corrupt-<UTC timestamp>`` with a
 :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
-its place (see :mod:`retrieval_pipeline.core.common.sqlite_store`); the lost vectors are embedded again on demand.
+its place (see :mod:`retrieval_pipeline.core.common.cache.sqlite_store`); the lost vectors are embedded again on demand.
 A single damaged entry (a blob whose length disagrees with its ``dim``, or a vector holding NaN or an
 infinity, which would silently drop its document from dense results) is deleted when it is read and embedded
 again, with a :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming the cache file; an encoder
@@ -44,9 +44,9 @@ import numpy as np
 
 from retrieval_pipeline.core.common import stop
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.cache.sqlite_store import SQLiteStore
 from retrieval_pipeline.core.common.closing import Closing
 from retrieval_pipeline.core.common.progress import ProgressCallback
-from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
 from retrieval_pipeline.core.retrieval.models.encoders import Encoder
 
 #: Vectors are stored as little-endian float32.

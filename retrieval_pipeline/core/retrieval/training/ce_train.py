@@ -50,6 +50,10 @@ def train_labelled(
 ) -> dict[str, Any]:
     """Train a one-label cross-encoder from ``base_folder`` on the examples; save it into ``out_dir`` when given.
 
+    Its parameters and loop mirror :func:`~retrieval_pipeline.core.retrieval.training.mnrl_train.train_pairs` (the
+    bi-encoder's) on purpose: the model class, the loss and the batch plan differ; what is the same (seeding, the
+    optimiser, a step, the result) is shared from there.
+
     Args:
         queries, passages, labels: The examples, aligned (label 1: the passage answers the query; 0: not).
 

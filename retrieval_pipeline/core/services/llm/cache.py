@@ -9,7 +9,7 @@ A file SQLite rejects as corrupt ("file is not a database", "database disk image
 opened or later, is renamed to ``<file>.corrupt-<UTC timestamp>`` with a
 :class:`~retrieval_pipeline.core.common.atomic.CorruptFileWarning` naming both paths, and a fresh cache takes
 its place: the answers in it are asked again. The locking and recovery are
-:class:`~retrieval_pipeline.core.common.sqlite_store.SQLiteStore`'s, shared with the other caches.
+:class:`~retrieval_pipeline.core.common.cache.sqlite_store.SQLiteStore`'s, shared with the other caches.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from retrieval_pipeline.core.common.cache.sqlite_store import SQLiteStore
 from retrieval_pipeline.core.common.closing import Closing
-from retrieval_pipeline.core.common.sqlite_store import SQLiteStore
 
 #: What the warning about a corrupt file calls it.
 _WHAT = "LLM cache"

@@ -25,7 +25,7 @@ offline prover (or derived). The verdict is stored as JSON and read back as an e
 :class:`~retrieval_pipeline.core.verifier.verdicts.verdict.Verdict` (a verdict whose JSON does not read back equal is not
 stored), including the seconds its proofs took when it was proven.
 
-Storage and safety are those of :class:`~retrieval_pipeline.core.common.result_cache.ResultCache` (namespace
+Storage and safety are those of :class:`~retrieval_pipeline.core.common.cache.result_cache.ResultCache` (namespace
 :data:`NAMESPACE`): atomic entries, checksums, a corrupt entry deleted with a warning and proven again.
 
 **The trust boundary.** The sha256 of a row catches corruption, not tampering: whoever can write the cache folder could
@@ -54,7 +54,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
+from retrieval_pipeline.core.common.cache.result_cache import RESULTS_FILE, ResultCache, canonical_json, content_key
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims.claims import Claim
 from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex

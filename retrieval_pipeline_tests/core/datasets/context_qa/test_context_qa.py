@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
+from retrieval_pipeline.core.common.cache.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.common.result_cache import RESULTS_FILE, ResultCache, using_result_cache
 from retrieval_pipeline.core.common.types import Case, Document
 from retrieval_pipeline.core.datasets import CASE_JSON_FIELDS, adapter_for
 from retrieval_pipeline.core.datasets.context_qa import pairs as context_pairs

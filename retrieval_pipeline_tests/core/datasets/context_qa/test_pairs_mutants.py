@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_pipeline.core.common.result_cache import using_result_cache
+from retrieval_pipeline.core.common.cache.result_cache import using_result_cache
 from retrieval_pipeline.core.common.types import Case, Document, QAPair
 from retrieval_pipeline.core.datasets.context_qa.adapter import ContextQAAdapter, SimilaritySettingsModel
 from retrieval_pipeline.core.datasets.context_qa.pairs import ContextMatch, ContextMatcher

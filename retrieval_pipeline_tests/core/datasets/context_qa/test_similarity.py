@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_pipeline.core.common.atomic import CorruptFileWarning
-from retrieval_pipeline.core.common.result_cache import ResultCache
+from retrieval_pipeline.core.common.cache.result_cache import ResultCache
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.context_qa import similarity as similarity_module
 from retrieval_pipeline.core.datasets.context_qa.chunking import chunk_markdown

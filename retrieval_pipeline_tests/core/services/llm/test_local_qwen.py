@@ -27,17 +27,13 @@ from retrieval_pipeline.core.verifier.proofs.llm_prover import GeneratedCheck, L
 from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.verify import verify_question
 
+# the question the LLM prover's tests put to the scripted fake, here put to the real model
+from retrieval_pipeline_tests.core.verifier.proofs.test_llm_prover import OPTIONS, QUESTION
+
 pytestmark = [pytest.mark.local_llm, pytest.mark.integration]
 
 MODEL = "qwen2.5-coder-1.5b"
 CACHE = default_cache_dir()
-QUESTION = "How does `collections.Counter.most_common` order its result when called with no argument?"
-OPTIONS = {
-    "A": "From the most common element to the least common.",
-    "B": "Alphabetically by element.",
-    "C": "In insertion order only.",
-    "E": "None of the above",
-}
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import replace
@@ -29,6 +28,7 @@ from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
 from retrieval_pipeline.core.verifier.report import markdown_report, quality_report
 from retrieval_pipeline.core.verifier.verdicts.verdict import OUTPUT_TAIL_CHARS
 from retrieval_pipeline.core.verifier.verify import verify_question
+from retrieval_pipeline_tests.fakes.listener import listener
 
 
 def test_missing_bwrap_is_a_clear_error_not_a_fallback(monkeypatch):
@@ -38,27 +38,8 @@ def test_missing_bwrap_is_a_clear_error_not_a_fallback(monkeypatch):
 
 
 def test_network_is_unreachable(sandbox):
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    accepted: list[object] = []
-    stop = threading.Event()
-
-    def accept_loop() -> None:
-        deadline = time.monotonic() + 30
-        while not stop.is_set() and time.monotonic() < deadline:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            accepted.append(conn)
-            conn.close()
-
-    thread = threading.Thread(target=accept_loop, daemon=True)
-    thread.start()
-    hostile = f"""
+    with listener(30) as (port, accepted):
+        hostile = f"""
 import socket
 
 def test_reach_the_host():
@@ -66,15 +47,10 @@ def test_reach_the_host():
     s.sendall(b"leak")
     s.close()
 """
-    try:
         execution = run_pytest(hostile, "test_net.py", sandbox)
         with socket.create_connection(("127.0.0.1", port), timeout=3):
             pass  # the listener itself works from the host
         time.sleep(0.3)
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        server.close()
     assert execution.outcome == "failed" and not execution.passed
     assert "ConnectionRefusedError" in execution.stdout or "Network is unreachable" in execution.stdout
     assert len(accepted) == 1  # only the host's own check connected

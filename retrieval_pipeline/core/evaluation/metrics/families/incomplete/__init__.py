@@ -1,0 +1,1 @@
+"""Metrics for incomplete judgements, that tell judged from unjudged documents: one module per metric, found by the registry."""
