@@ -37,6 +37,16 @@ INTERRUPTED_ERROR = "DagsterExecutionInterruptedError"
 STOPPED_ERROR = "StopRequested"
 
 
+def step_label(step_key: str, assets: Sequence[str]) -> str:
+    """The step key, as the run page and the event log name the step, then in brackets the asset names where they
+    are not the key read with ``__`` as ``/``: the assets of a step that makes several (``question_verdicts
+    (quality_report, question_verdicts)``), and an asset whose name has characters Dagster's op names do not allow
+    (``retrievers__hybrid_minmax_a0_5_index (retrievers/hybrid_minmax_a0.5_index)``: only letters, digits and ``_``)."""
+    if not assets or list(assets) == [step_key] or list(assets) == [step_key.replace("__", "/")]:
+        return step_key
+    return f"{step_key} ({', '.join(assets)})"
+
+
 @dataclass
 class StepResult:
     """One finished step (op) of a run: the assets it materialised and how long it took."""
@@ -48,6 +58,10 @@ class StepResult:
     seconds: float
     error: str = ""
     error_class: str = ""
+
+    @property
+    def label(self) -> str:
+        return step_label(self.step_key, self.assets)
 
 
 @dataclass(frozen=True)
@@ -190,7 +204,7 @@ def format_summary(runs: Sequence[DatasetRun], log_path: Path, interrupted_by: s
         else:
             lines.append("  failed checks: none")
         for step in (s for s in run.failed_steps if s.error_class != CHECK_FAILED_ERROR):  # failed checks are listed above
-            lines.append(f"  failed step {step.step_key}: {first_line(step.error)}")
+            lines.append(f"  failed step {step.label}: {first_line(step.error)}")
         lines += _outputs(run.exports_dir)
         lines.append("")
     lines.append(f"Log (the full Dagster event stream): {shown_path(log_path)}")

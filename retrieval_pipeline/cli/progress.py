@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import dagster as dg
 from dagster import DagsterEvent, EventLogEntry
 
-from retrieval_pipeline.cli.console import CHECK_FAILED_ERROR, StepResult, first_line
+from retrieval_pipeline.cli.console import CHECK_FAILED_ERROR, StepResult, first_line, step_label
 from retrieval_pipeline.core.common.progress import bars_on, is_terminal
 
 LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
@@ -53,12 +53,16 @@ class Plan:
         """The stage column's width: the longest stage (asset group) of the plan, at least 10."""
         return max([10, *(len(stage) for stage, _ in self.steps.values())])
 
+    @property
+    def label_width(self) -> int:
+        """The label column's width: the longest label of the plan, at least 44 and at most 76 (a longer one overflows)."""
+        return min(76, max([44, *(len(self.label(step)[1]) for step in self.steps)]))
+
     def label(self, step_key: str) -> tuple[str, str]:
-        """``(stage, label)``: the label is the step key, as the run page and the event log name the step
-        (``retrievers__hybrid_minmax_a0_5_index`` for asset ``retrievers/hybrid_minmax_a0.5_index``: Dagster's op
-        names allow only letters, digits and ``_``), then the assets of a step that makes several."""
+        """``(stage, label)``: the label is :func:`~retrieval_pipeline.cli.console.step_label`, the step key as the run
+        page shows it, with the asset names where the key alone would not find them."""
         stage, names = self.steps.get(step_key, ("", [step_key]))
-        return stage, step_key if len(names) < 2 else f"{step_key} ({', '.join(names)})"
+        return stage, step_label(step_key, names)
 
 
 class EventStream:
@@ -123,7 +127,9 @@ class EventStream:
             error = "a blocking ERROR check failed (see the summary)"
         line = note[status] + (f": {first_line(error)}" if error else "")
         prefix = "\r\x1b[K" if self.live else ""
-        self.out.write(f"{prefix}  {self._counter(len(self.steps))} {stage:<{self.plan.stage_width}} {label:<44} {line}\n")
+        self.out.write(
+            f"{prefix}  {self._counter(len(self.steps))} {stage:<{self.plan.stage_width}} {label:<{self.plan.label_width}} {line}\n"
+        )
         self.out.flush()
 
     def _counter(self, n: int) -> str:

@@ -62,3 +62,20 @@ def test_a_terminal_of_zero_columns_still_gets_a_bar(monkeypatch: pytest.MonkeyP
     finally:
         os.close(master)
         stream.close()
+
+
+def test_the_summary_names_a_failed_step_as_the_run_page_does_with_its_asset() -> None:
+    """The summary's "failed step" line starts with the step key the run page shows, then the asset's own name where
+    the key alone would not find it (a '.' Dagster's op names do not allow); a plain key stands alone."""
+    from retrieval_pipeline.cli.console import DatasetRun, StepResult, format_summary
+
+    steps = [
+        StepResult(
+            "retrievers__hybrid_minmax_a0_5_index", "retrievers_hybrid", ["retrievers/hybrid_minmax_a0.5_index"], "failed", 1.0, "boom"
+        ),
+        StepResult("retrievers__bm25_index", "retrievers_bm25", ["retrievers/bm25_index"], "failed", 1.0, "bang"),
+    ]
+    run = DatasetRun("stdlib", "r" * 36, False, 2.0, steps, [], None, Path("/nonexistent"))
+    text = format_summary([run], Path("/nonexistent/run.log"))
+    assert "failed step retrievers__hybrid_minmax_a0_5_index (retrievers/hybrid_minmax_a0.5_index): boom" in text
+    assert "failed step retrievers__bm25_index: bang" in text

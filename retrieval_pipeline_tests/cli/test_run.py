@@ -352,8 +352,16 @@ def test_the_terminal_names_each_step_as_the_run_page_does() -> None:
     assert set(plan.steps) == run_page_steps
     for step in plan.steps:
         assert plan.label(step)[1].split(" ")[0] == step
-    assert plan.label("retrievers__hybrid_minmax_a0_5_index")[1] == "retrievers__hybrid_minmax_a0_5_index"
-    assert plan.label("verify_questions")[1] == "verify_questions (quality_report, question_verdicts)"
+    # the asset names follow where the step key alone would not find them: a '.' Dagster's op names do not allow,
+    # a step making several assets (named after its main asset)
+    assert plan.label("retrievers__bm25_index")[1] == "retrievers__bm25_index"
+    assert (
+        plan.label("retrievers__hybrid_minmax_a0_5_index")[1]
+        == "retrievers__hybrid_minmax_a0_5_index (retrievers/hybrid_minmax_a0.5_index)"
+    )
+    assert plan.label("question_verdicts")[1] == "question_verdicts (quality_report, question_verdicts)"
+    assert plan.label("retrieval_metrics")[1] == "retrieval_metrics" and "verify_questions" not in plan.steps
+    assert plan.label_width == max(len(plan.label(s)[1]) for s in plan.steps)  # the columns after the label line up
     assert dg.AssetKey(["retrievers", "hybrid_minmax_a0.5_index"]) in keys
 
 

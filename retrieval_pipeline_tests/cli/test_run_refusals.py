@@ -87,7 +87,8 @@ def test_a_failed_step_shows_its_own_message_and_the_case_counts(tmp_path: Path,
     step = next(line for line in out.splitlines() if "case_rejects, raw_cases" in line and "FAILED" in line)
     assert "Error occurred while executing" not in out
     assert "no valid case: 2 read, 2 rejected; first reject: " in step and "missing or empty 'question'" in step
-    assert "failed step raw_cases: file " in out and "no valid case: 2 read, 2 rejected" in out.split("failed step raw_cases:")[1]
+    failed = "failed step raw_cases (case_rejects, raw_cases):"  # the step key, then its assets, as the progress line
+    assert f"{failed} file " in out and "no valid case: 2 read, 2 rejected" in out.split(failed)[1]
 
 
 def test_a_refused_registry_is_one_line_naming_the_file(tmp_path: Path) -> None:

@@ -826,6 +826,8 @@ def test_the_catalogue_is_large_and_its_ids_unique() -> None:
     assert len(PROBES) >= 40 and len({(p.kind, p.id) for p in PROBES}) == len(PROBES)
 
 
+# One test function per input kind, each the same two lines, on purpose: the kind is in the test's name, so
+# `-k nq_probe` runs one kind's probes and a failure says which reader let bad input through.
 @pytest.mark.parametrize("probe", params("registry"))
 def test_registry_probe(probe: Probe, tmp_path: Path) -> None:
     check_probe(probe, run_probe(probe, tmp_path), tmp_path)

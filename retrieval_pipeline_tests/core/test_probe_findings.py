@@ -412,8 +412,8 @@ class TrickleServer:
 
 ONE_RESULT = b'{"results": [[{"doc_id": "d1", "score": 1.0}]]}'
 
-
-@pytest.mark.parametrize(
+#: A server that trickles its body, or its headers, a byte at a time (the HTTP retriever's and the LLM client's tests).
+TRICKLES = pytest.mark.parametrize(
     ("head", "piece"),
     [
         (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", b" "),
@@ -421,6 +421,9 @@ ONE_RESULT = b'{"results": [[{"doc_id": "d1", "score": 1.0}]]}'
     ],
     ids=["trickled body", "trickled headers"],
 )
+
+
+@TRICKLES
 def test_http_retriever_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
     from retrieval_pipeline.core.retrieval.base import QueryError
     from retrieval_pipeline.core.retrieval.engines.remote import RetryPolicy
@@ -467,14 +470,7 @@ def test_http_answer_within_the_deadline_and_limit_is_read() -> None:
         assert post_json(server.url, {"queries": ["q"], "k": 3}, {}, 5.0) == {"results": [[{"doc_id": "d1", "score": 1.0}]]}
 
 
-@pytest.mark.parametrize(
-    ("head", "piece"),
-    [
-        (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", b" "),
-        (b"HTTP/1.1 200 OK\r\nX-Padding: ", b"a"),
-    ],
-    ids=["trickled body", "trickled headers"],
-)
+@TRICKLES
 def test_llm_timeout_is_a_deadline_for_a_trickling_server(head: bytes, piece: bytes) -> None:
     import pydantic
 

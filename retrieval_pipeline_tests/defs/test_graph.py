@@ -9,6 +9,7 @@ import dagster as dg
 import pandas as pd
 
 from retrieval_pipeline.definitions import defs
+from retrieval_pipeline.defs.assets.alerts import RECORD_OP, alert_key, record_alerts_job
 from retrieval_pipeline.defs.schedules import weekly_evaluation_schedule
 from retrieval_pipeline.defs.sensors import retrieval_alert_sensor
 from retrieval_pipeline_tests.fakes.resources import KeywordEncoderResource
@@ -36,6 +37,10 @@ def test_definitions_load_with_schedule_sensor_and_checks():
     assert weekly.asset_layer.selected_asset_keys == every_asset  # inputs, dataset, indexes, runs, metrics, report, verifier
     assert d.resolve_schedule_def("weekly_evaluation_schedule").cron_schedule == "0 3 * * 1"
     assert d.resolve_sensor_def("retrieval_alert_sensor") is not None
+    # what the code server builds (a name used twice, e.g. a job and an op, fails only here)
+    repository = d.get_repository_def()
+    repository.load_all_definitions()
+    assert repository.get_job("record_alerts").graph.node_defs[0].name == RECORD_OP
     checks = {k.name for k in d.resolve_asset_graph().asset_check_keys}
     assert {"min_hit_rate_at_5", "min_mrr", "drift_hit_rate_at_5"} <= checks
 
@@ -135,15 +140,36 @@ def test_failing_error_check_fails_the_run_and_sensor_alerts_once(tiny_resources
     tick = retrieval_alert_sensor.evaluate_tick(context)
     alerts = resources["alerts"].sink().read()
     assert len(alerts) == 1 and alerts[0]["dataset"] == PARTITION
-    # the tick says it alerted, and on what (every tick reads "0 runs requested" in the UI otherwise)
-    assert tick.skip_message.startswith(f"ALERTED 1: retrieval_metrics[{PARTITION}] ") and "ERROR min_hit_rate_at_5" in tick.skip_message
-    assert not tick.cursor.startswith("{") and "retrieval_metrics=" in tick.cursor  # no raw JSON in the tick list
     assert any(f["check"] == "min_hit_rate_at_5" for f in alerts[0]["failed_checks"])
+    assert not tick.cursor.startswith("{") and "retrieval_metrics=" in tick.cursor  # no raw JSON in the tick list
+    # the tick that alerted requests the run that records the alert: the tick list reads "1 run requested", not the
+    # "0 runs requested" of every idle tick
+    assert tick.skip_message is None and len(tick.run_requests) == 1
+    request = tick.run_requests[0]
+    assert request.run_key == f"alerts:{tick.cursor}" and request.tags["retrieval_pipeline/alerts"] == f"1 ({PARTITION})"
+    [record] = request.run_config["ops"][RECORD_OP]["config"]["alerts"]
+    assert record["dataset"] == PARTITION and record["summary"] == alerts[0]["summary"]
+
+    # the run materialises the alert on alerts/<dataset>: the text, the failed checks, a link to the evaluation's run
+    assert record_alerts_job.execute_in_process(run_config=request.run_config, instance=instance).success
+    stored = instance.fetch_materializations(alert_key(PARTITION), limit=1).records[0].asset_materialization.metadata
+    run = alerts[0]["run_id"][:8]
+    assert (
+        stored["alert"].value.startswith(f"retrieval_metrics[{PARTITION}] run {run}: ")
+        and "ERROR min_hit_rate_at_5" in stored["alert"].value
+    )
+    assert stored["severity"] == dg.MetadataValue.text("ERROR")
+    assert stored["source_run"].value == alerts[0]["run_id"] and stored["retrieval_metrics failed checks"].value >= 1
+    assert "quality_report failed checks" not in stored  # one plot per source: no line joins two kinds of alert
+    assert "min_hit_rate_at_5" in [r.data["check"] for r in stored["failed_checks"].value.records]
+    # "Re-execute" on the run page starts the same config again: the alert is not recorded twice
+    assert record_alerts_job.execute_in_process(run_config=request.run_config, instance=instance).success
+    assert len(instance.fetch_materializations(alert_key(PARTITION), limit=10).records) == 1
 
     again = dg.build_sensor_context(instance=instance, cursor=tick.cursor, resources={"alerts": resources["alerts"]})
     idle = retrieval_alert_sensor.evaluate_tick(again)
     assert len(resources["alerts"].sink().read()) == 1  # once per failing evaluation
-    assert idle.skip_message == "no new evaluation: no alert"
+    assert idle.skip_message == "no new evaluation: no alert" and not idle.run_requests  # idle: "Skipped", no run
 
 
 def test_drift_against_previous_materialisation_raises_an_alert(tiny_resources):
@@ -162,9 +188,18 @@ def test_drift_against_previous_materialisation_raises_an_alert(tiny_resources):
     assert "bm25 " not in drift.description
 
     context = dg.build_sensor_context(instance=instance, resources={"alerts": resources["alerts"]})
-    retrieval_alert_sensor.evaluate_tick(context)
+    tick = retrieval_alert_sensor.evaluate_tick(context)
     alerts = resources["alerts"].sink().read()
     assert len(alerts) == 1 and alerts[0]["failed_checks"][0]["check"] == "drift_hit_rate_at_5"
+
+    # the alert record names the retriever that fell and plots its hit@5 before and after (on stdlib's own key)
+    [request] = tick.run_requests
+    assert record_alerts_job.execute_in_process(run_config=request.run_config, instance=instance).success
+    stored = instance.fetch_materializations(alert_key(PARTITION), limit=1).records[0].asset_materialization.metadata
+    dropped = alerts[0]["failed_checks"][0]["dropped"]
+    assert stored["drift_retriever"].value in dropped and stored["drift_retriever"].value in drift.description
+    before, after = stored["hit@5 before"].value, stored["hit@5 after"].value
+    assert before > after and before == round(dropped[stored["drift_retriever"].value]["before"], 4)
 
 
 def test_weekly_schedule_requests_every_dataset_with_inputs_present():

@@ -46,15 +46,16 @@ def dagster_home_for_tests(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def webserver(home: Path, log: Path) -> Iterator[str]:
-    """``dagster-webserver`` on ``home``; yields its base URL once it answers, then ends its process group."""
+def webserver(home: Path, log: Path, workspace: Path | str = "workspace.yaml") -> Iterator[str]:
+    """``dagster-webserver`` on ``home`` and ``workspace`` (default: the project's); yields its base URL once it
+    answers, then ends its process group."""
     port = free_port()
     command = [
         sys.executable,
         "-m",
         "dagster_webserver",
         "-w",
-        "workspace.yaml",
+        str(workspace),
         "-h",
         "127.0.0.1",
         "-p",

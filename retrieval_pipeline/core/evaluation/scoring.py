@@ -129,7 +129,18 @@ def _significance_rule(
         "flipped_queries": flipped,
         "flipped_total": len(report.flipped),
     }
+    if dropped := dropped_figures(report.frame):  # only on a failed check: a passing one shows no empty value
+        extra["dropped"] = dropped
     return CheckResult(name, report.passed, "WARN", report.description, {}, drift.min_drop, extra)
+
+
+def dropped_figures(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """``{retriever: {"before": b, "after": a}}`` of the retrievers the regression gate alerts on: the drift check's
+    ``dropped`` metadata, which the alert record (``alerts/<dataset>``) shows and plots."""
+    if frame.empty or not {"alert", "before", "after"} <= set(frame.columns):
+        return {}
+    rows = frame[frame["alert"].fillna(0).astype(bool)]
+    return {str(r.retriever): {"before": float(r.before), "after": float(r.after)} for r in rows.itertuples()}
 
 
 #: How the drift check decides, by ``drift.rule`` (one entry per rule).

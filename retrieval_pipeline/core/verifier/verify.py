@@ -28,7 +28,9 @@ together (:class:`~retrieval_pipeline.core.services.sandbox.shared_batches.Share
 documentation of it, once (:mod:`~retrieval_pipeline.core.verifier.observation.doc_claims`). **A documented purpose**: when the
 proofs leave one or two options consistent (their names exist) and every other one false, the documentation of what
 each names is read, and the one whose documentation states the purpose the question asks about is true
-(:mod:`~retrieval_pipeline.core.verifier.observation.purpose_claims`).
+(:mod:`~retrieval_pipeline.core.verifier.observation.purpose_claims`). **A missing argument, observed**: a question about a
+snippet that asks which argument is missing runs the snippet, and the option naming the argument its error says is
+missing is true (:mod:`~retrieval_pipeline.core.verifier.observation.missing_argument`).
 
 **A second prover** (``fallback``, e.g. :class:`~retrieval_pipeline.core.verifier.proofs.llm_prover.LLMProver`) is asked
 only about the options the first left undecided or merely consistent; its proofs run in the same sandbox. Its
@@ -66,6 +68,7 @@ from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS
 from retrieval_pipeline.core.verifier.decompose import decompose
 from retrieval_pipeline.core.verifier.observation.abridged import suite_names_line
 from retrieval_pipeline.core.verifier.observation.doc_claims import doc_evidence
+from retrieval_pipeline.core.verifier.observation.missing_argument import missing_argument
 from retrieval_pipeline.core.verifier.observation.purpose_claims import documented_purpose
 from retrieval_pipeline.core.verifier.observation.snippet_observation import compose, snippet_evidence
 from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, probe_environment
@@ -178,6 +181,8 @@ def prove_question(
         seen = iter(snippet_evidence([claims[i] for i in observed], str(snippet), settings, index, texts) if observed else [])
         evidence = [next(seen) if i in observed else next(proven) for i in range(len(claims))]
         evidence = documented_purpose(question, evidence, settings, index)
+        if snippet is not None:
+            evidence = missing_argument(question, snippet, evidence, settings, index)
     if fallback is not None:
         evidence = second_opinion(evidence, fallback, settings, workers=workers, batch=batch, shared=shared)
     verdict = decide(case_id, marked, evidence)

@@ -19,6 +19,7 @@ GROUP = __name__.rsplit(".", 1)[-1]
 
 
 @dg.multi_asset(
+    name="question_verdicts",  # the step's name on the run page: after its main asset (quality_report summarises it)
     outs={
         "question_verdicts": dg.AssetOut(
             group_name=GROUP, kinds={"pandas"}, description="One verdict per multiple-choice question, with the evidence per option."

@@ -100,4 +100,13 @@ def drift_gate(
         )
     else:
         desc = f"{metric} within {max_relative_drop:.0%} of the previous evaluation for all checked retrievers"
-    return CheckResult(name, not bad, "WARN", desc, {f"{r}_relative_drop": d for r, d in drops.items()}, max_relative_drop)
+    dropped = {r: {"before": float(previous[r]), "after": float(current[r][metric])} for r in bad}
+    return CheckResult(
+        name,
+        not bad,
+        "WARN",
+        desc,
+        {f"{r}_relative_drop": d for r, d in drops.items()},
+        max_relative_drop,
+        {"metric": metric, "dropped": dropped} if dropped else {},  # the figures the alert record shows, when one fell
+    )

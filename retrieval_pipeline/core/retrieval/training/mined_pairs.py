@@ -16,7 +16,7 @@ An anchor shorter than ``min_words`` words is dropped, and so is an anchor (lowe
 collapsed) read from two different documents (the same sentence on two objects): a known item has one
 answer. A member's sentence is kept twice, for the method and for its class. Nothing here
 reads a query, a qrel or a case: the functions take documents only, which is what keeps evaluation
-questions out of training (``retrieval_pipeline_tests/test_finetune_leakage.py`` checks the real ADK
+questions out of training (``retrieval_pipeline_tests/core/retrieval/training/test_finetune_leakage.py`` checks the real ADK
 questions against the mined pairs).
 
 :func:`split_pairs` holds back a seeded share of the *documents* (all their pairs with them) for choosing

@@ -3,13 +3,17 @@
 Reads ``docs_request.json`` (``{"path": "google.adk.agents.run_config.RunConfig", "member": "max_llm_calls" | null}``)
 and writes ``member.docs.json``: ``{"found": bool, "texts": [...], "error": ...}``. The texts are the class's
 docstring, or for a member: its attribute docstring (the string literal after the field in the class body, in the
-class or a base), its pydantic ``Field(description=...)``, or the docstring of the property or method of that name.
+class or a base), its pydantic ``Field(description=...)``, or the docstring of the property or method of that name; and
+when none of those says anything, its entry in an ``Args:``/``Attributes:`` section (or a reST ``:param:``) of the
+docstrings that list parameters: a method's own for its parameter (``Runner.run_async``'s ``new_message``), a class's
+and its ``__init__``'s (in its bases too) for a field.
 """
 
 import ast
 import importlib
 import inspect
 import json
+import re
 import textwrap
 
 REQUEST = "docs_request.json"
@@ -46,6 +50,63 @@ def attribute_docstrings(cls, member):
     return texts
 
 
+#: A section of a Google-style docstring that lists names: ``Args:``, ``Attributes:``, ...
+_SECTION = re.compile(r"^(\s*)(?:Args|Arguments|Parameters|Params|Attributes|Keyword Args|Keyword Arguments|Fields):\s*$")
+#: One entry of such a section: ``name (type): text`` or ``name: text``.
+_ENTRY = re.compile(r"^\s*\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def documented_entry(doc, member):
+    """What a docstring's ``Args:``/``Attributes:`` section (or a reST ``:param member:``) says of ``member``: its entry's
+    text with its continuation lines, "" when it has none."""
+    if not doc:
+        return ""
+    lines, out, i = doc.splitlines(), [], 0
+    while i < len(lines):
+        section = _SECTION.match(lines[i])
+        i += 1
+        if not section:
+            continue
+        base, entry_indent, current = len(section.group(1)), None, None
+        while i < len(lines):
+            line = lines[i]
+            indent = len(line) - len(line.lstrip())
+            if line.strip() and indent <= base:
+                break
+            if line.strip():
+                entry_indent = indent if entry_indent is None else entry_indent
+                entry = _ENTRY.match(line) if indent == entry_indent else None
+                if indent == entry_indent:
+                    current = entry.group(1) if entry else None
+                    if current == member:
+                        out.append(entry.group(2))
+                elif current == member:
+                    out.append(line.strip())
+            i += 1
+    out += re.findall(r":param\s+(?:[\w\[\], .]+\s+)?" + re.escape(member) + r":\s*([^\n]*)", doc)
+    return " ".join(t for t in out if t.strip()).strip()
+
+
+def section_texts(obj, member):
+    """The entries for ``member`` in the docstrings that list parameters: a callable's own, or a class's and its
+    ``__init__``'s (for a class, in its bases too)."""
+    owners = inspect.getmro(obj) if inspect.isclass(obj) else (obj,)
+    docs = []
+    for owner in owners:
+        if owner is object:
+            continue
+        docs.append(inspect.getdoc(owner) if not inspect.isclass(owner) else owner.__doc__)
+        init = vars(owner).get("__init__") if inspect.isclass(owner) else None
+        if init is not None:
+            docs.append(getattr(init, "__doc__", None))
+    texts = []
+    for doc in docs:
+        entry = documented_entry(inspect.cleandoc(doc) if isinstance(doc, str) else "", member)
+        if entry and entry not in texts:
+            texts.append(entry)
+    return texts
+
+
 def read(request):
     obj = load(request["path"])
     member = request.get("member")
@@ -61,6 +122,8 @@ def read(request):
         texts.append(attribute.__doc__)
     elif callable(attribute) and getattr(attribute, "__doc__", None) and not inspect.isclass(attribute):
         texts.append(attribute.__doc__)
+    if not texts:  # nothing beside the member itself: what a docstring's Args/Attributes section says of it
+        texts = section_texts(obj, member)
     if not texts and member not in fields and not hasattr(obj, member):
         raise AttributeError(f"{request['path']} has no member {member!r}")
     return texts

@@ -34,3 +34,22 @@ def test_drift_gate_relative_drop_boundary():
     current["bm25"]["hit_rate@5"] = 0.89
     bad = drift_gate("hit_rate@5", 0.10, current, prev, ["bm25", "dense"])
     assert not bad.passed and bad.severity == "WARN" and "bm25 1.000 -> 0.890" in bad.description
+
+
+def test_drift_gates_name_the_retrievers_that_dropped_with_before_and_after():
+    """The alert record (alerts/<dataset>) shows and plots these: only the retrievers that fell, both rules."""
+    import pandas as pd
+
+    from retrieval_pipeline.core.evaluation.scoring import dropped_figures
+
+    prev = {"bm25": 1.0, "dense": 0.75}
+    current = {"bm25": {"hit_rate@5": 0.89}, "dense": {"hit_rate@5": 0.75}}
+    bad = drift_gate("hit_rate@5", 0.10, current, prev, ["bm25", "dense"])
+    assert bad.extra == {"metric": "hit_rate@5", "dropped": {"bm25": {"before": 1.0, "after": 0.89}}}
+    assert drift_gate("hit_rate@5", 0.2, current, prev, ["bm25", "dense"]).extra == {}  # passed: nothing fell
+
+    frame = pd.DataFrame(
+        {"retriever": ["bm25", "dense", "new"], "before": [0.6, 0.5, None], "after": [0.4, 0.49, 0.3], "alert": [True, False, None]}
+    )
+    assert dropped_figures(frame) == {"bm25": {"before": 0.6, "after": 0.4}}
+    assert dropped_figures(frame.iloc[0:0]) == {}
