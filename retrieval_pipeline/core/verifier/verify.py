@@ -98,6 +98,7 @@ class VerificationRun:
         return len(self.verdicts) - len(self.reused)
 
 
+# Deliberately the parameters of prove_question (below) plus the cache: it wraps that call (duplicates lists the pair).
 def verify_question(
     case_id: str,
     question: str,

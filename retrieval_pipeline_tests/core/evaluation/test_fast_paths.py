@@ -77,6 +77,80 @@ def test_bulk_reader_parses_scores_exactly_as_float_does(tmp_path: Path) -> None
     assert trec._bulk_run_scores(path) == {"q": {f"d{i}": v for i, v in enumerate(scores)}}
 
 
+@pytest.mark.parametrize(
+    ("text", "single_spaced"),
+    [
+        ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.25 t\n\nq2 Q0 a 1 1e-3 t\n", True),
+        ("q1 Q0 a 1 1. t\nq1 Q0 b 2 .5 t\nq1 Q0 c 3 +2 t\nq1 Q0 d 4 1E5 t\nq1 Q0 e 5 -0 t\nq2 Q0 a 1 7 t", True),
+        ("q1 Q0 a 1 1_0 t\n", False),  # float() reads 10; pyarrow refuses it, the other readers take it
+        ("q1 Q0 a 1 0x10 t\n", False),
+        ("q1 Q0 a 1 inf t\nq1 Q0 b 2 0.4 t\n", False),
+        ("q1 Q0 a 1 0.5 t\nq1 Q0 b +2 0.4 t\n", False),  # int() reads +2: not digits only
+        ("q1\tQ0 a 1 0.5 t\n", False),
+        ("q1  Q0 a 1 0.5 t\n", False),
+        (" q1 Q0 a 1 0.5 t\n", False),
+        ("q1 Q0 a 1 0.5 t \n", False),
+        ("q1 Q0 a\xa0b 1 0.5 t\n", False),  # a non-ASCII space: str.split splits there (pandas' tokenizer did not)
+        ("q1 Q0 a\u2003b 1 0.5 t\n", False),
+        ("q1 Q0 a\x0bb 1 0.5 t\n", False),
+        ("q1 Q0 a\x1cb 1 0.5 t\n", False),
+        ("q1 Q0 é 1 0.5 t\nq1 Q0 b 2 0.4 t\n", False),  # non-ASCII without a space: pandas reads it
+        ("q1 Q0 a 1 0.5 t\r\n", False),
+        ("q1 Q0 a 1 0.5 t\nq2 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n", False),  # a query on lines apart
+        ("q1 Q0 a 1 0.5 t\nq1 Q0 a 2 0.4 t\n", False),  # a doc twice
+        ("q1 Q0 " + "a" * 70_000 + " 1 0.5 t\n", False),  # a line over the limit
+        ("q1 Q0 a 1 0." + "0" * 70_000 + "1 t\n", False),
+        ("q1 Q0 " + "a" * 30_000 + " 1 0.5 " + "t" * 30_000 + "\nq1 Q0 b 1 0.5 t\n", True),  # long, within it
+    ],
+)
+def test_single_spaced_reader_equals_the_line_reader_or_declines(tmp_path: Path, text: str, single_spaced: bool) -> None:
+    """pyarrow's reader takes only what the line reader reads the same way; everything else it leaves to the others."""
+    path = tmp_path / "run.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    fast = trec._arrow_run_scores(path.read_bytes())
+    assert (fast is not None) == single_spaced
+    try:
+        expected = _line_by_line(path)
+    except InputError as error:
+        assert fast is None
+        with pytest.raises(InputError, match=str(error).split(": ", 1)[-1][:30].replace("(", r"\(")):
+            trec.read_trec_run_scores(path)
+        return
+    if fast is not None:
+        assert fast == expected and [list(h) for h in fast.values()] == [list(h) for h in expected.values()]
+    assert trec.read_trec_run_scores(path) == expected
+
+
+def test_single_spaced_reader_parses_scores_exactly_as_float_does() -> None:
+    rng = np.random.default_rng(1)
+    scores = (rng.random(20_000) * 10.0 ** rng.integers(-300, 300, 20_000) * rng.choice([-1, 1], 20_000)).tolist()
+    scores += [0.1 + 0.2, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0, 0.30000000000000004]
+    text = "".join(f"q Q0 d{i} {i} {v!r} t\n" for i, v in enumerate(scores))
+    text += "".join(f"q Q0 e{i} {i} {v:.17e} t\n" for i, v in enumerate(scores))
+    expected = {f"d{i}": v for i, v in enumerate(scores)} | {f"e{i}": float(f"{v:.17e}") for i, v in enumerate(scores)}
+    fast = trec._arrow_run_scores(text.encode())
+    assert fast is not None and list(fast) == ["q"]
+    assert all(fast["q"][d] == v and np.signbit(fast["q"][d]) == np.signbit(v) for d, v in expected.items())
+
+
+def test_a_file_is_read_whole_in_pieces_within_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.txt"
+    path.write_bytes(b"q Q0 d 1 0.5 t\n" * 100)
+    monkeypatch.setattr(trec, "READ_PIECE_BYTES", 7)
+    with trec.open_trec(path) as handle:
+        assert handle.read() == path.read_bytes()
+    monkeypatch.setenv(trec.MAX_TREC_BYTES_ENV, "1500")
+    path.write_bytes(b"q Q0 d 1 0.5 t\n" * 100 + b"x" * 1000)
+    with pytest.raises(trec.PathRefused, match="over the limit"):
+        trec.open_trec(path)
+    import gzip
+
+    packed = tmp_path / "run.txt.gz"
+    packed.write_bytes(gzip.compress(b"q Q0 d 1 0.5 t\n" * 200))
+    with trec.open_trec(packed) as handle, pytest.raises(trec.PathRefused, match="once decompressed"):
+        handle.read()
+
+
 def test_bulk_checked_score_dicts_are_used_as_they_are_and_odd_ones_are_still_refused() -> None:
     run = {"q": {"a": 0.5, "b": np.float32(0.25), "c": 3, "d": np.float64(1.0)}}
     assert load_run(run) == run and load_run(run)["q"] is run["q"]

@@ -42,6 +42,7 @@ import gzip
 import io
 import math
 import os
+import re
 import stat
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -65,6 +66,8 @@ DEFAULT_MAX_TREC_BYTES = 4 * 1024**3
 MAX_TREC_BYTES_ENV = "RETRIEVAL_PIPELINE_MAX_TREC_BYTES"
 #: Longest line accepted, in bytes (a TREC line is six short fields; an endless line is refused here).
 MAX_TREC_LINE_BYTES = 64 * 1024
+#: Bytes read at a time when a TREC file is read whole.
+READ_PIECE_BYTES = 16 * 1024**2
 #: The first two bytes of every gzip stream (RFC 1952).
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -272,13 +275,18 @@ def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
             data = handle.read()
         except (OSError, EOFError, zlib.error):
             return None  # a broken gzip stream: the line reader says where
+    single_spaced = _arrow_run_scores(data)
+    if single_spaced is not None:
+        return single_spaced
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
     if len(data) and np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
         return None  # a line over the limit: the line reader names it
+    if _OTHER_SPACES_ASCII.search(data) or (not data.isascii() and _OTHER_SPACES.search(data.decode("utf-8", errors="replace"))):
+        return None  # a separator str.split sees and pandas' tokenizer does not: the line reader splits it
     try:
         frame = pd.read_csv(
             io.BytesIO(data), sep=r"\s+", header=None, engine="c", quoting=csv.QUOTE_NONE, na_filter=False, encoding="utf-8",
-            dtype={0: object, 1: "str", 2: object, 3: "str", 4: np.float64, 5: "str"},
+            dtype={0: object, 1: object, 2: object, 3: object, 4: np.float64, 5: object},  # object: no Arrow strings to build
         )  # fmt: skip
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return None
@@ -292,6 +300,59 @@ def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
     run = {queries[a]: dict(zip(doc_ids[a:b], values[a:b])) for a, b in zip(starts, starts[1:])}
     if len(run) != len(starts) - 1 or sum(map(len, run.values())) != len(queries):
         return None  # a query on lines apart, or a doc listed twice: the line reader says where
+    return run
+
+
+#: Whitespace that ``str.split`` (the line reader) splits at and pandas' ``\s+`` tokenizer does not (it splits at spaces
+#: and tabs, and ends lines at ``\r`` and ``\n``): ASCII's vertical tab, form feed and separators, and Unicode's spaces.
+_OTHER_SPACES_ASCII = re.compile(rb"[\x0b\x0c\x1c-\x1f]")
+_OTHER_SPACES = re.compile(r"[^\S \t\r\n]")
+#: The bytes of a file :func:`_arrow_run_scores` reads: printable ASCII and the newline (so a single space is the only
+#: separator ``str.split`` would see: no tab, carriage return, form feed or non-ASCII space).
+_SINGLE_SPACED_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
+
+
+def _arrow_run_scores(data: bytes) -> dict[str, dict[str, float]] | None:
+    """The run read by pyarrow's CSV reader (single spaces between fields), or None when it cannot read it that way.
+
+    Taken only for printable ASCII with one space between fields and six fields on every line (pyarrow refuses any
+    other count, and a double, leading or trailing space makes an empty field, another count), digit-only ranks and
+    finite scores; it needs each query on consecutive lines and no doc twice. pyarrow parses the scores correctly
+    rounded, as ``float`` does. Anything else is left to the callers' other readers.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pa_csv
+
+    if not data or data.translate(None, _SINGLE_SPACED_BYTES):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            io.BytesIO(data),
+            read_options=pa_csv.ReadOptions(autogenerate_column_names=True, use_threads=False),
+            parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True),
+            convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(map("f{}".format, range(6)), pa.string()), null_values=[]),
+        )
+        if table.num_columns != 6 or table.num_rows == 0:
+            return None
+        # a line is its six fields and five spaces: within the limit when the longest of each field are
+        longest = sum(pc.max(pc.binary_length(column)).as_py() for column in table.columns) + len(" " * 5 + "\n")
+        if longest > MAX_TREC_LINE_BYTES or not pc.all(pc.ascii_is_decimal(table.column("f3"))).as_py():
+            return None  # a long line (the caller measures each) or a rank not digits only: the others decide
+        scores = pc.cast(table.column("f4"), pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, ValueError):
+        return None
+    if not np.isfinite(scores).all():
+        return None
+    queries = pc.dictionary_encode(table.column("f0")).combine_chunks()
+    starts = [0, *(np.flatnonzero(np.diff(queries.indices.to_numpy())) + 1).tolist(), table.num_rows]
+    query_ids = queries.dictionary.to_pylist()
+    if len(query_ids) != len(starts) - 1:
+        return None  # a query on lines apart: the line reader says where
+    doc_ids, values = table.column("f2").to_pylist(), scores.tolist()
+    run = {query_id: dict(zip(doc_ids[a:b], values[a:b])) for query_id, a, b in zip(query_ids, starts, starts[1:])}
+    if sum(map(len, run.values())) != table.num_rows:
+        return None  # a doc listed twice: the line reader says where
     return run
 
 
@@ -399,15 +460,26 @@ class _Bounded(io.RawIOBase):
         return True
 
     def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        data = self.inner.read(len(buffer))
+        data = self._counted(self.inner.read(len(buffer)))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readall(self) -> bytes:
+        """Everything left, read in 16 MiB pieces (``RawIOBase.readall`` reads 8 KiB at a time), within the limit."""
+        pieces = []
+        while data := self._counted(self.inner.read(READ_PIECE_BYTES)):
+            pieces.append(data)
+        return b"".join(pieces)
+
+    def _counted(self, data: bytes) -> bytes:
+        """``data``, counted against the limit (refused past it)."""
         self.done += len(data)
         if self.done > self.limit:
             raise PathRefused(
                 f"TREC file holds over {self.limit:,} bytes once decompressed (set {MAX_TREC_BYTES_ENV} to raise it): refused",
                 path=str(self.path),
             )
-        buffer[: len(data)] = data
-        return len(data)
+        return data
 
     def close(self) -> None:
         try:

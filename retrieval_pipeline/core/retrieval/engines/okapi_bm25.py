@@ -36,6 +36,12 @@ DENSE_MIN_POSTINGS_PER_CELL = 0.05
 DENSE_CHUNK_CELLS = 2**17
 #: Documents per block of the dense top-k's threshold (the k-th largest block maximum bounds the k-th best from below).
 TOP_K_BLOCK = 256
+#: Index entries (postings) from which a search runs the compiled kernel (:mod:`.bm25_kernels`): loading Numba costs
+#: about a second once per process, which a large index repays within a few queries.
+COMPILED_FROM_POSTINGS = 1_000_000
+#: The compiled kernel ranks only the touched documents of a query whose postings number less than this share of the
+#: documents, and every document (one pass over the dense score row) otherwise.
+SPARSE_MAX_SHARE = 0.125
 
 
 class BM25Retriever:
@@ -58,7 +64,11 @@ class BM25Retriever:
     an unknown token contributes 0.
 
     **How it is computed.** Every per-(term, document) summand is precomputed into a sparse
-    ``terms x documents`` CSR matrix. A batch of queries is scored in groups of :data:`DECISION_GROUP`, each
+    ``terms x documents`` CSR matrix. An index of at least :data:`COMPILED_FROM_POSTINGS` entries is searched by
+    the compiled kernel :func:`~retrieval_pipeline.core.retrieval.engines.bm25_kernels.search` (Numba), one query
+    after another in one call: each query's postings added into a float64 score row in query order, its top ``k``
+    kept by a heap; a batch is its queries' loop without the per-call overhead. Smaller indexes (and an environment
+    without Numba) use numpy: a batch of queries is scored in groups of :data:`DECISION_GROUP`, each
     the cheaper of two ways, chosen by how many postings its queries touch: rare-term groups as one sparse
     product with a ``queries x terms`` matrix holding one entry of value 1 per query token, in query order
     (repeats are separate entries); groups whose postings cover at least :data:`DENSE_MIN_POSTINGS_PER_CELL`
@@ -216,6 +226,10 @@ class BM25Retriever:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         term_ids = [self._term_ids(tokens) for tokens in queries_tokens]
+        if self.weights.nnz >= COMPILED_FROM_POSTINGS and k > 0:
+            kernel = _compiled_search()
+            if kernel is not None:
+                return self._compiled_hits(kernel, term_ids, k)
         n_docs = len(self.doc_ids)
         rows = max(1, DENSE_CHUNK_CELLS // n_docs)
         postings = np.diff(self.weights.indptr)
@@ -300,6 +314,21 @@ class BM25Retriever:
         dense = np.bincount(cells, weights=weights, minlength=len(term_ids) * width).reshape(len(term_ids), width)
         return [self._hits(positions, scores) for positions, scores in _dense_top_k(dense, k)]
 
+    def _compiled_hits(self, kernel: Any, term_ids: Sequence[Sequence[int]], k: int) -> list[list[Hit]]:
+        """Top-``k`` positive hits of every query, from the compiled kernel (bit-identical to the numpy paths)."""
+        query_indptr = np.zeros(len(term_ids) + 1, dtype=np.int64)
+        np.cumsum([len(ids) for ids in term_ids], out=query_indptr[1:])
+        query_terms = np.fromiter(chain.from_iterable(term_ids), dtype=np.int64, count=int(query_indptr[-1]))
+        weights, n_docs = self.weights, len(self.doc_ids)
+        positions, scores, counts = kernel(
+            weights.indptr, weights.indices, weights.data, n_docs, query_indptr, query_terms, k, int(n_docs * SPARSE_MAX_SHARE)
+        )
+        doc_ids = self.doc_ids
+        return [
+            [(doc_ids[p], s) for p, s in zip(row_positions[:count], row_scores[:count])]
+            for row_positions, row_scores, count in zip(positions.tolist(), scores.tolist(), counts.tolist())
+        ]
+
     def _hits(self, positions: np.ndarray, scores: np.ndarray) -> list[Hit]:
         """``(doc_id, score)`` pairs for corpus positions."""
         doc_ids = self.doc_ids
@@ -354,6 +383,15 @@ class BM25Retriever:
 
 
 # ---------------------------------------------------------------------- ranking
+
+
+def _compiled_search() -> Any:
+    """The compiled kernel's search, or None when Numba is not installed (the numpy paths give the same hits)."""
+    try:
+        from retrieval_pipeline.core.retrieval.engines.bm25_kernels import search
+    except ImportError:
+        return None
+    return search
 
 
 def top_k(positions: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,8 +18,7 @@ claim it makes carries ``details["atoms"]``: the checks its proof runs against t
 * ``env_var`` (``name``): some installed source mentions the variable; ``cli_option`` (``command``, ``option``):
   a console script's (sub)command has that flag; ``import`` (``module``);
 * ``mentions`` (``path``, ``patterns``, ``what``): the code behind a class mentions a technology;
-  ``holds`` (``path``, ``type``): an instance built without arguments holds a ``dict``; ``persists_nothing`` (``path``,
-  ``patterns``): no module behind a class mentions any way to keep data outside the process; ``takes_list`` (``owner``,
+  ``holds`` (``path``, ``type``): an instance built without arguments holds a ``dict``; ``takes_list`` (``owner``,
   ``name``): a parameter or field declares a type that takes a list;
 * ``abstract`` (``path``): a class is abstract (abstract methods, ``abc.ABC`` among its bases, a method that
   raises ``NotImplementedError``);
@@ -79,7 +78,6 @@ ATOM_CHECKS: tuple[str, ...] = (
     "abstract",
     "mentions",
     "holds",
-    "persists_nothing",
     "takes_list",
 )
 

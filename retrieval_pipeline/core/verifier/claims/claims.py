@@ -426,46 +426,8 @@ def _call_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame
         return None
     if not (tree.body.args or tree.body.keywords):  # type: ignore[attr-defined]
         return None
-    kept = construction_asked(frame.question, tree.body)  # type: ignore[attr-defined]
     return _make(
         case_id, letter, text, "expression", f"`{expr}` evaluates without error", expr,
         mode="evaluates", expr=expr, setup="", free_names=free_names(expr), bindings=frame.bindings,
-        decides="necessary", **({"truth_when": "kept"} if kept else {}),
+        decides="necessary",
     )  # fmt: skip
-
-
-#: "How do you correctly construct a user message content object with text?": how to build an object.
-_CONSTRUCTION_QUESTION = re.compile(r"^\s*how\b[^?]*\b(?:construct|create|build|instantiate|initiali[sz]e|make)\b", re.I)
-#: Words of a construction question that say nothing about the object: how, correctly, an object, a new one.
-_CONSTRUCTION_FILLER = frozenset(
-    "how do does you we one should would can could correctly correct properly proper right way construct create build "
-    "instantiate initialize initialise make new object instance the and with for that this".split()
-)
-
-
-def _words(text: str) -> set[str]:
-    """Lower-case words of a text, names split at underscores and case changes (``UserMessage`` -> user, message)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text).replace("_", " ")
-    return {w for w in re.findall(r"[a-z][a-z0-9]+", spaced.lower()) if len(w) >= 3}
-
-
-def construction_asked(question: str, call: ast.Call) -> bool:
-    """Whether the question asks how to build the object this call builds, so that a call which evaluates and keeps
-    every argument it is given (:func:`~..sandbox_side.proof_kinds._prove_expression`, ``kept``) answers it.
-
-    The kind of claim: *a call's result keeps its arguments*. It applies when the question asks how to construct (create,
-    build, initialise) something; the callee is a class (CamelCase) whose name shares a word with the question (the
-    object built is the one asked about, ``types.Content`` for "a ... content object"); the call passes keywords only (each
-    is read back by name); and every word the question says it is built *with* ("with text") is in the name of a keyword
-    the call (or a call inside it) passes: what it is built with is an argument it is given (a call that leaves it out,
-    or passes it in another argument, ``tools=[code_executor_tool]``, proves nothing about it).
-    """
-    if not _CONSTRUCTION_QUESTION.search(question) or call.args or not call.keywords or any(k.arg is None for k in call.keywords):
-        return False
-    callee = ast.unparse(call.func).rsplit(".", 1)[-1]
-    if not _CAMEL.match(callee) or not (_words(callee) & _words(question)):
-        return False
-    with_part = re.search(r"\bwith\b([^?]*)", question, re.I)
-    wanted = _words(with_part.group(1)) - _CONSTRUCTION_FILLER if with_part else set()
-    given = {w for node in ast.walk(call) if isinstance(node, ast.keyword) and node.arg for w in _words(node.arg)}
-    return wanted <= given

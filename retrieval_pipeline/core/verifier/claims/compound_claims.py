@@ -16,7 +16,6 @@ The builders have the signature of those in :mod:`~retrieval_pipeline.core.verif
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from typing import Any
 
@@ -79,13 +78,6 @@ STORAGE_TECHNOLOGIES: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] =
      (r"\bopen\(", r"\.write_text\(", r"\.write_bytes\(", r"\baiofiles\b", r"\bjson\.dump\(", r"\bpickle\b", r"\bshelve\b",
       r"\bshutil\b", r"\bos\.replace\(", r"\btempfile\b")),
 )  # fmt: skip
-#: Any way to keep data outside the process, for "kept in memory" to be proven: the storages above and the clients of
-#: databases, cloud services and the network (stricter than any one storage: a mention anywhere leaves it open).
-OUTSIDE_THE_PROCESS: tuple[str, ...] = tuple(p for _, _, patterns in STORAGE_TECHNOLOGIES for p in patterns) + (
-    r"sqlalchemy", r"\bspanner\b", r"\bbigtable\b", r"\bbigquery\b", r"\bdatastore\b", r"\bmongo", r"\bboto",
-    r"\bvertex", r"google\.cloud\b", r"\bapi_client\b", r"\bhttpx\b", r"\baiohttp\b", r"\brequests\b", r"\burllib\b",
-    r"\bgrpc\b", r"\bsocket\b", r"\bdbm\b", r"\bsqlite3\b",
-)  # fmt: skip
 _IN_MEMORY_DICT = re.compile(r"\bdict(?:ionary)?\b[^.;]*\b(?:ram|memory)\b|\b(?:ram|memory)\b[^.;]*\bdict(?:ionary)?\b", re.I)
 
 
@@ -105,17 +97,13 @@ def storage_claim(case_id: str, letter: str, text: str, option: str, frame: _Fra
         for what, pattern, patterns in STORAGE_TECHNOLOGIES
         if pattern.search(plain)
     ]
-    in_memory_only = bool(_IN_MEMORY_DICT.search(plain)) and not atoms
     if _IN_MEMORY_DICT.search(plain):
         atoms.append({"check": "holds", "path": subject, "type": "dict"})
     if not atoms:
         return None
     shown = ", ".join(str(a.get("what") or "a dict in memory") for a in atoms)
-    if in_memory_only:  # kept in memory, proven: it holds dicts and nothing behind it reaches outside the process
-        atoms.append({"check": "persists_nothing", "path": subject, "patterns": list(OUTSIDE_THE_PROCESS), "upgrade": True})
-    claim = _claim(case_id, letter, text, "compound", f"the code behind `{subject}` uses {shown}", subject, atoms, frame,
-                   decides="necessary")  # fmt: skip
-    return dataclasses.replace(claim, details={**claim.details, "truth_when": "upgraded"}) if in_memory_only else claim
+    return _claim(case_id, letter, text, "compound", f"the code behind `{subject}` uses {shown}", subject, atoms, frame,
+                  decides="necessary")  # fmt: skip
 
 
 #: "How should sub-agents be passed to `SequentialAgent`?", "... How do you pass them?": how things are handed over.

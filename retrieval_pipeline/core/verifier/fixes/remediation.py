@@ -101,6 +101,7 @@ TARGET_LABEL = "target"
 _PASSING = ("true", "consistent")
 
 
+# Deliberately the parameters of propose_fix (below), which it calls once per flagged verdict (duplicates lists the pair).
 def remediate(
     verdicts: Sequence[Verdict],
     cases: Sequence[Case],

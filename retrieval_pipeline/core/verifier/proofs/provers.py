@@ -250,8 +250,6 @@ class OfflineProver:
             data["exception"] = d["exception"]
         elif d["mode"] != "evaluates":
             data["expected"] = d["expected"]
-        if d["mode"] == "evaluates" and d.get("truth_when") == "kept":
-            data["kept"] = True
         return "_prove_expression", data
 
 

@@ -501,11 +501,9 @@ def _distribution_root(module):
     return module
 
 
-def _module_closure(klass, hubs=True):
+def _module_closure(klass):
     """The sources of the modules that define ``klass`` and its bases in its distribution, and of every module of that
-    distribution they import (anywhere in their code): what the class's behaviour can reach by name. ``hubs=False``:
-    a package reached only to import its submodules (``from . import _util``) is not read, since none of its own code is
-    used then."""
+    distribution they import (anywhere in their code): what the class's behaviour can reach by name."""
     import importlib.util
 
     top = _distribution_root(klass.__module__ or "")
@@ -538,9 +536,7 @@ def _module_closure(klass, hubs=True):
                     base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) if node.level else node.module
                 except (ImportError, ValueError):
                     continue
-                subs = [base + "." + a.name for a in node.names]
-                only_submodules = all(sys.modules.get(sub) is not None for sub in subs)
-                targets = subs if (not hubs and only_submodules) else [base] + subs
+                targets = [base] + [base + "." + a.name for a in node.names]
             for target in targets:
                 if target and inside(target):
                     read(target)
@@ -560,22 +556,6 @@ def _atom_mentions(atom, names):
             if re.search(pattern, text, re.I):
                 return name + " mentions " + atom["what"] + " (" + pattern + ")"
     raise _No("nothing in the modules behind " + atom["path"] + " (" + ", ".join(sorted(sources)) + ") mentions " + atom["what"])
-
-
-def _atom_persists_nothing(atom, names):
-    """No module behind a class mentions any way to keep data outside the process (``patterns``: databases, files, cloud
-    storage, network clients): what it holds lives in memory. Open (never false) when one does: it may not be used."""
-    klass = _get(atom["path"], names)
-    if not isinstance(klass, type):
-        raise _Open(atom["path"] + " is not a class")
-    sources = _module_closure(klass, hubs=False)
-    if not sources:
-        raise _Open("no module source found for " + atom["path"])
-    for name, text in sources.items():
-        for pattern in atom["patterns"]:
-            if re.search(pattern, text, re.I):
-                raise _Open(name + " mentions a way to keep data outside the process (" + pattern + ")")
-    return "nothing in the modules behind " + atom["path"] + " (" + str(len(sources)) + ") keeps data outside the process"
 
 
 def _atom_holds(atom, names):
@@ -838,7 +818,6 @@ _ATOM_CHECKS = {
     "abstract": _atom_abstract,
     "mentions": _atom_mentions,
     "holds": _atom_holds,
-    "persists_nothing": _atom_persists_nothing,
     "takes_list": _atom_takes_list,
     "deprecated": _atom_deprecated,
 }
@@ -875,14 +854,8 @@ def _check(atom, names):
 
 
 def _decide_atoms(atoms, names):
-    """Every atom must hold (any false: the option is false; any open: undecided). Atoms marked ``upgrade`` decide
-    nothing of the kind: they are checked only once the others hold, and the record says whether all of them held too
-    (``upgraded``): what makes a passing necessary check a proof of the option (``Claim.details["truth_when"]``)."""
     results = []
-    upgrades = [atom for atom in atoms if atom.get("upgrade")]
     for atom in atoms:
-        if atom.get("upgrade"):
-            continue
         state, reason = _check(atom, names)
         results.append({"check": atom["check"], "state": state, "reason": reason[:300]})
     false = [r["reason"] for r in results if r["state"] == "false"]
@@ -891,9 +864,4 @@ def _decide_atoms(atoms, names):
     open_ = [r["reason"] for r in results if r["state"] == "undecided"]
     if open_:
         _undecided("; ".join(open_))
-    upgraded = None
-    for atom in upgrades:
-        state, reason = _check(atom, names)
-        results.append({"check": atom["check"], "state": state, "reason": reason[:300]})
-        upgraded = state == "true" if upgraded is None else upgraded and state == "true"
-    _true("; ".join(r["reason"] for r in results), atoms=results, upgraded=upgraded)
+    _true("; ".join(r["reason"] for r in results), atoms=results)

@@ -92,35 +92,8 @@ def _prove_accepts(subject, names, param, expect_accepted, value_source, named_o
     _true(subject + (" accepts " if accepted else " does not accept ") + param + ": " + how)
 
 
-def _kept_arguments(expr, ns, result):
-    """Whether the object ``expr`` (a call of a class, keywords only) built keeps every argument: it is an instance of the
-    class called, and each keyword's value, evaluated again, equals the attribute of that name on it. ``(kept, why)``."""
-    try:
-        call = ast.parse(expr, mode="eval").body
-        klass = eval(compile(ast.Expression(call.func), "<callee>", "eval"), ns)
-    except Exception as exc:
-        return False, "the callee cannot be read again: " + type(exc).__name__
-    if not isinstance(klass, type) or not isinstance(result, klass):
-        return False, "the result is not an instance of the class called"
-    for keyword in call.keywords:
-        try:
-            given = eval(compile(ast.Expression(keyword.value), "<argument>", "eval"), ns)
-            held = getattr(result, keyword.arg)
-        except Exception as exc:
-            return False, keyword.arg + " cannot be read back: " + type(exc).__name__
-        try:
-            same = held is given or (isinstance(held, bool) == isinstance(given, bool) and bool(held == given))
-        except Exception:
-            same = False
-        if not same:
-            return False, keyword.arg + " is not kept as given: " + repr(held)[:120]
-    return True, "the built " + klass.__name__ + " keeps every argument (" + ", ".join(k.arg for k in call.keywords) + ")"
-
-
-def _prove_expression(names, free, setup, expr, mode, exception=None, expected=None, kept=False):
-    """``expr`` (after ``setup``) evaluates, raises ``exception``, or returns/matches the literal ``expected``. With
-    ``kept`` (an object the question asks how to build), an evaluation also records whether the built object keeps every
-    argument it was given (``kept``, :func:`_kept_arguments`): the host then takes the option as true."""
+def _prove_expression(names, free, setup, expr, mode, exception=None, expected=None):
+    """``expr`` (after ``setup``) evaluates, raises ``exception``, or returns/matches the literal ``expected``."""
     try:
         ns = _namespace(names, free)
         if setup:
@@ -144,10 +117,6 @@ def _prove_expression(names, free, setup, expr, mode, exception=None, expected=N
         ignored = _ignored_keywords(expr, ns)
         if ignored:  # accepted and dropped (or swallowed): that it evaluates says nothing about them
             _undecided(expr + " evaluates, but " + ", ".join(ignored) + " reach(es) no named parameter or field: the library may ignore it")
-        if kept:
-            held, why = _kept_arguments(expr, ns, result)
-            _true(expr + " evaluates; " + why, fingerprint=_fingerprint(result), kept=held)
-            return
         _true(expr + " evaluates", fingerprint=_fingerprint(result))
     elif mode == "raises":
         if raised is None:

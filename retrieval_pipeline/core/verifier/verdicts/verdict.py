@@ -131,9 +131,6 @@ def option_evidence(proof: Proof, execution: Execution | None) -> OptionEvidence
     elif execution.passed and raw.get("option_true") is True:
         if claim.decides == "truth":
             state, option_true = "true", True
-        elif claim.details.get("truth_when") and raw.get(str(claim.details["truth_when"])) is True:
-            state, option_true = "true", True  # the proof's own code recorded what makes the option the answer
-            note = f"{note} (which proves the option: {claim.details['truth_when']})"
         else:
             state = "consistent"
             note = f"{note} (a necessary condition only: the behaviour the question describes is not executed)"

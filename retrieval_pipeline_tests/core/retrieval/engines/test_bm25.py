@@ -322,3 +322,63 @@ def test_batch_of_common_terms_does_not_take_the_sparse_product(monkeypatch) -> 
     assert products == [] and common == [index.search_tokens([["common", "word"]], 3)[0]] * 5
     rare = index.search_tokens([[f"rare{i}"] for i in range(5)], 3)
     assert products == [5] and [hits[0][0] for hits in rare] == [f"d{i}" for i in range(5)]
+
+
+# ---------------------------------------------------------------------- the compiled kernel (large indexes)
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 2))
+@pytest.mark.parametrize("sparse_share", [0.0, 1e12])
+def test_compiled_kernel_matches_rank_bm25(seed: int, sparse_share: float, monkeypatch) -> None:
+    """Forced onto the Numba kernel (every query ranked over the dense row, or over its touched documents only), the
+    scores, hits, ties and the k beyond the corpus stay rank_bm25's, batched and one at a time."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(bm25_module, "COMPILED_FROM_POSTINGS", 0)
+    monkeypatch.setattr(bm25_module, "SPARSE_MAX_SHARE", sparse_share)
+    assert_parity(*random_corpus(seed), k=3)
+    assert_parity(*random_corpus(seed), k=1000)
+
+
+def test_compiled_kernel_on_the_api_corpus_and_its_edge_queries(monkeypatch) -> None:
+    pytest.importorskip("numba")
+    monkeypatch.setattr(bm25_module, "COMPILED_FROM_POSTINGS", 0)
+    assert_parity([tokenize(text) for text in API_DOCS], [tokenize(query) for query in API_QUERIES])
+    index = BM25Retriever.build([f"api{i}" for i in range(len(API_DOCS))], API_DOCS)
+    assert index.search([], 5) == [] and index.search(["json"], 0) == [[]]
+
+
+def test_compiled_kernel_keeps_ties_in_position_order(monkeypatch) -> None:
+    pytest.importorskip("numba")
+    monkeypatch.setattr(bm25_module, "COMPILED_FROM_POSTINGS", 0)
+    corpus = [["x", "pad"] if i in (0, 2, 4, 6, 9) else [f"o{i}", "pad"] for i in range(30)]  # five equal x scores
+    index = BM25Retriever.from_tokens([f"d{i}" for i in range(len(corpus))], corpus)
+    for share in (0.0, 1e12):
+        monkeypatch.setattr(bm25_module, "SPARSE_MAX_SHARE", share)
+        assert [doc_id for doc_id, _ in index.search_tokens([["x"]], 4)[0]] == ["d0", "d2", "d4", "d6"]
+
+
+def test_a_large_batch_is_one_kernel_call(monkeypatch) -> None:
+    """The batch path never loses to its own loop: a batch is one call of the compiled loop over its queries (the
+    loop pays the conversion and the call once per query), with the loop's hits."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(bm25_module, "COMPILED_FROM_POSTINGS", 0)
+    corpus, queries = random_corpus(11)
+    index = BM25Retriever.from_tokens([str(i) for i in range(len(corpus))], corpus)
+    calls: list[int] = []
+    kernel = bm25_module._compiled_search()
+    monkeypatch.setattr(bm25_module, "_compiled_search", lambda: lambda *args: calls.append(len(args[4]) - 1) or kernel(*args))
+    batched = index.search_tokens(queries, 5)
+    assert calls == [len(queries)]
+    assert batched == [index.search_tokens([query], 5)[0] for query in queries]
+
+
+def test_compiled_kernel_is_used_from_the_size_threshold(monkeypatch) -> None:
+    corpus, queries = random_corpus(5)
+    index = BM25Retriever.from_tokens([str(i) for i in range(len(corpus))], corpus)
+    used: list[bool] = []
+    monkeypatch.setattr(bm25_module, "_compiled_search", lambda: used.append(True))  # None: falls back to numpy
+    monkeypatch.setattr(bm25_module, "COMPILED_FROM_POSTINGS", index.weights.nnz + 1)
+    small = index.search_tokens(queries, 5)
+    assert used == []
+    monkeypatch.setattr(bm25_module, "COMPILED_FROM_POSTINGS", index.weights.nnz)
+    assert index.search_tokens(queries, 5) == small and used == [True]  # without Numba: the numpy hits

@@ -32,7 +32,7 @@ def checks(claim) -> list[tuple[str, str | None]]:
         ("It is stored in a SQLite database.", [("mentions", "SQLite")]),
         ("It is saved to a local JSON file.", [("mentions", "a file")]),
         ("It is uploaded to Google Cloud Storage.", [("mentions", "Google Cloud Storage")]),
-        ("It is kept in a Python dictionary in RAM and lost when the process exits.", [("holds", None), ("persists_nothing", None)]),
+        ("It is kept in a Python dictionary in RAM and lost when the process exits.", [("holds", None)]),
         ("It is written to a SQLite file.", [("mentions", "SQLite"), ("mentions", "a file")]),  # both must hold
     ],
 )
