@@ -44,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_files:
         folder = Path(args.from_files)
         start = time.perf_counter()
-        peers.ours_compare(folder / "qrels.txt", sorted(folder.glob("run*.txt")), args.permutations)
-        print(f"compare from the {args.runs} TREC run files: {time.perf_counter() - start:.1f} s; peak {_peak_mib():,} MiB", flush=True)
+        runs = sorted(folder.glob("run*.txt"))
+        peers.ours_compare(folder / "qrels.txt", runs, args.permutations)
+        print(f"compare from the {len(runs)} TREC run files: {time.perf_counter() - start:.1f} s; peak {_peak_mib():,} MiB", flush=True)
         return 0
     start = time.perf_counter()
     data = peers.synthetic_set(args.queries, args.depth, args.runs)
