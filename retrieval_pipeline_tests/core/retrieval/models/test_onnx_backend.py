@@ -96,7 +96,7 @@ def onnx_encoder(model_dir: Path, cache: Path, exporter: Any, **settings: Any) -
 
 
 def test_backend_setting_is_validated(model_dir: Path) -> None:
-    assert BACKENDS == ("torch", "onnx_int8", "onnx_int8_ffn_fp32") and set(ENCODER_BACKENDS) == set(BACKENDS)
+    assert BACKENDS == ("torch", "onnx_int8", "onnx_int8_ffn_fp32", "onnx_int8_outliers_fp32") and set(ENCODER_BACKENDS) == set(BACKENDS)
     assert dense("d", model_dir).backend == DEFAULT_BACKEND
     assert dense("d", model_dir, backend="onnx_int8").backend == "onnx_int8"
     assert dense("d", model_dir, backend="torch").settings()["backend"] == "torch"
@@ -413,3 +413,59 @@ def test_the_ffn_fp32_backend_has_its_own_recipe_cache_folder_and_model_id(
     assert dense("mpnet_like", model_dir, backend="onnx_int8_ffn_fp32").backend == "onnx_int8_ffn_fp32"
     OnnxInt8FfnFp32Encoder(model_dir, cache_dir=cache, name="toy").encode(["dog"])
     assert flags == [False, True]  # cached: not exported again
+
+
+# -- the third recipe: only the outlier channels of the feed-forward outputs in fp32 (issue 38) -------
+
+
+def test_the_outliers_fp32_backend_has_its_own_recipe_cache_folder_and_model_id(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_pipeline.core.retrieval.models import encoders as encoders_module
+    from retrieval_pipeline.core.retrieval.models.encoders import OnnxInt8FfnFp32Encoder, OnnxInt8OutliersFp32Encoder
+    from retrieval_pipeline.core.retrieval.models.onnx_backend import (
+        FFN_FP32_SUBFOLDER,
+        OUTLIERS_FP32_SUBFOLDER,
+        RECIPE_FFN_FP32,
+        RECIPE_OPTIONS,
+        RECIPE_OUTLIERS_FP32,
+    )
+
+    calls: list[dict[str, bool]] = []
+    fake = FakeExporter()
+
+    def export(model_folder: Path, onnx_path: Path, tokenizer_path: Path, **options: bool) -> dict[str, Any]:
+        calls.append(options)
+        return fake(model_folder, onnx_path, tokenizer_path)
+
+    monkeypatch.setattr(encoders_module, "export_qint8", export)
+    cache = tmp_path / "onnx"
+    encoders = [
+        cls(model_dir, cache_dir=cache, name="toy") for cls in (OnnxInt8Encoder, OnnxInt8FfnFp32Encoder, OnnxInt8OutliersFp32Encoder)
+    ]
+    for encoder in encoders:
+        assert encoder.encode(["cat"]).shape == (1, 2)
+    assert calls == [{}, {"ffn_output_fp32": True}, {"outlier_channels_fp32": True}]
+    assert set(RECIPE_OPTIONS) == {RECIPE, RECIPE_FFN_FP32, RECIPE_OUTLIERS_FP32}
+    folders = [encoder.exported().folder.parent for encoder in encoders]
+    assert folders == [cache, cache / FFN_FP32_SUBFOLDER, cache / OUTLIERS_FP32_SUBFOLDER] and OUTLIERS_FP32_SUBFOLDER != FFN_FP32_SUBFOLDER
+    assert encoders[2].exported().manifest["recipe"] == RECIPE_OUTLIERS_FP32 and len({RECIPE, RECIPE_FFN_FP32, RECIPE_OUTLIERS_FP32}) == 3
+    assert len({encoder.model_id for encoder in encoders}) == 3 and encoders[2].model_id.endswith(";backend=onnx_int8_outliers_fp32")
+    assert ENCODER_BACKENDS["onnx_int8_outliers_fp32"] is OnnxInt8OutliersFp32Encoder
+    assert dense("mpnet_like", model_dir, backend="onnx_int8_outliers_fp32").backend == "onnx_int8_outliers_fp32"
+    OnnxInt8OutliersFp32Encoder(model_dir, cache_dir=cache, name="toy").encode(["dog"])
+    assert len(calls) == 3  # cached: not exported again
+
+
+def test_the_export_takes_one_recipe_at_a_time(model_dir: Path) -> None:
+    from retrieval_pipeline.core.retrieval.models.onnx_backend import export_qint8
+
+    with pytest.raises(ValueError, match="choose one"):
+        export_qint8(model_dir, model_dir / "m.onnx", model_dir / "t.json", ffn_output_fp32=True, outlier_channels_fp32=True)
+
+
+def test_the_registry_runs_dense_mpnet_on_the_outliers_fp32_backend() -> None:
+    from retrieval_pipeline.core.retrieval.factory import load_retriever_specs
+
+    registry = Path(__file__).resolve().parents[4] / "data" / "config" / "retrievers.yaml"
+    assert load_retriever_specs(registry).get("dense_mpnet").backend == "onnx_int8_outliers_fp32"
