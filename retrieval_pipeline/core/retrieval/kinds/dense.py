@@ -18,6 +18,10 @@ Settings:
   and dev ADK at about 3x the passages per second. ``onnx_int8_ffn_fp32`` is the second recipe (the
   feed-forward output MatMuls left in fp32, cached under ``data/cache/onnx/ffn_output_fp32``), for models
   whose first-recipe graph loses them: all-mpnet-base-v2, cosine to torch .885 against .994.
+  ``onnx_int8_outliers_fp32`` is the third (only the few outlier input channels of those MatMuls in fp32, found
+  on calibration texts; cached under ``data/cache/onnx/ffn_outlier_channels_fp32``;
+  :mod:`~retrieval_pipeline.core.retrieval.models.onnx_outliers`): the same cosine at the first recipe's speed,
+  about 3x torch's passages/s where the second gives 2x; ``dense_mpnet`` runs on it.
   The encoder's ``model_id`` names a backend other than torch (``;backend=onnx_int8``), so the
   embedding cache and saved indexes never mix the two backends' vectors.
 * ``model: {finetuned: {base: {...}, epochs, learning_rate, ...}}``: the base model fine-tuned on pairs

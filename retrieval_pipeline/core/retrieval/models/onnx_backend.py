@@ -17,7 +17,10 @@ exporter, opset :data:`OPSET`), then dynamically quantised with
 per batch at run time. Per-channel weights matter: per-tensor int8 gave a cosine of 0.95 to the torch
 vectors on NQ passages, per-channel 0.994. The quantised graph is then run beside the float one on the export's sample
 (:func:`quantised_agreement`): below a cosine of :data:`MIN_EXPORT_COSINE` the export is refused, naming
-backend ``torch`` (all-mpnet-base-v2's int8 graph gives about 0.05 on this project's AVX2 machine). The tokenizer transformers uses (its fast backend) is saved
+backend ``torch`` (all-mpnet-base-v2's int8 graph gives about 0.05 on this project's AVX2 machine).
+Two more recipes serve models with outlier activations (:data:`RECIPE_OPTIONS`): :data:`RECIPE_FFN_FP32` keeps the
+feed-forward output MatMuls in fp32, :data:`RECIPE_OUTLIERS_FP32` only their outlier input channels
+(:mod:`~retrieval_pipeline.core.retrieval.models.onnx_outliers`); each has its own backend name and cache subfolder. The tokenizer transformers uses (its fast backend) is saved
 beside the graph, so running needs neither torch nor transformers.
 
 **Cache** (:func:`ensure_exported`): ``<cache_dir>/<16 hex of the weights' SHA-256>-<8 hex of the
