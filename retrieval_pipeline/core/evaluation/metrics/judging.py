@@ -10,7 +10,8 @@ Two ways in, one result:
   and ranks only the judged documents: a judged document's rank is 1 + the number of documents of its
   query with a higher float32 score + the number of tied ones with a higher doc id (those few ties are
   compared as strings). No metric here reads anything of an unjudged document but its rank, so the
-  unjudged ones are never sorted or looked up.
+  unjudged ones are never sorted or looked up. The same run read from a file as flat arrays (:class:`FlatScores`:
+  row ranges per query, dictionary-encoded doc ids, scores) is judged the same way without a dict per query.
 
 Conventions (checked against trec_eval, pytrec_eval, ir_measures and ranx in the evaluation tests):
 
