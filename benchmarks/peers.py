@@ -548,6 +548,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _, compile_s = timed(lambda: (ranx_means(tiny.qrels, tiny.runs["run0"]), ranx_compare(tiny, 10)))
             print(f"ranx warm-up (Numba compiling, untimed below): {compile_s:.1f} s", flush=True)
         data, seconds = timed(lambda: synthetic_set(args.queries, args.depth, args.runs))
+        if args.workdir:
+            Path(args.workdir).mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=args.workdir) as folder:
             paths, write_s = timed(lambda: write_files(data, Path(folder)))
             print(f"synthetic set: {seconds:.1f} s to generate, {write_s:.1f} s to write its TREC files (untimed below)", flush=True)

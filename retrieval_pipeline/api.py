@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from retrieval_pipeline.api_inputs import load_qrels, load_run
+from retrieval_pipeline.api_inputs import load_qrels, load_scores
 from retrieval_pipeline.core.evaluation.metrics import MetricName, parse_metric, parse_metrics
+from retrieval_pipeline.core.evaluation.metrics.judging import FlatScores
 from retrieval_pipeline.core.evaluation.metrics.ranked import per_query_values
 from retrieval_pipeline.core.evaluation.overlap import EmptyRunWarning as EmptyRunWarning  # re-exported: the API's warning categories
 from retrieval_pipeline.core.evaluation.overlap import NoSharedQueryWarning as NoSharedQueryWarning
@@ -65,9 +66,13 @@ Test = Literal["randomisation", "t-test"]
 
 
 def _per_query(
-    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], metrics: list[MetricName], label: str = "run", stacklevel: int = 3
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]] | FlatScores,
+    metrics: list[MetricName],
+    label: str = "run",
+    stacklevel: int = 3,
 ) -> dict[str, np.ndarray]:
-    problem = overlap_problem(qrels, run, label)
+    problem = overlap_problem(qrels, {q: range(n) for q, n in run.sizes().items()} if isinstance(run, FlatScores) else run, label)
     if problem is not None:
         category, message = problem
         warnings.warn(message, category, stacklevel=stacklevel)
@@ -168,7 +173,7 @@ def evaluate(qrels: object, run: object, metrics: str | Iterable[str] = DEFAULT_
     """
     parsed = parse_metrics(metrics)
     judged = load_qrels(qrels)
-    values = _per_query(judged, load_run(run), parsed, f"run {run}" if isinstance(run, (str, Path)) else "the run")
+    values = _per_query(judged, load_scores(run), parsed, f"run {run}" if isinstance(run, (str, Path)) else "the run")
     query_ids = list(judged)
     return Evaluation(
         means={name: float(v.mean()) for name, v in values.items()},
@@ -394,7 +399,7 @@ def compare(
     parsed = parse_metrics(metrics)
     judged = load_qrels(qrels)
     query_ids = list(judged)
-    values = {name: _per_query(judged, load_run(run, f"run {name!r}"), parsed, f"run {name!r}", 4) for name, run in named.items()}
+    values = {name: _per_query(judged, load_scores(run, f"run {name!r}"), parsed, f"run {name!r}", 4) for name, run in named.items()}
     names = list(named)
     wide = {m: pd.DataFrame({r: values[r][m] for r in names}, index=query_ids) for m in (p.name for p in parsed)}
     result = compare_all(wide, pairwise)

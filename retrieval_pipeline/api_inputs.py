@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run_scores
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run_flat, read_trec_run_scores
+from retrieval_pipeline.core.evaluation.metrics.judging import FlatScores
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,6 +124,18 @@ def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]
     if not result:
         raise ValueError(f"{label} is empty: there are no queries to evaluate")
     return result
+
+
+def load_scores(run: object, label: str = "run") -> dict[str, dict[str, float]] | FlatScores:
+    """A run as :func:`load_run` reads it; a TREC run path as flat arrays
+    (:func:`~retrieval_pipeline.core.evaluation.exports.trec.read_trec_run_flat`), which ``evaluate`` and ``compare``
+    judge without a dict per query. A file the flat reader leaves alone is read by :func:`load_run`, which names the
+    file and line of a problem."""
+    if isinstance(run, (str, Path)):
+        flat = read_trec_run_flat(run)
+        if flat is not None:
+            return flat
+    return load_run(run, label)
 
 
 def load_run(run: object, label: str = "run") -> dict[str, dict[str, float]]:

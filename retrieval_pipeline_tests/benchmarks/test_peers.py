@@ -52,3 +52,11 @@ def test_a_peer_that_is_not_installed_is_skipped_with_its_reason(peers, capsys, 
     assert "peers: none installed" in out
     assert "in memory: ours" in out and "| pytrec_eval: skipped: pytrec_eval is not installed" in out
     assert "| ranx: skipped: ranx is not installed" in out
+
+
+def test_a_workdir_that_does_not_exist_yet_is_made(peers, capsys, monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(peers, "missing_peers", lambda: {name: f"skipped: {name} is not installed" for name in peers.PEERS})
+    workdir = tmp_path / "not" / "there"
+    assert peers.main([*TINY, "--skip", "known-item,code,compare", "--workdir", str(workdir)]) == 0
+    assert workdir.is_dir() and not any(workdir.iterdir())  # made, and the temporary folder inside it removed again
+    assert "in memory: ours" in capsys.readouterr().out

@@ -47,7 +47,7 @@ import stat
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from retrieval_pipeline.core.common.atomic import atomic_write
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.paths import PathRefused
 from retrieval_pipeline.core.common.types import Hit, Qrels, Run
+from retrieval_pipeline.core.evaluation.metrics.judging import FlatScores, lists_a_doc_twice
 
 V = TypeVar("V", int, float)
 
@@ -312,48 +313,95 @@ _OTHER_SPACES = re.compile(r"[^\S \t\r\n]")
 _SINGLE_SPACED_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
 
 
-def _arrow_run_scores(data: bytes) -> dict[str, dict[str, float]] | None:
-    """The run read by pyarrow's CSV reader (single spaces between fields), or None when it cannot read it that way.
+def _arrow_run_table(data: bytes) -> tuple[Any, np.ndarray, Any] | None:
+    """The run read by pyarrow's CSV reader (single spaces between fields): ``(table, scores, dictionary-encoded query
+    ids)``, or None when it cannot read it that way.
 
-    Taken only for printable ASCII with one space between fields and six fields on every line (pyarrow refuses any
-    other count, and a double, leading or trailing space makes an empty field, another count), digit-only ranks and
-    finite scores; it needs each query on consecutive lines and no doc twice. pyarrow parses the scores correctly
-    rounded, as ``float`` does. Anything else is left to the callers' other readers.
+    Taken only for printable ASCII with one space between fields and six fields on every line (the first line's count
+    is checked, and pyarrow refuses a line of another; a double, leading or trailing space makes an empty field,
+    another count), lines within the bound, digit-only ranks and finite scores, each query on consecutive lines. pyarrow parses the scores correctly rounded, as ``float`` does.
+    Anything else is left to the callers' other readers.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pa_csv
 
-    if not data or data.translate(None, _SINGLE_SPACED_BYTES):
-        return None
+    if not data or data.translate(None, _SINGLE_SPACED_BYTES) or data[: data.find(b"\n")].count(b" ") != 5:
+        return None  # other bytes, or a first line of other than six fields (pyarrow holds every line to the first's count)
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    if np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
+        return None  # a long line: the line reader names it
     try:
         table = pa_csv.read_csv(
             io.BytesIO(data),
             read_options=pa_csv.ReadOptions(autogenerate_column_names=True, use_threads=False),
             parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True),
-            convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(map("f{}".format, range(6)), pa.string()), null_values=[]),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=dict.fromkeys(map("f{}".format, range(6)), pa.string()),
+                null_values=[],
+                include_columns=["f0", "f2", "f3", "f4"],  # Q0 and the tag are read (six fields a line) and not kept
+            ),
         )
-        if table.num_columns != 6 or table.num_rows == 0:
-            return None
-        # a line is its six fields and five spaces: within the limit when the longest of each field are
-        longest = sum(pc.max(pc.binary_length(column)).as_py() for column in table.columns) + len(" " * 5 + "\n")
-        if longest > MAX_TREC_LINE_BYTES or not pc.all(pc.ascii_is_decimal(table.column("f3"))).as_py():
-            return None  # a long line (the caller measures each) or a rank not digits only: the others decide
+        if table.num_rows == 0 or not pc.all(pc.ascii_is_decimal(table.column("f3"))).as_py():
+            return None  # a rank not digits only: the others decide
         scores = pc.cast(table.column("f4"), pa.float64()).to_numpy()
     except (pa.ArrowInvalid, ValueError):
         return None
     if not np.isfinite(scores).all():
         return None
     queries = pc.dictionary_encode(table.column("f0")).combine_chunks()
-    starts = [0, *(np.flatnonzero(np.diff(queries.indices.to_numpy())) + 1).tolist(), table.num_rows]
-    query_ids = queries.dictionary.to_pylist()
-    if len(query_ids) != len(starts) - 1:
+    if len(queries.dictionary) != 1 + np.count_nonzero(np.diff(queries.indices.to_numpy())):
         return None  # a query on lines apart: the line reader says where
+    return table, scores, queries
+
+
+def _query_starts(queries: Any, rows: int) -> np.ndarray:
+    """``(queries + 1,)`` row offsets of each query's consecutive lines."""
+    return np.concatenate(([0], np.flatnonzero(np.diff(queries.indices.to_numpy())) + 1, [rows])).astype(np.int64)
+
+
+def _arrow_run_scores(data: bytes) -> dict[str, dict[str, float]] | None:
+    """The run as ``{query_id: {doc_id: score}}`` through :func:`_arrow_run_table`; None as it, or for a doc listed twice."""
+    read = _arrow_run_table(data)
+    if read is None:
+        return None
+    table, scores, queries = read
+    starts = _query_starts(queries, table.num_rows).tolist()
     doc_ids, values = table.column("f2").to_pylist(), scores.tolist()
-    run = {query_id: dict(zip(doc_ids[a:b], values[a:b])) for query_id, a, b in zip(query_ids, starts, starts[1:])}
+    run = {q: dict(zip(doc_ids[a:b], values[a:b])) for q, a, b in zip(queries.dictionary.to_pylist(), starts, starts[1:])}
     if sum(map(len, run.values())) != table.num_rows:
         return None  # a doc listed twice: the line reader says where
     return run
+
+
+def read_trec_run_flat(path: str | Path) -> FlatScores | None:
+    """A TREC run file as :class:`~retrieval_pipeline.core.evaluation.metrics.judging.FlatScores`, or None.
+
+    The same file, checks and numbers as :func:`read_trec_run_scores`, without a Python dict per query: what
+    ``evaluate`` and ``compare`` read a run path with. None when the file is not the single-spaced, well-formed text of
+    :func:`_arrow_run_table` or lists a doc twice for a query; :func:`read_trec_run_scores` then reads it (and names
+    the file and line of a problem).
+    """
+    import pyarrow.compute as pc
+
+    try:
+        handle = open_trec(Path(path))
+    except OSError:
+        return None
+    with handle:
+        try:
+            data = handle.read()
+        except (OSError, EOFError, zlib.error):
+            return None
+    read = _arrow_run_table(data)
+    if read is None:
+        return None
+    table, scores, queries = read
+    docs = pc.dictionary_encode(table.column("f2")).combine_chunks()
+    starts, doc_index = _query_starts(queries, table.num_rows), docs.indices.to_numpy()
+    if lists_a_doc_twice(starts, doc_index, len(docs.dictionary)):
+        return None
+    return FlatScores(queries.dictionary.to_pylist(), starts, doc_index, docs.dictionary.to_pylist(), scores)
 
 
 def _trec_eval_order(hits: dict[str, float]) -> list[Hit]:
@@ -465,11 +513,16 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
     def readall(self) -> bytes:
-        """Everything left, read in 16 MiB pieces (``RawIOBase.readall`` reads 8 KiB at a time), within the limit."""
+        """Everything left, within the limit: a plain file's known size in one read, then (a gzip stream, or a file
+        that grew) 16 MiB pieces (``RawIOBase.readall`` reads 8 KiB at a time)."""
         pieces = []
+        if self.inner is self.raw:
+            size = os.fstat(self.raw.fileno()).st_size - self.raw.tell()
+            if 0 < size <= self.limit - self.done:
+                pieces.append(self._counted(self.inner.read(size)))
         while data := self._counted(self.inner.read(READ_PIECE_BYTES)):
             pieces.append(data)
-        return b"".join(pieces)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def _counted(self, data: bytes) -> bytes:
         """``data``, counted against the limit (refused past it)."""

@@ -10,7 +10,8 @@ Two ways in, one result:
   and ranks only the judged documents: a judged document's rank is 1 + the number of documents of its
   query with a higher float32 score + the number of tied ones with a higher doc id (those few ties are
   compared as strings). No metric here reads anything of an unjudged document but its rank, so the
-  unjudged ones are never sorted or looked up.
+  unjudged ones are never sorted or looked up. The same run read from a file as flat arrays (:class:`FlatScores`:
+  row ranges per query, dictionary-encoded doc ids, scores) is judged the same way without a dict per query.
 
 Conventions (checked against trec_eval, pytrec_eval, ir_measures and ranx in the evaluation tests):
 
@@ -142,45 +143,148 @@ def _sortable(scores32: np.ndarray) -> np.ndarray:
     return np.where(negative, ~bits, bits | np.uint32(0x80000000)).astype(np.uint64)
 
 
-def judge_scores(run: ScoreRun, qrels: Qrels, min_depth: int = 1) -> Judged:
+@dataclass(frozen=True)
+class FlatScores:
+    """A run of scores as flat arrays, read from a file without building a dict per query (see
+    :func:`~retrieval_pipeline.core.evaluation.exports.trec.read_trec_run_flat`).
+
+    Attributes:
+        query_ids: The run's queries, each once, in file order.
+        starts: ``(len(query_ids) + 1,)``: query ``i``'s documents are rows ``starts[i]:starts[i + 1]``.
+        doc_index: ``(rows,)``: each row's document, as a position in ``doc_ids``; no query lists one twice.
+        doc_ids: The run's distinct doc ids.
+        scores: ``(rows,)``: each row's score, finite.
+    """
+
+    query_ids: list[str]
+    starts: np.ndarray
+    doc_index: np.ndarray
+    doc_ids: list[str]
+    scores: np.ndarray
+
+    def sizes(self) -> dict[str, int]:
+        """``{query_id: documents listed}`` (every query of the run lists at least one)."""
+        return dict(zip(self.query_ids, np.diff(self.starts).tolist()))
+
+
+def lists_a_doc_twice(starts: np.ndarray, doc_index: np.ndarray, n_docs: int) -> bool:
+    """Whether a query (rows ``starts[i]:starts[i + 1]``) lists a document (``doc_index``) twice: Numba's single pass for
+    large runs, else one sort of (query, doc) keys."""
+    if doc_index.size >= _COMPILED_FROM:
+        try:
+            from retrieval_pipeline.core.evaluation.metrics.kernels import repeats_within
+        except ImportError:  # Numba is not installed: the same answer, by sorting
+            pass
+        else:
+            return bool(repeats_within(starts.astype(np.int64), doc_index.astype(np.int64), n_docs))
+    keys = np.sort(np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts)) * max(n_docs, 1) + doc_index)
+    return bool((keys[1:] == keys[:-1]).any())
+
+
+def judge_scores(run: ScoreRun | FlatScores, qrels: Qrels, min_depth: int = 1) -> Judged:
     """A run of scores judged against the qrels, ranked as trec_eval ranks it; one row per qrels query.
 
     The arrays are as deep as the deepest retrieved judged document, the largest ``R`` and ``min_depth``.
 
     Args:
-        run: ``{query_id: {doc_id: score}}`` with finite scores; queries not in the qrels are ignored.
+        run: ``{query_id: {doc_id: score}}`` with finite scores, or the same as :class:`FlatScores`; queries not in the
+            qrels are ignored.
         qrels: ``{query_id: {doc_id: grade}}``, not empty.
         min_depth: The least depth of the arrays.
 
     Returns:
         The :class:`Judged`, labels included.
     """
-    query_ids = list(qrels)
-    n = len(query_ids)
-    hits = [run.get(q) or {} for q in query_ids]
+    retrieved = _flat_retrieved(run, qrels) if isinstance(run, FlatScores) else _dict_retrieved(run, qrels)
+    return _rank_judged(retrieved, qrels, min_depth)
+
+
+@dataclass(frozen=True)
+class _Retrieved:
+    """A run's scores in qrels query order, and its judged documents: what ranking needs from either input."""
+
+    scores: np.ndarray  # every query's scores, concatenated in qrels order
+    lengths: np.ndarray  # documents per qrels query
+    rows: np.ndarray  # per judged retrieved document: its qrels row ...
+    docs: list[str]  # ... its doc id ...
+    grades: np.ndarray  # ... its grade ...
+    found: np.ndarray  # ... and its score
+    doc_ids_of: Callable[[int], list[str]]  # a row's doc ids, in the order of its scores (only for ties)
+
+
+def _dict_retrieved(run: ScoreRun, qrels: Qrels) -> _Retrieved:
+    n = len(qrels)
+    hits = [run.get(q) or {} for q in qrels]
     lengths = np.fromiter(map(len, hits), np.int64, n)
-    ends = np.cumsum(lengths)
-    scores = np.fromiter(chain.from_iterable(h.values() for h in hits), np.float64, int(ends[-1]) if n else 0)
-    singles = scores.astype(np.float32)
-    # the judged documents a query retrieved: (row, doc, grade, score); the grades of all judged ones
+    scores = np.fromiter(chain.from_iterable(h.values() for h in hits), np.float64, int(lengths.sum()))
     rows, docs, grades, found = [], [], [], []
-    for row, (query_id, h) in enumerate(zip(query_ids, hits)):
-        for doc, grade in qrels[query_id].items():
+    for row, (judgements, h) in enumerate(zip(qrels.values(), hits)):
+        for doc, grade in judgements.items():
             score = h.get(doc)
             if score is not None:
                 rows.append(row), docs.append(doc), grades.append(grade), found.append(score)
-    row_of = np.asarray(rows, dtype=np.int64)
-    singles_of = np.asarray(found, dtype=np.float64).astype(np.float32)
-    higher, same = _above_and_tied(singles, lengths, ends, row_of, singles_of)
+    return _Retrieved(
+        scores, lengths, np.asarray(rows, dtype=np.int64), docs, np.asarray(grades, dtype=np.float64),
+        np.asarray(found, dtype=np.float64), lambda row: list(hits[row]),
+    )  # fmt: skip
+
+
+def _flat_retrieved(run: FlatScores, qrels: Qrels) -> _Retrieved:
+    """The same from flat arrays: the rows gathered into qrels order, the judged documents found by (query, doc) keys."""
+    n, n_docs = len(qrels), len(run.doc_ids)
+    row_of_query = {q: row for row, q in enumerate(qrels)}
+    file_rows = np.fromiter((row_of_query.get(q, -1) for q in run.query_ids), np.int64, len(run.query_ids))
+    kept = np.flatnonzero(file_rows >= 0)
+    kept = kept[np.argsort(file_rows[kept], kind="stable")]  # the run's queries in qrels order
+    sizes = np.diff(run.starts)
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[file_rows[kept]] = sizes[kept]
+    take = np.repeat(run.starts[kept] - np.concatenate(([0], np.cumsum(sizes[kept])[:-1])), sizes[kept])
+    take += np.arange(take.size)
+    scores, doc_index = run.scores[take], run.doc_index[take].astype(np.int64)
+    # the judged documents: (qrels row, doc position) keys of the qrels, looked up among the rows whose doc is judged
+    position = {doc: i for i, doc in enumerate(run.doc_ids)}
+    q_rows, q_docs, q_grades, q_pos = [], [], [], []
+    for row, judgements in enumerate(qrels.values()):
+        for doc, grade in judgements.items():
+            at = position.get(doc)
+            if at is not None:
+                q_rows.append(row), q_docs.append(doc), q_grades.append(grade), q_pos.append(at)
+    wanted = np.asarray(q_rows, dtype=np.int64) * n_docs + np.asarray(q_pos, dtype=np.int64)
+    judged_doc = np.zeros(n_docs, dtype=bool)
+    judged_doc[np.asarray(q_pos, dtype=np.int64)] = True
+    candidates = np.flatnonzero(judged_doc[doc_index])
+    keys = np.repeat(np.arange(n, dtype=np.int64), lengths)[candidates] * n_docs + doc_index[candidates]
+    order = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys[order], wanted)
+    hit = at < keys.size
+    hit[hit] = keys[order][at[hit]] == wanted[hit]
+    picked = candidates[order[at[hit]]]
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    doc_ids = run.doc_ids
+    return _Retrieved(
+        scores, lengths, wanted[hit] // n_docs, [d for d, h in zip(q_docs, hit.tolist()) if h],
+        np.asarray(q_grades, dtype=np.float64)[hit], scores[picked],
+        lambda row: [doc_ids[i] for i in doc_index[starts[row] : starts[row] + lengths[row]].tolist()],
+    )  # fmt: skip
+
+
+def _rank_judged(retrieved: _Retrieved, qrels: Qrels, min_depth: int) -> Judged:
+    """Rank the judged documents as trec_eval does: float32 scores descending, ties by doc id descending."""
+    lengths, rows, docs = retrieved.lengths, retrieved.rows, retrieved.docs
+    ends = np.cumsum(lengths)
+    singles = retrieved.scores.astype(np.float32)
+    singles_of = retrieved.found.astype(np.float32)
+    higher, same = _above_and_tied(singles, lengths, ends, rows, singles_of)
     ranks = 1 + higher
     starts = ends - lengths
     doc_ids: dict[int, list[str]] = {}
     for i in np.flatnonzero(same > 1).tolist():  # tied scores: trec_eval puts the higher doc id first
-        row = rows[i]
+        row = int(rows[i])
         tied = np.flatnonzero(singles[starts[row] : ends[row]] == singles_of[i]).tolist()
-        ids = doc_ids.setdefault(row, list(hits[row]))
+        ids = doc_ids.setdefault(row, retrieved.doc_ids_of(row))
         ranks[i] += sum(ids[t] > docs[i] for t in tied)
-    return _judged_flat(qrels, row_of, ranks, np.asarray(grades, dtype=np.float64), lengths, min_depth)
+    return _judged_flat(qrels, rows, ranks, retrieved.grades, lengths, min_depth)
 
 
 #: Documents in a run from which the compiled kernel pays for loading Numba (about a second the first time).

@@ -23,3 +23,16 @@ def above_and_tied(
             elif singles[t] == score:
                 same[i] += 1
     return higher, same
+
+
+@njit(cache=True, nogil=True)
+def repeats_within(starts: np.ndarray, doc_index: np.ndarray, n_docs: int) -> bool:  # pragma: no cover - compiled
+    """Whether a query (rows ``starts[q]:starts[q + 1]``) lists a document twice: one pass, the last query that listed
+    each document kept beside it."""
+    last = np.full(n_docs, -1, dtype=np.int64)
+    for q in range(starts.shape[0] - 1):
+        for t in range(starts[q], starts[q + 1]):
+            if last[doc_index[t]] == q:
+                return True
+            last[doc_index[t]] = q
+    return False

@@ -22,16 +22,18 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval_pipeline.core.evaluation.metrics.judging import ScoreRun, judge_scores
+from retrieval_pipeline.core.evaluation.metrics.judging import FlatScores, ScoreRun, judge_scores
 from retrieval_pipeline.core.evaluation.metrics.names import MetricName
 from retrieval_pipeline.core.evaluation.metrics.registry import compute_metric
 
 
-def per_query_values(run: ScoreRun, qrels: Mapping[str, Mapping[str, int]], metrics: Sequence[MetricName]) -> dict[str, np.ndarray]:
+def per_query_values(
+    run: ScoreRun | FlatScores, qrels: Mapping[str, Mapping[str, int]], metrics: Sequence[MetricName]
+) -> dict[str, np.ndarray]:
     """``{canonical metric name: values}`` in qrels query order.
 
     Args:
-        run: ``{query_id: {doc_id: score}}``.
+        run: ``{query_id: {doc_id: score}}``, or the same as flat arrays (:class:`FlatScores`).
         qrels: ``{query_id: {doc_id: grade}}``, not empty.
         metrics: Parsed names (:func:`~retrieval_pipeline.core.evaluation.metrics.names.parse_metrics`).
 
