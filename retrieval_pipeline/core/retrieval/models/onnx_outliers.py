@@ -29,6 +29,7 @@ the fully quantised graph's speed (the second recipe: the same cosine at 2.1-2.2
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,42 +42,9 @@ OUTLIER_FACTOR = 6.0
 #: elementwise, with scalar constants only, so that permuting channels commutes with them.
 ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Erf", "Tanh", "Sigmoid", "Pow", "Relu", "Gelu", "FastGelu"})
 #: The texts the float graph is run on to find the outlier channels: written for this project (everyday prose,
-#: questions, instructions, Python, SQL, error messages and API documentation), not taken from any evaluation set.
-CALIBRATION_TEXTS: tuple[str, ...] = (
-    "The river rose through the night, and by morning the low fields along the valley were under water.",
-    "She paid the invoice on time, but the bank charged a fee for the international transfer anyway.",
-    "How many moons does Jupiter have, and which of them is the largest?",
-    "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen inside the chloroplasts of a leaf.",
-    "The committee postponed its vote until the next session because two members were absent.",
-    "def merge(left, right):\n    result = []\n    while left and right:\n"
-    "        result.append(left.pop(0) if left[0] <= right[0] else right.pop(0))\n    return result + left + right",
-    'class Cache:\n    """A least-recently-used cache with a fixed capacity."""\n\n    def get(self, key: str) -> bytes | None: ...',
-    "Returns the number of bytes written, or raises OSError when the disk is full.",
-    "In 1869 the first transcontinental railroad in the United States was completed at Promontory Summit, Utah.",
-    "Preheat the oven to 200 degrees, slice the potatoes thinly and bake them for forty minutes.",
-    "The violinist tuned her instrument once more before stepping onto the stage.",
-    "Error: connection refused (is the server running on port 5432?)",
-    "A mortgage is a loan secured by real estate; if the borrower defaults, the lender may take the property.",
-    "Kids love the park on Saturdays, especially when the ice cream truck shows up after lunch.",
-    "The Treaty of Westphalia in 1648 ended the Thirty Years' War and reshaped the map of central Europe.",
-    "SELECT name, COUNT(*) FROM orders GROUP BY name HAVING COUNT(*) > 10 ORDER BY 2 DESC;",
-    "Symptoms include fever, a dry cough and tiredness; most people recover without special treatment.",
-    "What is the difference between a virus and a bacterium?",
-    "Parameters: timeout (float) - seconds to wait before giving up. retries (int) - how many times to try again.",
-    "The quarterly report showed revenue up 12 percent, driven mostly by strong sales in Asia.",
-    "Mount Everest, at 8,849 metres, is the highest mountain above sea level.",
-    "import numpy as np\nx = np.linspace(0, 1, 100)\ny = np.sin(2 * np.pi * x)",
-    "He missed the last bus and had to walk home in the rain, which took almost two hours.",
-    "The policy covers water damage from burst pipes but not from floods or gradual leaks.",
-    "Use a context manager so the file is closed even when an exception is raised inside the block.",
-    "The novel follows three generations of a family living in a small fishing village on the coast.",
-    "Why do leaves change colour in the autumn?",
-    "Turn left at the second traffic light, then keep going straight until you see the pharmacy.",
-    "An HTTP 404 status code means the server could not find the requested resource.",
-    "The orchestra played Beethoven's Ninth Symphony to a sold-out hall on New Year's Eve.",
-    "Electric cars are cheaper to run, but their batteries lose capacity over the years.",
-    "async def fetch(session, url):\n    async with session.get(url) as response:\n        return await response.json()",
-)
+#: questions, instructions, Python, SQL, error messages and API documentation), not taken from any evaluation set;
+#: kept as data in `calibration_texts.json` beside this module (a text holding Python is data here, not code to run).
+CALIBRATION_TEXTS: tuple[str, ...] = tuple(json.loads((Path(__file__).with_name("calibration_texts.json")).read_text(encoding="utf-8")))
 
 
 def outlier_channels(maxima: np.ndarray, factor: float = OUTLIER_FACTOR) -> np.ndarray:
