@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run_flat, read_trec_run_scores
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run_for_judging, read_trec_run_scores
 from retrieval_pipeline.core.evaluation.metrics.judging import FlatScores
 
 if TYPE_CHECKING:
@@ -127,14 +127,11 @@ def load_qrels(qrels: object, label: str = "qrels") -> dict[str, dict[str, int]]
 
 
 def load_scores(run: object, label: str = "run") -> dict[str, dict[str, float]] | FlatScores:
-    """A run as :func:`load_run` reads it; a TREC run path as flat arrays
-    (:func:`~retrieval_pipeline.core.evaluation.exports.trec.read_trec_run_flat`), which ``evaluate`` and ``compare``
-    judge without a dict per query. A file the flat reader leaves alone is read by :func:`load_run`, which names the
-    file and line of a problem."""
+    """A run as :func:`load_run` reads it; a TREC run path as flat arrays where the file allows
+    (:func:`~retrieval_pipeline.core.evaluation.exports.trec.read_trec_run_for_judging`, which reads it once), which
+    ``evaluate`` and ``compare`` judge without a dict per query."""
     if isinstance(run, (str, Path)):
-        flat = read_trec_run_flat(run)
-        if flat is not None:
-            return flat
+        return read_trec_run_for_judging(run)
     return load_run(run, label)
 
 

@@ -247,8 +247,30 @@ def read_trec_run_scores(path: str | Path) -> dict[str, dict[str, float]]:
     """
     path = Path(path)
     fast = _bulk_run_scores(path)
-    if fast is not None:
-        return fast
+    return fast if fast is not None else _line_run_scores(path)
+
+
+def read_trec_run_for_judging(path: str | Path) -> FlatScores | dict[str, dict[str, float]]:
+    """A TREC run file as flat arrays when :func:`read_trec_run_flat` can take it, else as :func:`read_trec_run_scores`
+    reads it (the same errors); the file is read once either way. What ``evaluate`` and ``compare`` read a path with.
+
+    Raises:
+        InputError: As :func:`read_trec_run`.
+    """
+    path = Path(path)
+    data = _run_bytes(path)
+    if data is not None:
+        flat = _flat_scores(data)
+        if flat is not None:
+            return flat
+        fast = _bulk_scores(data)
+        if fast is not None:
+            return fast
+    return _line_run_scores(path)
+
+
+def _line_run_scores(path: Path) -> dict[str, dict[str, float]]:
+    """The line reader: every line checked, the first problem named by file and line."""
     scores: dict[str, dict[str, float]] = {}
     for number, fields in _records(path, 6, "query_id Q0 doc_id rank score tag"):
         query_id, _, doc_id, rank, score, _ = fields
@@ -265,22 +287,37 @@ def _bulk_run_scores(path: Path) -> dict[str, dict[str, float]] | None:
     (digits only), finite scores (parsed exactly, as ``float`` parses them), each query on consecutive lines,
     no doc id twice; anything else is left to the line reader.
     """
-    import pandas as pd
+    data = _run_bytes(path)
+    return None if data is None else _bulk_scores(data)
 
+
+def _run_bytes(path: Path) -> bytes | None:
+    """The file's bytes (gunzipped), or None when it cannot be read whole: the line reader then names the problem."""
     try:
         handle = open_trec(path)  # regular files only, size-bounded, gunzipped: refusals as the line reader's
     except OSError:
         return None  # missing or unreadable: the line reader's InputError names the file
     with handle:
         try:
-            data = handle.read()
+            return handle.read()
         except (OSError, EOFError, zlib.error):
             return None  # a broken gzip stream: the line reader says where
+
+
+def _has_long_line(data: bytes) -> bool:
+    """Whether a line of ``data`` is over :data:`MAX_TREC_LINE_BYTES` (the line reader names it)."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    return bool(len(data)) and int(np.diff(ends, prepend=-1, append=len(data)).max()) > MAX_TREC_LINE_BYTES + 1
+
+
+def _bulk_scores(data: bytes) -> dict[str, dict[str, float]] | None:
+    """:func:`_bulk_run_scores` of the file's bytes: pyarrow's reader first, then pandas'."""
+    import pandas as pd
+
     single_spaced = _arrow_run_scores(data)
     if single_spaced is not None:
         return single_spaced
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-    if len(data) and np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
+    if _has_long_line(data):
         return None  # a line over the limit: the line reader names it
     if _OTHER_SPACES_ASCII.search(data) or (not data.isascii() and _OTHER_SPACES.search(data.decode("utf-8", errors="replace"))):
         return None  # a separator str.split sees and pandas' tokenizer does not: the line reader splits it
@@ -319,8 +356,8 @@ def _arrow_run_table(data: bytes) -> tuple[Any, np.ndarray, Any] | None:
 
     Taken only for printable ASCII with one space between fields and six fields on every line (the first line's count
     is checked, and pyarrow refuses a line of another; a double, leading or trailing space makes an empty field,
-    another count), lines within the bound, digit-only ranks and finite scores, each query on consecutive lines. pyarrow parses the scores correctly rounded, as ``float`` does.
-    Anything else is left to the callers' other readers.
+    another count), lines within the bound, digit-only ranks and finite scores, each query on consecutive lines. pyarrow
+    parses the scores correctly rounded, as ``float`` does. Anything else is left to the callers' other readers.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -328,8 +365,7 @@ def _arrow_run_table(data: bytes) -> tuple[Any, np.ndarray, Any] | None:
 
     if not data or data.translate(None, _SINGLE_SPACED_BYTES) or data[: data.find(b"\n")].count(b" ") != 5:
         return None  # other bytes, or a first line of other than six fields (pyarrow holds every line to the first's count)
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-    if np.diff(ends, prepend=-1, append=len(data)).max() > MAX_TREC_LINE_BYTES + 1:
+    if _has_long_line(data):
         return None  # a long line: the line reader names it
     try:
         table = pa_csv.read_csv(
@@ -377,22 +413,18 @@ def _arrow_run_scores(data: bytes) -> dict[str, dict[str, float]] | None:
 def read_trec_run_flat(path: str | Path) -> FlatScores | None:
     """A TREC run file as :class:`~retrieval_pipeline.core.evaluation.metrics.judging.FlatScores`, or None.
 
-    The same file, checks and numbers as :func:`read_trec_run_scores`, without a Python dict per query: what
-    ``evaluate`` and ``compare`` read a run path with. None when the file is not the single-spaced, well-formed text of
-    :func:`_arrow_run_table` or lists a doc twice for a query; :func:`read_trec_run_scores` then reads it (and names
-    the file and line of a problem).
+    The same file, checks and numbers as :func:`read_trec_run_scores`, without a Python dict per query. None when the
+    file is not the single-spaced, well-formed text of :func:`_arrow_run_table` or lists a doc twice for a query
+    (:func:`read_trec_run_for_judging` then reads it as :func:`read_trec_run_scores` does).
     """
+    data = _run_bytes(Path(path))
+    return None if data is None else _flat_scores(data)
+
+
+def _flat_scores(data: bytes) -> FlatScores | None:
+    """:func:`read_trec_run_flat` of the file's bytes."""
     import pyarrow.compute as pc
 
-    try:
-        handle = open_trec(Path(path))
-    except OSError:
-        return None
-    with handle:
-        try:
-            data = handle.read()
-        except (OSError, EOFError, zlib.error):
-            return None
     read = _arrow_run_table(data)
     if read is None:
         return None

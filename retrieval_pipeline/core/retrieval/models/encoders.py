@@ -321,6 +321,8 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
     backend = "onnx_int8"
     #: How its graph is made (:mod:`~retrieval_pipeline.core.retrieval.models.onnx_backend`).
     recipe = RECIPE
+    #: The recipe's own subfolder of the cache folder (None: the cache folder itself).
+    subfolder: str | None = None
 
     def __init__(
         self,
@@ -334,9 +336,11 @@ class OnnxInt8Encoder(SentenceTransformerEncoder):
     ) -> None:
         device = settings.get("device", "cpu")
         if device != "cpu":
-            raise ValueError(f"backend onnx_int8 runs on CPU only, got device {device!r}")
+            raise ValueError(f"backend {self.backend} runs on CPU only, got device {device!r}")
         super().__init__(model_path, model_id, **settings)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        if self.subfolder:
+            self.cache_dir = self.cache_dir / self.subfolder
         self.exporter = exporter
         self.threads = threads
         self.pooling = check_onnx_compatible(self.folder)
@@ -384,10 +388,7 @@ class OnnxInt8FfnFp32Encoder(OnnxInt8Encoder):
 
     backend = "onnx_int8_ffn_fp32"
     recipe = RECIPE_FFN_FP32
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.cache_dir = self.cache_dir / FFN_FP32_SUBFOLDER
+    subfolder = FFN_FP32_SUBFOLDER
 
 
 class OnnxInt8OutliersFp32Encoder(OnnxInt8Encoder):
@@ -400,10 +401,7 @@ class OnnxInt8OutliersFp32Encoder(OnnxInt8Encoder):
 
     backend = "onnx_int8_outliers_fp32"
     recipe = RECIPE_OUTLIERS_FP32
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.cache_dir = self.cache_dir / OUTLIERS_FP32_SUBFOLDER
+    subfolder = OUTLIERS_FP32_SUBFOLDER
 
 
 #: The encoder class of each dense backend (``DenseSpec.backend``).

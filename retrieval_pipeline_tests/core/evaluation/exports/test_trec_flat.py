@@ -98,3 +98,15 @@ def test_a_repeated_doc_is_found_by_the_sort_and_by_the_compiled_pass(monkeypatc
     assert not lists_a_doc_twice(starts, np.array([0, 1, 2, 0, 1]), 3)  # the same docs in two queries: fine
     assert lists_a_doc_twice(starts, np.array([0, 1, 0, 2, 1]), 3)  # doc 0 twice in query 0
     assert lists_a_doc_twice(starts, np.array([0, 1, 2, 1, 1]), 3)  # doc 1 twice in query 1
+
+
+def test_a_file_the_flat_reader_declines_is_read_from_disk_once(tmp_path: Path, monkeypatch) -> None:
+    from retrieval_pipeline.core.evaluation.exports import trec
+
+    reads = []
+    original = trec._run_bytes
+    monkeypatch.setattr(trec, "_run_bytes", lambda path: reads.append(path) or original(path))
+    tabbed = tmp_path / "tabbed.txt"
+    tabbed.write_text("q1\tQ0\td1\t1\t2.0\tt\n")
+    assert load_scores(tabbed) == {"q1": {"d1": 2.0}}
+    assert reads == [tabbed]
