@@ -80,7 +80,19 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
+def _list(dumper: yaml.SafeDumper, value: list) -> yaml.SequenceNode:
+    letters = all(isinstance(item, str) and len(item) == 1 for item in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=letters)
+
+
+def _dict(dumper: yaml.SafeDumper, value: dict) -> yaml.MappingNode:
+    letters = bool(value) and all(isinstance(item, list) for item in value.values())
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=letters)
+
+
 _Literal.add_representer(str, _str)
+_Literal.add_representer(list, _list)
+_Literal.add_representer(dict, _dict)
 
 
 def main(argv: list[str] | None = None) -> int:

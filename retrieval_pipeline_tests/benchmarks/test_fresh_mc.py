@@ -46,6 +46,7 @@ def test_every_snippet_question_gets_its_section(loaded) -> None:
         assert has_snippet == (not case.case_id.startswith("configure_fresh_mc:")), case.case_id
 
 
+@pytest.mark.integration
 def test_ids_are_unique_and_none_is_a_dev_id(loaded, shared_data: Path) -> None:
     ids = [case.case_id for case in loaded.cases]
     assert len(ids) == len(set(ids))
