@@ -1,10 +1,12 @@
-"""The fresh multiple-choice suites (``benchmarks/fresh_mc``) load cleanly and every question has its truth recorded.
+"""The fresh multiple-choice suites (``benchmarks/fresh_mc`` and the held-out ``benchmarks/fresh_mc2``) load cleanly
+and every question has its truth recorded.
 
-No library run here: ``benchmarks/fresh_mc/check_truth.py`` re-establishes the truth in the google-adk venvs.
+No library run here: each set's ``check_truth.py`` re-establishes the truth in the google-adk venvs.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -15,47 +17,66 @@ import yaml
 from retrieval_pipeline.core.datasets.suite.loading import load_suites
 from retrieval_pipeline.core.datasets.suite.reader import SNIPPET_KEY
 
-FRESH = Path(__file__).resolve().parents[2] / "benchmarks" / "fresh_mc"
-SUITES = ("configure_fresh_mc", "diagnose_fresh_mc", "predict_fresh_mc")
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+#: Files root (a folder of ``benchmarks/``) -> its suites: configure (no snippets), diagnose, predict.
+SETS = {
+    "fresh_mc": ("configure_fresh_mc", "diagnose_fresh_mc", "predict_fresh_mc"),
+    "fresh_mc2": ("configure_fresh2_mc", "diagnose_fresh2_mc", "predict_fresh2_mc"),
+}
 DEV_SUITES = ("configure_adk_features_mc", "diagnose_setup_errors_mc", "predict_runtime_behavior_mc")
 VERSIONS = ("2.13", "1.20")
 NONE_OF_THE_ABOVE = "none of the above"
 
 
-@pytest.fixture(scope="module")
-def loaded():
-    return load_suites([FRESH / "benchmark_definitions" / suite / "benchmark.yaml" for suite in SUITES], files_root=FRESH)
+def _load(root: str):
+    return load_suites(
+        [BENCHMARKS / root / "benchmark_definitions" / suite / "benchmark.yaml" for suite in SETS[root]],
+        files_root=BENCHMARKS / root,
+    )
+
+
+@pytest.fixture(scope="module", params=sorted(SETS))
+def root(request) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def truth() -> dict:
-    return yaml.safe_load((FRESH / "truth.yaml").read_text(encoding="utf-8"))
+def loaded(root):
+    return _load(root)
 
 
-def test_the_three_suites_load_without_rejects(loaded) -> None:
+@pytest.fixture(scope="module")
+def truth(root) -> dict:
+    return yaml.safe_load((BENCHMARKS / root / "truth.yaml").read_text(encoding="utf-8"))
+
+
+def test_the_three_suites_load_without_rejects(root, loaded) -> None:
     assert loaded.rejects == []
     assert len(loaded.cases) == loaded.total
-    by_suite = {suite: sum(case.case_id.startswith(f"{suite}:") for case in loaded.cases) for suite in SUITES}
+    by_suite = {suite: sum(case.case_id.startswith(f"{suite}:") for case in loaded.cases) for suite in SETS[root]}
     assert all(count > 0 for count in by_suite.values()), by_suite
 
 
-def test_every_snippet_question_gets_its_section(loaded) -> None:
+def test_every_snippet_question_gets_its_section(root, loaded) -> None:
     """Diagnose and predict questions carry a snippet (the section was found between its markers); configure ones none."""
+    configure = SETS[root][0]
     for case in loaded.cases:
         has_snippet = bool(case.extra.get(SNIPPET_KEY, "").strip())
-        assert has_snippet == (not case.case_id.startswith("configure_fresh_mc:")), case.case_id
+        assert has_snippet == (not case.case_id.startswith(f"{configure}:")), case.case_id
 
 
 @pytest.mark.integration
-def test_ids_are_unique_and_none_is_a_dev_id(loaded, shared_data: Path) -> None:
-    ids = [case.case_id for case in loaded.cases]
-    assert len(ids) == len(set(ids))
+def test_ids_and_question_texts_are_unique_across_dev_and_both_fresh_sets(shared_data: Path) -> None:
     dev = load_suites([shared_data / "adk" / "benchmark_definitions" / suite / "benchmark.yaml" for suite in DEV_SUITES])
-    dev_ids = {case.case_id for case in dev.cases}
-    assert len(dev_ids) > 50
-    assert not set(ids) & dev_ids
-    # nor the same question text under another id
-    assert not {case.query for case in loaded.cases} & {case.query for case in dev.cases if case.case_id in dev_ids}
+    assert len(dev.cases) > 50
+    sets = {"dev": dev.cases} | {root: _load(root).cases for root in sorted(SETS)}
+    ids = [case.case_id for cases in sets.values() for case in cases]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    # nor the same question text in two of the sets (generic texts like "What does this code print?" may recur
+    # within one set)
+    texts = {name: {case.query for case in cases} for name, cases in sets.items()}
+    for first, second in itertools.combinations(sorted(texts), 2):
+        assert not texts[first] & texts[second], (first, second, sorted(texts[first] & texts[second]))
 
 
 def test_every_question_has_a_truth_for_both_versions_and_the_key_is_true_on_2_13(loaded, truth) -> None:
@@ -78,7 +99,7 @@ def test_truth_letters_are_options_and_none_of_the_above_excludes_the_rest(loade
                 assert letters == nota, (case.case_id, version, "None of the above is true only when no other option is")
 
 
-def test_check_truth_knows_the_same_questions(loaded, load_benchmark: Callable[[str], ModuleType]) -> None:
-    check_truth = load_benchmark("fresh_mc/check_truth.py")
+def test_check_truth_knows_the_same_questions(root, loaded, load_benchmark: Callable[[str], ModuleType]) -> None:
+    check_truth = load_benchmark(f"{root}/check_truth.py")
     keys = check_truth.suite_keys()
     assert keys == {case.case_id: case.correct_answer for case in loaded.cases}
