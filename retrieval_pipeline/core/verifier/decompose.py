@@ -162,7 +162,7 @@ def _name_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame
             path=path, called=called, decides="necessary", free_names=[head], bindings=frame.bindings, **extra,
         )  # fmt: skip
     subject = frame.subject
-    if subject and (frame.name_question or called) and not _CAMEL.match(path):
+    if subject and (frame.member_question or (called and not frame.name_question)) and not _CAMEL.match(path):
         full = f"{subject}.{path}"
         return _make(
             case_id, letter, text, "exists", f"`{full}` exists", full,

@@ -153,6 +153,7 @@ class _Frame:
     negated: bool
     param_question: bool
     name_question: bool
+    member_question: bool  # the name question asks for a member of its subject (a method, an attribute)
     acceptance: bool
     constructor: bool
     subject: str | None  # the callable/class/module the question is about
@@ -240,6 +241,21 @@ def _subject(question: str, spans: list[str]) -> str | None:
     return candidates[0]
 
 
+#: The nouns of a name question that ask for a member of the question's subject ("which method of `Runner`").
+_MEMBER_NOUNS = re.compile(r"^(?:methods?|attributes?|calls?)$", re.I)
+
+
+def _asks_for_member(question: str, subject: str | None) -> bool:
+    """Whether a name question asks for a member of its subject: a method, an attribute or a call, or a function of a
+    module. "Which built-in tool do you give a `LoopAgent`'s sub-agent?" asks for a tool, which the library defines
+    wherever it likes: a bare name is not looked up on `LoopAgent` (where its absence would prove nothing)."""
+    match = _NAME_QUESTION.search(question)
+    if match is None or subject is None:
+        return False
+    noun = match.group(1)
+    return bool(_MEMBER_NOUNS.match(noun)) or (noun.lower().startswith("function") and subject.split(".")[-1][:1].islower())
+
+
 def analyse_question(question: str) -> _Frame:
     spans = _SPAN.findall(question)
     return _Frame(
@@ -250,6 +266,7 @@ def analyse_question(question: str) -> _Frame:
         negated=bool(_NEGATED.search(question)),
         param_question=bool(_PARAM_QUESTION.search(question)),
         name_question=bool(_NAME_QUESTION.search(question)),
+        member_question=_asks_for_member(question, _subject(question, spans)),
         acceptance=bool(_ACCEPTANCE.search(question)),
         constructor=bool(_CONSTRUCTOR.search(question)),
         subject=_subject(question, spans),

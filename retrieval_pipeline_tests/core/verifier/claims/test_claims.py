@@ -154,3 +154,18 @@ def test_prose_is_unknown():
         {"A": "It is stored in a SQLite database.", "B": "It is handled for you.", **OPTIONS_E},
     )
     assert kinds(storage) == {"A": "compound", "B": "unknown", "E": "none_of_the_above"}
+
+
+def test_a_bare_name_is_looked_up_on_the_subject_only_when_the_question_asks_for_a_member_of_it():
+    """Kind of claim: a name exists. "Which method of `Runner` ..." asks for a member of Runner, so `close` is looked up
+    there (and its absence there is evidence); "Which built-in tool do you give a `LoopAgent`'s sub-agent?" asks for a
+    tool, which the library defines wherever it likes: its absence from LoopAgent proves nothing, so no claim looks
+    there (a false claim made a right key Incorrect)."""
+    member = decompose("m", "Which method of `Runner` do you call to release its resources?", {"A": "close", "B": "shutdown"})
+    assert [(c.kind, c.subject) for c in member] == [("exists", "Runner.close"), ("exists", "Runner.shutdown")]
+    tool = decompose("t", "Which built-in tool do you give a sub-agent of a `LoopAgent` to stop it?", {"A": "halt_loop", "B": "stop_now"})
+    assert all(not (c.subject or "").startswith("LoopAgent.") for c in tool)
+    called = decompose("c", "What ends the loop of a `LoopAgent`?", {"A": "escalate()"})  # not a name question: a call on it
+    assert called[0].subject == "LoopAgent.escalate"
+    module = decompose("f", "Which function of `os.path` joins two paths?", {"A": "join"})  # a function of a module
+    assert module[0].subject == "os.path.join"
