@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.observation.printed_output import PART_OF_OUTPUT, WHOLE_OUTPUT, decide_printed
 from retrieval_pipeline.core.verifier.observation.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdicts.verdict import OptionState
 
@@ -178,12 +179,17 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
             texts.append(str(ast.literal_eval(returned["repr"])))
         if not any(t.strip() for t in texts):
             return "undecided", f"the snippet {happened}, with no text to compare"
+        printed = decide_printed(details, observation)  # values written out, the whole output, no key term
+        if printed is not None:
+            return printed  # type: ignore[return-value]
         found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
         shown = " | ".join(t.strip() for t in texts if t.strip())
         if found == "match" and details.get("substring"):
             return "consistent", f"terms only: every key term is in the output, not as one substring: {shown!r}"
+        if found == "quoted" and details.get("substring"):
+            return "true", f"the snippet's output holds it word for word: {shown!r}"
         if found in ("quoted", "match"):
-            return "true", f"the snippet's output holds it: {shown!r}"
+            return "consistent", f"{PART_OF_OUTPUT}: {shown!r}"
         return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
     if outcome == "prints":
         printed = str(observation.get("stdout", "")).strip()
@@ -224,6 +230,7 @@ def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> l
     text whose key terms are all there but not as one substring is consistent, and false when another option is one."""
     decided = [decide_option(c.details, observation) for c in claims]
     quoting = [i for i, c in enumerate(claims) if decided[i][0] == "true" and _quotes(c.details, observation)]
+    whole = [i for i, (state, note) in enumerate(decided) if state == "true" and note.startswith(WHOLE_OUTPUT)]
     out: list[Decision] = []
     for i, (state, note) in enumerate(decided):
         others = [claims[j].letter for j in quoting if j != i]
@@ -234,6 +241,8 @@ def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> l
                 out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
             else:
                 out.append(("undecided", f"undecided: {note} (part of a message is neither that message nor another)"))
+        elif state == "consistent" and note.startswith(PART_OF_OUTPUT) and whole:
+            out.append(("false", f"{note}; option(s) {', '.join(claims[j].letter for j in whole)} are the whole output"))
         elif state == "consistent" and note.startswith("terms only") and others:
             out.append(("false", f"{note}; option(s) {', '.join(others)} quote it word for word"))
         elif state == "undecided" and note.startswith("text differs"):

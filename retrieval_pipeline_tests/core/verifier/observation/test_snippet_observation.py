@@ -162,7 +162,10 @@ def test_an_output_option_is_checked_against_what_the_function_returned():
     found = observed(returned="Found invalid agent name. Agent name must be a valid identifier.")
     # C is there word for word, so B ("invalid" and "name", apart) is not the substring
     assert decide(options, found, question) == {"A": "false", "B": "false", "C": "true"}
-    assert decide(options, found, "What does the function return?") == {"A": "false", "B": "true", "C": "true"}
+    # what it returns is the whole text: a part of it (a sentence, two of its words) is consistent, never true
+    assert decide(options, found, "What does the function return?") == {"A": "false", "B": "consistent", "C": "consistent"}
+    whole = {**options, "D": "Found invalid agent name. Agent name must be a valid identifier."}
+    assert decide(whole, found, "What does the function return?") == {"A": "false", "B": "false", "C": "false", "D": "true"}
     raised = {"type": "ValueError", "mro": ["ValueError", "Exception"], "message": "Agent name must be a valid identifier.", "errors": []}
     assert decide(options, observed(raised), question) == {"A": "undecided", "B": "undecided", "C": "true"}  # the message, never false
 
