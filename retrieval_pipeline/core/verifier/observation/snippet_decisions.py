@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_pipeline.core.verifier.claims.claims import Claim
-from retrieval_pipeline.core.verifier.observation.printed_output import PART_OF_OUTPUT, WHOLE_OUTPUT, decide_printed
+from retrieval_pipeline.core.verifier.observation.printed_output import PART_OF_OUTPUT, WHOLE_OUTPUT, decide_printed, decide_rest
 from retrieval_pipeline.core.verifier.observation.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdicts.verdict import OptionState
 
@@ -134,6 +134,9 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
     if outcome == "runs":
         if raised:
             return "false", f"the snippet {happened}"
+        said = decide_rest(rest, observation) if rest else None
+        if said is not None:
+            return said  # type: ignore[return-value]
         if rest:
             return "consistent", f"the snippet {happened}; the rest of the option ({rest!r}) is a claim of its own, not checked"
         return "true", f"the snippet {happened}"
