@@ -15,14 +15,19 @@
 * ``raises`` with something more (``RuntimeError on initialization``): false when the type does not match,
   else ``consistent``; a bare type (``TypeError.``) is decided by the type alone;
 * ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
-  will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
+  will be ignored``) is a claim of its own: false when something was raised; when it says what is printed or returned
+  in values written out (``No error; it prints `None`.``) it is compared with that
+  (:func:`~retrieval_pipeline.core.verifier.observation.printed_output.decide_rest`), else ``consistent``;
 * ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
 * ``output`` (a plain text option of a question about what the code returns, prints, which message or
-  substring comes out or which error it gives): true when the text is part of what the called function returned
-  (a string) or printed, word for word or every key term, and false when it is not; when the snippet raised, true
-  when the text is in the exception's message or one of its per-field errors, false when it holds under half of
-  their key terms and another option quotes one word for word, else undecided (the question may mean the
-  message);
+  substring comes out or which error it gives), when nothing was raised: values written out are compared with the
+  printed lines, and the text that is all of what was printed or returned is true
+  (:mod:`~retrieval_pipeline.core.verifier.observation.printed_output`); a text that is only part of it (word for word,
+  or every key term) is consistent, and false beside an option that is all of it; one that holds under half of its key
+  terms is false, and one with no key term undecided. A substring question takes the text word for word as true. When
+  the snippet raised: true when the text is in the exception's message or one of its per-field errors, false when it
+  holds under half of their key terms and another option quotes one word for word, else undecided (the question may
+  mean the message);
 * ``field_error`` ("The `type` field is missing"): against the per-field errors
   (:mod:`~retrieval_pipeline.core.verifier.observation.snippet_errors`).
 
