@@ -25,7 +25,7 @@ from typing import TypeVar
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever
 from retrieval_pipeline.core.retrieval.engines.tokenize import STOPWORDS, tokenize
 
 T = TypeVar("T")

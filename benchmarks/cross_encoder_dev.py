@@ -79,7 +79,7 @@ def per_query(scorer, anchors: list[str], candidates: list[list[str]], texts: di
 
 def select(args: argparse.Namespace) -> int:
     from benchmarks.finetune_select import corpus_of
-    from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
+    from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever
     from retrieval_pipeline.core.retrieval.models.encoders import SentenceTransformerEncoder
     from retrieval_pipeline.core.retrieval.models.model_source import default_model_path, set_hf_offline
     from retrieval_pipeline.core.retrieval.models.scorers import BiEncoderScorer, CrossEncoderScorer

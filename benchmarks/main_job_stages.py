@@ -48,7 +48,8 @@ def _worker(phase: str, root: Path, datasets: Sequence[str], select: str) -> Non
     """One phase in this process: run the datasets through the runner, write ``<root>/<phase>.json``."""
     started = time.perf_counter()
     sys.path.insert(0, str(PROJECT_ROOT))
-    from retrieval_pipeline.cli.run import quiet_progress_bars, resources_under, run_datasets
+    from retrieval_pipeline.cli.materialise import resources_under, run_datasets
+    from retrieval_pipeline.cli.progress import quiet_progress_bars
 
     imported = time.perf_counter() - started
     quiet_progress_bars()

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from retrieval_pipeline import compare, evaluate
-from retrieval_pipeline.core.evaluation.exports.trec import write_trec_qrels
+from retrieval_pipeline.core.evaluation.exports.trec_writer import write_trec_qrels
 
 METRICS = ["ndcg@10", "mrr@10", "recall@100", "map"]
 PYTREC = {"ndcg_cut_10", "recall_100", "map"}

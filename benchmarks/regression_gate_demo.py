@@ -28,7 +28,7 @@ from retrieval_pipeline.core.common.types import Qrels, Run  # noqa: E402
 from retrieval_pipeline.core.evaluation.checks.regression import DriftSettings, regression_gate  # noqa: E402
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics  # noqa: E402
 from retrieval_pipeline.core.filtering.retrieval_dataset import qrels_from_records  # noqa: E402
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever  # noqa: E402
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever  # noqa: E402
 
 OUT = ROOT / "data" / "out"
 

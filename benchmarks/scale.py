@@ -440,7 +440,8 @@ def whole_graph(root: Path, cache_dir: Path, select: str) -> dict[str, Any]:
 
 def graph_main(args: argparse.Namespace) -> None:
     """A child: the runner on the dataset, as ``benchmarks/main_job_stages.py`` runs it."""
-    from retrieval_pipeline.cli.run import quiet_progress_bars, resources_under, run_datasets
+    from retrieval_pipeline.cli.materialise import resources_under, run_datasets
+    from retrieval_pipeline.cli.progress import quiet_progress_bars
 
     quiet_progress_bars()
     root: Path = args.root

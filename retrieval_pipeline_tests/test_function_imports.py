@@ -25,8 +25,8 @@ LAZY = {
     ): "Numba loads only for large randomisation tests",
     ("core/evaluation/metrics/judging.py", "retrieval_pipeline.core.evaluation.metrics.kernels"): "Numba loads only for large runs",
     (
-        "core/retrieval/engines/okapi_bm25.py",
-        "retrieval_pipeline.core.retrieval.engines.bm25_kernels",
+        "core/retrieval/engines/bm25/okapi_bm25.py",
+        "retrieval_pipeline.core.retrieval.engines.bm25.bm25_kernels",
     ): "Numba loads only for indexes of a million postings or more",
     ("core/retrieval/engines/embedding_server.py", "retrieval_pipeline.core.services.llm.transport"): "httpx only with the openai client",
 }

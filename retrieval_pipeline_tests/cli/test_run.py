@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.cli.console import DatasetRun, FailedCheck, format_summary, metrics_table
-from retrieval_pipeline.cli.run import UsageError, add_retriever_selection, main, unused_note, used_by_dataset
+from retrieval_pipeline.cli.materialise import UsageError, add_retriever_selection, unused_note, used_by_dataset
+from retrieval_pipeline.cli.run import main
 from retrieval_pipeline.core.registry import load_registry
 from retrieval_pipeline.definitions import defs
 from retrieval_pipeline.defs.assets.retrieval import REGISTRY, retriever_step

@@ -1,6 +1,6 @@
 """Readers and reference computations that share no code with the pipeline.
 
-The pipeline writes ``qrels.txt`` with :mod:`retrieval_pipeline.core.evaluation.exports.trec` and builds qrels with
+The pipeline writes ``qrels.txt`` with :mod:`retrieval_pipeline.core.evaluation.exports.trec_writer` and builds qrels with
 :mod:`retrieval_pipeline.core.evaluation.scoring` and :mod:`retrieval_pipeline.core.filtering.retrieval_dataset`. A test that
 reads the export back with the same module cannot see a bug both sides share, so everything here is
 written against the file formats and pandas only: a TREC qrels reader, a BEIR qrels TSV reader, and

@@ -25,7 +25,7 @@ from retrieval_pipeline.core.filtering.judges.llm import LLMForwardRagJudge
 from retrieval_pipeline.core.filtering.judges.offline import FilterDecision, OfflineLexicalJudge, passthrough_decision
 from retrieval_pipeline.core.filtering.negatives import SiblingIndex, bm25_negatives
 from retrieval_pipeline.core.filtering.settings import FilterSettings, NegativeSettings
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever
 from retrieval_pipeline.core.services.llm.client import LLMClient
 
 #: What the ``judge_note`` metadata says about each judge; any other judge is an LLM.

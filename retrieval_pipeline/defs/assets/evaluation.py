@@ -9,7 +9,7 @@ from retrieval_pipeline.core.common.progress import progress_to
 from retrieval_pipeline.core.datasets import adapter_for
 from retrieval_pipeline.core.evaluation.exports.results import evaluation_results, write_evaluation_results
 from retrieval_pipeline.core.evaluation.exports.tables import pairs_metadata, significance_metadata
-from retrieval_pipeline.core.evaluation.exports.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec_writer import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.evaluation.history import SNAPSHOT_KEY, Evaluation, snapshot_path, write_snapshot
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 from retrieval_pipeline.core.evaluation.scoring import JUDGE_COLUMNS, evaluate_dataset, evaluated_qrels, per_query_results

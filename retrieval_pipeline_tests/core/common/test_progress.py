@@ -19,7 +19,8 @@ from retrieval_pipeline.cli.progress import bars_on_the_terminal
 from retrieval_pipeline.core.common.progress import Progress, progress_to
 from retrieval_pipeline.core.common.types import Case
 from retrieval_pipeline.core.datasets.known_item.corpus import IntrospectionSettings, introspect_in_children
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import TOKENIZE_CHUNK, BM25Retriever
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_index import TOKENIZE_CHUNK
 from retrieval_pipeline.core.retrieval.kinds.dense import DenseSpec
 from retrieval_pipeline.core.services.llm.client import LLMClient, LLMSettings
 from retrieval_pipeline.core.verifier import verify as verify_module

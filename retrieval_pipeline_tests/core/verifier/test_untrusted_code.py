@@ -98,6 +98,15 @@ def test_a_snippet_cannot_forge_its_observation(sandbox, snippet, why):
     assert any(part in note for part in why.split("|")), note
 
 
+def test_a_warning_the_interpreter_records_in_the_observer_s_globals_is_not_tampering(sandbox):
+    """A coroutine never awaited is collected in the observer's frame, and the warnings machinery adds
+    ``__warningregistry__`` to the observer's globals: that is the interpreter's doing, not the snippet's."""
+    snippet = "async def work():\n    return 1\n\ndef code_under_test():\n    pending = work()\n    return pending.id\n"
+    options = {"A": "It raises `AttributeError`", "B": "No error.", "C": "It raises `KeyError`", "D": "None of the above"}
+    verdict = snippet_verdict(snippet, sandbox, options)
+    assert states(verdict)["A"] == "true" and verdict.verdict == "Valid", (states(verdict), verdict.reasons)
+
+
 # ---- a proof's evidence
 
 

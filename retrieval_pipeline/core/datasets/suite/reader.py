@@ -27,7 +27,7 @@ A case ``id`` becomes a query id in TREC run and qrels files and in the pipeline
 checked at load (:func:`case_id_problem`), not when ``evaluation_exports`` writes it: a string or an
 integer (not a list, mapping, float or boolean), non-empty once stripped, without whitespace or other
 control characters inside (TREC files are whitespace-separated; see
-:func:`retrieval_pipeline.core.evaluation.exports.trec.check_trec_id`) and at most :data:`MAX_CASE_ID_CHARS` characters.
+:func:`retrieval_pipeline.core.evaluation.exports.trec_writer.check_trec_id`) and at most :data:`MAX_CASE_ID_CHARS` characters.
 A row with a bad id is rejected naming the file and the row's index.
 """
 

@@ -1,4 +1,4 @@
-"""``kind: bm25``: Okapi BM25 (rank-bm25's scores, see :mod:`retrieval_pipeline.core.retrieval.engines.okapi_bm25`).
+"""``kind: bm25``: Okapi BM25 (rank-bm25's scores, see :mod:`retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25`).
 
 Settings: ``k1``, ``b``, ``epsilon``; ``tokenizer``: ``default`` (prose: CamelCase, snake_case and dotted
 names split into words) or ``code`` (the same, and every identifier also kept whole); ``fields``:
@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from retrieval_pipeline.core.common.types import Document
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever
 from retrieval_pipeline.core.retrieval.engines.tokenize import TOKENIZERS
 from retrieval_pipeline.core.retrieval.spec import RetrieverContext, RetrieverSpec, register_kind
 

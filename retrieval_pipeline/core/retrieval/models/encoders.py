@@ -53,11 +53,10 @@ from retrieval_pipeline.core.retrieval.models.onnx_backend import (
     ExportedModel,
     Exporter,
     OnnxSentenceModel,
-    check_onnx_compatible,
     default_cache_dir,
     ensure_exported,
-    export_qint8,
 )
+from retrieval_pipeline.core.retrieval.models.onnx_export import check_onnx_compatible, export_qint8
 
 
 @runtime_checkable

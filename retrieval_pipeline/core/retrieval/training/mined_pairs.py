@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval_pipeline.core.common.types import Document
 from retrieval_pipeline.core.datasets.sentences import collapse, first_sentence, remove_sentence
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever
 
 Rule = Literal["docstring", "member", "heading", "lead"]
 #: Document kinds that are API objects (their text is ``name (kind)``, the FQN, a signature, the docstring).

@@ -27,7 +27,8 @@ from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS, Claim
 from retrieval_pipeline.core.verifier.observation.abridged import abridged, missing_arguments
-from retrieval_pipeline.core.verifier.observation.snippet_observation import observe, question_mismatch, split, untrusted, what_happened
+from retrieval_pipeline.core.verifier.observation.snippet_decisions import what_happened
+from retrieval_pipeline.core.verifier.observation.snippet_observation import observe, question_mismatch, split, untrusted
 from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OptionEvidence
 
 #: "Which argument is missing in this `Runner` initialization?", "What required parameter was omitted?".

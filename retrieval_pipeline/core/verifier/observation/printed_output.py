@@ -1,6 +1,6 @@
 """What a snippet printed or returned, read as text: the ``output`` claim of a question that asks what the code gives.
 
-The key-term reading of :func:`~retrieval_pipeline.core.verifier.observation.snippet_observation.message_match` is made
+The key-term reading of :func:`~retrieval_pipeline.core.verifier.observation.snippet_decisions.message_match` is made
 for exception messages: it drops short words, numbers and brackets (pydantic's ``[type=...]`` details), and takes a
 text that is part of a message as the message. Printed values are not messages, and three readings of it were wrong on
 questions of that kind (kind of claim: *a text the code prints or returns*):
@@ -12,6 +12,9 @@ questions of that kind (kind of claim: *a text the code prints or returns*):
   exception, so every line it printed is there.
 * **An option with no key terms** (``0``, ``[1, 2]``): no key term is no evidence; without values to compare it is
   undecided, never false.
+* **"No error; it prints `X`"**: what follows "No error" is a claim of its own; when it says what is printed
+  (``it prints `None` ``) or returned (``it returns `'yes'` ``), in values written out, it is compared as above
+  (:func:`decide_rest`), a comment after "because" or a colon being a claim of its own again.
 * **Part of the output is not the output**: "What does this print?" asks for what is printed. An option is true when
   it is the whole printed text or the whole returned string (spaces, surrounding quotes and backticks and a final
   period aside); ``lambda`` inside ``<lambda>`` is only consistent with it (:func:`decide_printed`).
@@ -31,7 +34,7 @@ _REPEATS = re.compile(r"\s*(?P<n>twice|two times|three times|(?P<digits>\d+)\s+t
 _COUNTS = {"twice": 2, "two times": 2, "three times": 3}
 _SPAN = re.compile(r"`([^`]*)`")
 #: How a note starts when the option is all the snippet printed or returned: another option that is only part of it
-#: is then false (:func:`~..snippet_observation.decide_options`).
+#: is then false (:func:`~..snippet_decisions.decide_options`).
 WHOLE_OUTPUT = "the snippet printed exactly this"
 #: How a note starts when the option is only part of what was printed or returned: consistent, never true.
 PART_OF_OUTPUT = "part of the output"
@@ -107,3 +110,35 @@ def decide_printed(details: Mapping[str, Any], observation: Mapping[str, Any]) -
     if not re.search(r"[A-Za-z0-9_]{3,}", re.sub(r"\d+", "", option)):
         return "undecided", f"undecided: the option holds no key term to compare, and is not the whole output: {' | '.join(wholes)!r}"
     return None
+
+
+#: "it prints `X`", "and returns `Y`" (the rest of a "No error" option once its joining words are cut), with a comment
+#: after ", because".
+_SAYS_OUTPUT = re.compile(r"^(?:it\s+)?(?P<verb>prints|outputs|returns)\s+(?P<values>`.*?)(?:,?\s+because\b(?P<why>.*))?$", re.I | re.S)
+
+
+def decide_rest(rest: str, observation: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The state of what a "No error" option adds, when it says what the run prints or returns in values written out
+    (the run raised nothing); None for anything else (a claim of its own, not checked)."""
+    said = _SAYS_OUTPUT.match(rest.strip())
+    listed = listed_values(said.group("values").strip()) if said else None
+    if said is None or listed is None:
+        return None
+    values, comment = listed
+    comment = " ".join(x for x in (comment, (said.group("why") or "").strip()) if x)
+    if said.group("verb").lower() == "returns":
+        returned = observation.get("returned") or {}
+        lines = [_plain(returned["repr"])] if "repr" in returned else ["None"]
+    else:
+        lines = [_plain(line) for line in str(observation.get("stdout") or "").splitlines() if line.strip()]
+    shown = " | ".join(lines)
+    if values == lines:
+        if comment:
+            return (
+                "consistent",
+                f"no error, and it {said.group('verb').lower()} these values; the comment ({comment!r}) is a claim of its own: {shown!r}",
+            )
+        return "true", f"no error, and it {said.group('verb').lower()} exactly these values: {shown!r}"
+    if lines and _in_order(values, lines):
+        return "consistent", f"no error; these values are among what it {said.group('verb').lower()}: {shown!r}"
+    return "false", f"no error, but it {said.group('verb').lower()} other values: {shown!r}"

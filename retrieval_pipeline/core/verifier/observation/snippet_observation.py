@@ -7,34 +7,7 @@ and the function the section defines (``code_under_test``, else its only functio
 when it returns a coroutine. The run (:mod:`..sandbox_side.observe_snippet`) records what happened: the
 exception (type, MRO, message, pydantic's line errors) or the returned value, what was printed, and the
 values of the expressions the options name. Each option's ``snippet`` claim is then decided against that
-one observation (:func:`decide_option`):
-
-* ``raises`` with a quoted message (``ValueError: Agent name cannot be `user`.``): the type must match (the
-  class or a base of it; a pydantic ``ValidationError`` counts as a ``ValueError``/``AssertionError`` only
-  when a validator raised one) and the message must match after normalising case, quotes, backticks,
-  ``[type=..., input_value=...]`` details, a parenthesised comment and a trailing ellipsis (word for word, or
-  every key term). A message that differs in substance (under half of its key terms are in the raised one) makes
-  the option false: same type, other message is another outcome. One that partly matches (half or more) is false
-  when another option quotes the raised message word for word, and otherwise undecided (neither consistent nor
-  false: it may be a paraphrase);
-* ``raises`` with a description (``A ValidationError indicating the name is reserved``): the type must
-  match; true when every key term of the description is in the message, else ``consistent``;
-* ``raises`` with something more (``RuntimeError on initialization``): false when the type does not match,
-  else ``consistent``; a bare type (``TypeError.``) is decided by the type alone;
-* ``runs`` (``No error.``): true when nothing was raised; what follows (``No error, but the second agent
-  will be ignored``) is a claim of its own: false when something was raised, else ``consistent``;
-* ``prints`` and ``value``: false when the snippet raised (the state is never reached), else compared;
-* ``output`` (a plain text option of a question about what the code returns, prints, which message or
-  substring comes out or which error it gives): true when the text is part of what the called function returned
-  (a string) or printed, word for word or every key term, and false when it is not; when the snippet raised, true
-  when the text is in the exception's message or one of its per-field errors, false when it holds under half of
-  their key terms and another option quotes one word for word, else undecided (the question may mean the
-  message);
-* ``field_error`` ("The `type` field is missing"): against the per-field errors
-  (:mod:`~retrieval_pipeline.core.verifier.observation.snippet_errors`).
-
-``consistent`` is what a passing necessary check gives elsewhere: it never makes the option true, and the
-verdict can only reach Valid by elimination (every other option false).
+one observation, on the host (:mod:`~retrieval_pipeline.core.verifier.observation.snippet_decisions`).
 
 An observation that cannot be trusted decides nothing: one caused by the snippet being abridged
 (:mod:`~retrieval_pipeline.core.verifier.observation.abridged`: a placeholder ``...`` used as a value, a required argument
@@ -65,11 +38,10 @@ from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims.claims import Claim
 from retrieval_pipeline.core.verifier.observation.abridged import abridged
-from retrieval_pipeline.core.verifier.observation.printed_output import PART_OF_OUTPUT, WHOLE_OUTPUT, decide_printed
-from retrieval_pipeline.core.verifier.observation.snippet_errors import decide_field_error
+from retrieval_pipeline.core.verifier.observation.snippet_decisions import Decision, decide_options, what_happened
 from retrieval_pipeline.core.verifier.sandbox_side import source
 from retrieval_pipeline.core.verifier.sandbox_side.guard import GUARD_EXIT
-from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, OptionState, safe_record
+from retrieval_pipeline.core.verifier.verdicts.verdict import EVIDENCE_CHARS, OUTPUT_TAIL_CHARS, OptionEvidence, safe_record
 
 #: Put between a snippet file's module context and the section in the one string a question carries as its
 #: snippet (:func:`compose`), so the context travels wherever the snippet does (the verdict cache key included).
@@ -83,17 +55,10 @@ REQUEST_FILE = "snippet_request.json"
 OBSERVATION_FILE = "snippet.observation.json"
 #: A run stopped by the wall clock is run once more with this many times the limit (a busy machine).
 TIMEOUT_RETRY_FACTOR = 3.0
-#: Words that carry no meaning of their own in a message.
-_STOP = frozenset(
-    "the and for with that this these those are was were has have had been being its into from then than "
-    "when will would should shows show".split()
-)
 #: What a run raises because of the sandbox (no network, no credentials, read-only files), not the library.
 _SANDBOX_ERRORS = frozenset({"OSError", "ConnectionError", "TimeoutError", "PermissionError"})
 _SANDBOX_TYPE = re.compile(r"Credential|Auth|Connect|Network|Timeout|HTTP|Http|Transport|APIError|ServerError|ClientError")
 _SANDBOX_MESSAGE = re.compile(r"api[_ ]?key|credential|GOOGLE_CLOUD_PROJECT|network|connection refused|name resolution", re.I)
-#: pydantic line-error type -> the exception a validator raised to cause it.
-_WRAPPED = {"value_error": "ValueError", "assertion_error": "AssertionError"}
 _CLASSLIKE = re.compile(r"^_?[A-Z]\w*$")
 
 
@@ -231,211 +196,6 @@ def guard_refusal(execution: Execution | None) -> str | None:
         return None
     found = re.findall(r"\[rp-guard\] refused: ([^\n]*)", execution.stderr)
     return found[-1][:200] if found else "the guard ended the run"
-
-
-def what_happened(observation: Mapping[str, Any]) -> str:
-    """One line: what the run did."""
-    raised = observation.get("raised")
-    if raised:
-        message = " ".join(str(raised["message"]).split())
-        return f"raises {raised['type']}: {message if len(message) <= 240 else message[:237] + '...'}"
-    returned = observation.get("returned")
-    called = f"{observation['called']}() " if observation.get("called") else ""
-    return f"{called}runs without an exception" + (f" and returns {returned['repr']}" if returned else "")
-
-
-def type_matches(name: str, raised: Mapping[str, Any]) -> bool:
-    """Whether the exception named in an option is what was raised (its class or a base of it; see the module docstring)."""
-    short = name.rsplit(".", 1)[-1]
-    if short == raised.get("type"):
-        return True
-    names = set(raised.get("mro") or [])
-    errors = raised.get("errors") or []
-    if "ValidationError" in names and errors:
-        names.discard("ValueError")
-        names |= {_WRAPPED[e["type"]] for e in errors if e.get("type") in _WRAPPED}
-    return short in names
-
-
-def _normal(text: str) -> str:
-    text = re.sub(r"\[[^\]]*(?:\]|$)", " ", str(text))  # pydantic's [type=..., input_value=...] details, cut or whole
-    text = re.sub(r"for further information visit\s+\S+", " ", text, flags=re.I)  # pydantic's link, versioned
-    text = re.sub(r"[`'\"\u2018\u2019\u201c\u201d]", "", text.lower())
-    text = re.sub(r"(?:\.\.\.|\u2026)", " ", text)
-    return re.sub(r"\s+", " ", text).strip(" .:;,!")
-
-
-def _terms(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9_]+", _normal(text)) if len(w) >= 3 and w not in _STOP]
-
-
-def _messages(raised: Mapping[str, Any]) -> list[str]:
-    """The texts an option may quote: the message, and each line error's (with pydantic's "Value error, " cut), alone
-    and with its field before or after it (``author Field required``, ``Field required: author``)."""
-    texts = [str(raised.get("message", ""))]
-    for error in raised.get("errors") or []:
-        msg = re.sub(r"^(?:value error|assertion failed),\s*", "", str(error.get("msg", "")), flags=re.I)
-        parts = [str(part) for part in error.get("loc", [])]
-        texts += [msg, " ".join([*parts, msg]), f"{msg}: {'.'.join(parts)}"] if parts else [msg]
-    return texts
-
-
-def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
-    """``("quoted" | "match" | "differs" | "partial", coverage)``: how the option's message compares with what was
-    raised (``quoted``: it is part of a raised message, word for word after normalising; ``match``: every key term
-    is in one; ``differs``: fewer than half are)."""
-    quoted = re.sub(r"\([^)]*\)", " ", option)  # "(shows the provided name)": a comment on the message
-    wanted = _normal(quoted)
-    texts = [_normal(t) for t in _messages(raised)]
-    if wanted and any(wanted in t for t in texts):
-        return "quoted", 1.0
-    terms = _terms(quoted)
-    have = set(_terms(" ".join(texts)))
-    coverage = sum(t in have for t in terms) / len(terms) if terms else 0.0
-    if terms and coverage == 1.0:
-        return "match", coverage
-    return ("differs" if coverage < 0.5 else "partial"), coverage
-
-
-#: A claim's state against the observation, and why.
-Decision = tuple[OptionState, str]
-
-
-def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) -> Decision:
-    """The state of one claim against a trusted observation, and why (see the module docstring).
-
-    ``consistent``: what the observation can check holds (nothing was raised; the type matches) and the rest of the
-    option is not checked. A quoted message that differs comes back ``undecided`` with a note starting
-    ``"message differs"`` (or ``"message partly"``): :func:`decide_options` settles it against the other options.
-    """
-    raised, happened = observation.get("raised"), what_happened(observation)
-    outcome = details["outcome"]
-    rest = details.get("rest")
-    if outcome == "field_error":
-        return decide_field_error(details, raised, happened)  # type: ignore[return-value]
-    if outcome == "runs":
-        if raised:
-            return "false", f"the snippet {happened}"
-        if rest:
-            return "consistent", f"the snippet {happened}; the rest of the option ({rest!r}) is a claim of its own, not checked"
-        return "true", f"the snippet {happened}"
-    if outcome == "raises":
-        if not raised:
-            return "false", f"the snippet {happened}"
-        if not type_matches(str(details["exception"]), raised):
-            if rest and re.search(r"(?:Error|Exception|Warning)\b", rest):  # "KeyError or ValueError": another one offered
-                return "undecided", f"undecided: the snippet {happened}; the option offers another exception too ({rest!r})"
-            return "false", f"the snippet {happened}; not {details['exception']}"
-        if details.get("message"):
-            found, coverage = message_match(str(details["message"]), raised)
-            if found in ("quoted", "match"):
-                return "true", f"the snippet {happened}"
-            if found == "differs":
-                return "undecided", f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
-            return "undecided", f"message partly: the type matches, {coverage:.0%} of the message's key terms: the snippet {happened}"
-        if details.get("describes"):
-            terms = _terms(str(details["describes"]))
-            have = set(_terms(" ".join(_messages(raised))))
-            if terms and all(t in have for t in terms):
-                return "true", f"the snippet {happened}"
-            missing = [t for t in terms if t not in have]
-            return "consistent", f"the type matches; the message does not name {missing}: the snippet {happened}"
-        if rest:
-            return "consistent", f"the type matches; the rest of the option ({rest!r}) is not checked: the snippet {happened}"
-        return "true", f"the snippet {happened}"
-    if raised and outcome == "output":  # the message may be the text the question asks about
-        found, coverage = message_match(str(details["output_text"]), raised)
-        if found == "match" and details.get("substring"):
-            return "consistent", f"terms only: every key term is in the message, not as one substring: the snippet {happened}"
-        if found in ("quoted", "match"):
-            return "true", f"the snippet {happened}"
-        if found == "differs" and details.get("asks_error"):
-            return "undecided", f"text differs: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
-        return "undecided", f"undecided: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
-    if raised:
-        return "false", f"the snippet {happened} before that state is reached"
-    if outcome == "output":
-        returned = observation.get("returned") or {}
-        texts = [str(observation.get("stdout") or "")]
-        if returned.get("type") == "str" and returned.get("literal"):
-            texts.append(str(ast.literal_eval(returned["repr"])))
-        if not any(t.strip() for t in texts):
-            return "undecided", f"the snippet {happened}, with no text to compare"
-        printed = decide_printed(details, observation)  # values written out, the whole output, no key term
-        if printed is not None:
-            return printed  # type: ignore[return-value]
-        found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
-        shown = " | ".join(t.strip() for t in texts if t.strip())
-        if found == "match" and details.get("substring"):
-            return "consistent", f"terms only: every key term is in the output, not as one substring: {shown!r}"
-        if found == "quoted" and details.get("substring"):
-            return "true", f"the snippet's output holds it word for word: {shown!r}"
-        if found in ("quoted", "match"):
-            return "consistent", f"{PART_OF_OUTPUT}: {shown!r}"
-        return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
-    if outcome == "prints":
-        printed = str(observation.get("stdout", "")).strip()
-        return ("true" if printed == str(details["printed"]).strip() else "false"), f"the snippet prints {printed!r}"
-    value = (observation.get("expressions") or {}).get(str(details["expr"])) or {}
-    if "error" in value:
-        return "false", f"{details['expr']} raises {value['error']} after the snippet"
-    if not value.get("literal"):
-        return "undecided", f"{details['expr']} is {value.get('repr')!r} after the snippet, not a literal to compare"
-    actual, expected = ast.literal_eval(value["repr"]), ast.literal_eval(str(details["expected"]))
-    same = type(actual) is type(expected) and actual == expected
-    return ("true" if same else "false"), f"{details['expr']} is {value['repr']} after the snippet"
-
-
-def _quotes(details: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
-    """Whether an option's message or text is, word for word, in what was raised (else what was printed or returned)."""
-    text = details.get("message") or details.get("output_text")
-    if not text:
-        return False
-    raised = observation.get("raised")
-    if not raised:
-        returned = observation.get("returned") or {}
-        printed = [str(observation.get("stdout") or "")]
-        if returned.get("type") == "str" and returned.get("literal"):
-            printed.append(str(ast.literal_eval(returned["repr"])))
-        raised = {"message": " ".join(printed)}
-    return message_match(str(text), raised)[0] == "quoted"
-
-
-def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:
-    """Each claim decided (:func:`decide_option`). A quoted message that differs in substance from what was raised
-    (under half of its key terms in it, quotes, backticks and spaces aside) is false: "same type, other message" is
-    another outcome, not a consistent one. One that only partly matches it (half of its key terms or more) is false
-    when another option quotes the raised message word for word, and otherwise undecided (never consistent: it may
-    be a paraphrase or another message).
-    A text option (``output``) holding under half the key terms of every raised message and per-field error is
-    false on the same condition, and otherwise undecided (no type was checked). In a question about a substring, a
-    text whose key terms are all there but not as one substring is consistent, and false when another option is one."""
-    decided = [decide_option(c.details, observation) for c in claims]
-    quoting = [i for i, c in enumerate(claims) if decided[i][0] == "true" and _quotes(c.details, observation)]
-    whole = [i for i, (state, note) in enumerate(decided) if state == "true" and note.startswith(WHOLE_OUTPUT)]
-    out: list[Decision] = []
-    for i, (state, note) in enumerate(decided):
-        others = [claims[j].letter for j in quoting if j != i]
-        if state == "undecided" and note.startswith("message differs"):  # same type, another message: not consistent
-            out.append(("false", f"the option quotes another message than the one raised; {note}"))
-        elif state == "undecided" and note.startswith("message partly"):
-            if others:
-                out.append(("false", f"{note}; option(s) {', '.join(others)} quote the message raised"))
-            else:
-                out.append(("undecided", f"undecided: {note} (part of a message is neither that message nor another)"))
-        elif state == "consistent" and note.startswith(PART_OF_OUTPUT) and whole:
-            out.append(("false", f"{note}; option(s) {', '.join(claims[j].letter for j in whole)} are the whole output"))
-        elif state == "consistent" and note.startswith("terms only") and others:
-            out.append(("false", f"{note}; option(s) {', '.join(others)} quote it word for word"))
-        elif state == "undecided" and note.startswith("text differs"):
-            out.append(
-                ("false", f"{note}; option(s) {', '.join(others)} quote the message raised")
-                if others
-                else ("undecided", f"undecided: {note}")
-            )
-        else:
-            out.append((state, note))
-    return out
 
 
 def question_mismatch(question: str, snippet: str) -> str | None:

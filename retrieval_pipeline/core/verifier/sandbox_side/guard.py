@@ -72,11 +72,13 @@ def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=(), pr
     busy = [False]
     immutable_type = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
 
+    registry = "__warningregistry__"  # what the warnings machinery adds to a module's globals: not a change
+
     def snapshot():
         taken = []
         for module in watched:
             space = vars_(module)
-            taken.append((space, tuple_(space.items())))
+            taken.append((space, tuple_(item for item in space.items() if item[0] != registry)))
             for value in tuple_(space.values()):
                 mutable = isinstance_(value, type_) and not value.__flags__ & immutable_type  # a built-in type cannot change
                 if mutable and getattr_(value, "__module__", None) == space.get("__name__"):
@@ -95,7 +97,9 @@ def _rp_guard_install(trusted, sink, *, entry=None, protected=(), watched=(), pr
                 if space.__code__ is not code or space.__defaults__ is not defaults or space.__kwdefaults__ is not kwdefaults:
                     return "the function " + str_(space.__qualname__) + " was changed"
                 continue
-            if len_(space) != len_(items):
+            # the warnings machinery adds ``__warningregistry__`` to the globals of the frame a warning is reported
+            # from (a coroutine never awaited, collected in the observer's frame): the interpreter's, not a change
+            if len_(space) - (registry in space) != len_(items):
                 return "a namespace of the observer was changed (" + str_(len_(items)) + " -> " + str_(len_(space)) + " names)"
             for key, value in items:
                 if space.get(key, space) is not value:

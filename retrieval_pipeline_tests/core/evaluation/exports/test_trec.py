@@ -17,13 +17,8 @@ import pytest
 
 from retrieval_pipeline.core.common.errors import InputError
 from retrieval_pipeline.core.common.types import Qrels, Run
-from retrieval_pipeline.core.evaluation.exports.trec import (
-    read_trec_qrels,
-    read_trec_run,
-    untie_scores,
-    write_trec_qrels,
-    write_trec_run,
-)
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec_writer import untie_scores, write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.evaluation.metrics import per_query_metrics
 
 TOLERANCE = 1e-9

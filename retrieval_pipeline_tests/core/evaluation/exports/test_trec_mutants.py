@@ -1,4 +1,4 @@
-"""TREC I/O, against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.exports.trec`.
+"""TREC I/O, against the mutants ``benchmarks/mutation.py`` found alive in :mod:`retrieval_pipeline.core.evaluation.exports.trec` (its writers now in :mod:`.trec_writer`).
 
 What the older tests left open: whole error messages (the file, the line, the query and the expected
 layout are all named), the float32 range's own bound, unreadable files, and UTF-8 whatever the locale.
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline.core.common.errors import InputError
-from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run, untie_scores, write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec_writer import untie_scores, write_trec_qrels, write_trec_run
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -90,7 +91,8 @@ _ASCII_LOCALE_SCRIPT = textwrap.dedent(
     """
     import locale, sys
     from pathlib import Path
-    from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
+    from retrieval_pipeline.core.evaluation.exports.trec import read_trec_qrels, read_trec_run
+    from retrieval_pipeline.core.evaluation.exports.trec_writer import write_trec_qrels, write_trec_run
     assert locale.getpreferredencoding(False).lower() not in ("utf-8", "utf8"), locale.getpreferredencoding(False)
     folder = Path(sys.argv[1])
     run = {"caf\\u00e9": [("d\\u00fc", 2.0), ("\\u6587\\u66f8", 1.0)]}

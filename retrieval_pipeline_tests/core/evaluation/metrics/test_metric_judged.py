@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline import evaluate, parse_metric
-from retrieval_pipeline.core.evaluation.exports.trec import untie_scores
+from retrieval_pipeline.core.evaluation.exports.trec_writer import untie_scores
 
 QRELS = {"q1": {"a": 2, "b": 0, "c": -1, "z": 1}, "q2": {"x": 1}, "q3": {"y": 1}}
 RUN = {"q1": {"a": 0.9, "u": 0.8, "b": 0.7, "c": 0.6, "v": 0.5}, "q2": {"w": 0.4, "x": 0.4}}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval_pipeline import evaluate, parse_metric
-from retrieval_pipeline.core.evaluation.exports.trec import untie_scores
+from retrieval_pipeline.core.evaluation.exports.trec_writer import untie_scores
 
 
 def _real_ish(seed: int, grades: tuple[int, int] = (-1, 4), n_queries: int = 80) -> tuple[dict, dict]:

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from retrieval_pipeline.api import compare
-from retrieval_pipeline.core.evaluation.exports.trec import write_trec_qrels, write_trec_run
+from retrieval_pipeline.core.evaluation.exports.trec_writer import write_trec_qrels, write_trec_run
 from retrieval_pipeline.core.evaluation.statistics import stats
 from retrieval_pipeline.core.evaluation.statistics.pairwise import PairwiseSettings, compare_all
 from retrieval_pipeline.core.evaluation.statistics.significance import significance_table, wide_values

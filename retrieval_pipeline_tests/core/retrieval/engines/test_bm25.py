@@ -12,8 +12,8 @@ from rank_bm25 import BM25Okapi
 
 from retrieval_pipeline.core.common.types import Hit
 from retrieval_pipeline.core.retrieval.base import Retriever
-from retrieval_pipeline.core.retrieval.engines import okapi_bm25 as bm25_module
-from retrieval_pipeline.core.retrieval.engines.okapi_bm25 import BM25Retriever, top_k
+from retrieval_pipeline.core.retrieval.engines.bm25 import okapi_bm25 as bm25_module
+from retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25 import BM25Retriever, top_k
 from retrieval_pipeline.core.retrieval.engines.tokenize import tokenize
 
 ATOL = 1e-9

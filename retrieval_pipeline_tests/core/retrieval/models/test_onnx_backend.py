@@ -32,18 +32,16 @@ from retrieval_pipeline.core.retrieval.models.onnx_backend import (
     BACKENDS,
     CACHE_ENV,
     MANIFEST_FILE,
-    MIN_EXPORT_COSINE,
     ONNX_FILE,
     RECIPE,
     THREADS_ENV,
     TOKENIZER_FILE,
     cache_folder,
-    check_onnx_compatible,
     default_cache_dir,
     default_threads,
     ensure_exported,
-    quantised_agreement,
 )
+from retrieval_pipeline.core.retrieval.models.onnx_export import MIN_EXPORT_COSINE, check_onnx_compatible, quantised_agreement
 from retrieval_pipeline_tests.core.retrieval.kit import REAL_DOCS, dense, fake_model_folder
 
 WORDS = ["[PAD]", "[UNK]", "cat", "dog", "fish", "bird"]
@@ -369,7 +367,7 @@ def test_real_export_is_reused_by_a_new_process_without_torch(
 def test_ffn_output_matmuls_are_the_feed_forward_outputs_only() -> None:
     from onnx import helper
 
-    from retrieval_pipeline.core.retrieval.models.onnx_backend import ffn_output_matmuls
+    from retrieval_pipeline.core.retrieval.models.onnx_export import ffn_output_matmuls
 
     names = [
         ("MatMul", "/transformer/encoder/layer.0/attention/attn/q/MatMul"),
@@ -458,7 +456,7 @@ def test_the_outliers_fp32_backend_has_its_own_recipe_cache_folder_and_model_id(
 
 
 def test_the_export_takes_one_recipe_at_a_time(model_dir: Path) -> None:
-    from retrieval_pipeline.core.retrieval.models.onnx_backend import export_qint8
+    from retrieval_pipeline.core.retrieval.models.onnx_export import export_qint8
 
     with pytest.raises(ValueError, match="choose one"):
         export_qint8(model_dir, model_dir / "m.onnx", model_dir / "t.json", ffn_output_fp32=True, outlier_channels_fp32=True)

@@ -72,3 +72,30 @@ def test_the_whole_output_is_true_and_part_of_it_is_left_to_the_caller() -> None
 
 def test_a_substring_question_is_left_to_the_word_for_word_reading() -> None:
     assert decide_printed(output("`1`", substring=True), ran("0\n1\n")) is None
+
+
+def test_what_a_no_error_option_says_is_printed_or_returned_is_compared() -> None:
+    from retrieval_pipeline.core.verifier.observation.printed_output import decide_rest
+
+    printed_none = {"raised": None, "stdout": "None\n", "returned": {"type": "NoneType", "literal": True, "repr": "None"}}
+    assert decide_rest("it prints `None`.", printed_none)[0] == "true"
+    assert decide_rest("it prints `'yes'`.", printed_none)[0] == "false"
+    assert decide_rest("it prints `None`, because the value is not a boolean.", printed_none)[0] == "consistent"
+    printed_true = {**printed_none, "stdout": "True\n"}
+    assert decide_rest("it prints `None`, because the value is not a boolean.", printed_true)[0] == "false"
+    assert decide_rest("it returns `None`", printed_none)[0] == "true"
+    assert decide_rest("it returns `'x'`", ran(returned="x"))[0] == "true"
+    # prose, or values and more: not read
+    assert decide_rest("it creates and prints a new empty session with that id.", printed_none) is None
+    assert decide_rest("it prints `f`, and `ctx` is listed as required", printed_none) is None
+    assert decide_rest("the second agent will be ignored.", printed_none) is None
+
+
+def test_a_no_error_option_that_says_what_is_printed_is_decided_through_the_snippet_claim() -> None:
+    from retrieval_pipeline.core.verifier.observation.snippet_decisions import decide_option
+
+    runs = {"outcome": "runs", "rest": "it prints `None`."}
+    seen = {"raised": None, "stdout": "None\n", "returned": {"type": "NoneType", "literal": True, "repr": "None"}}
+    assert decide_option(runs, seen)[0] == "true"
+    assert decide_option({"outcome": "runs", "rest": "it prints `'yes'`."}, seen)[0] == "false"
+    assert decide_option({"outcome": "runs", "rest": "the session is kept."}, seen)[0] == "consistent"

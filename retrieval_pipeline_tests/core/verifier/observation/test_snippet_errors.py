@@ -7,8 +7,8 @@ import pydantic
 import pytest
 
 from retrieval_pipeline.core.verifier.decompose import decompose
+from retrieval_pipeline.core.verifier.observation.snippet_decisions import decide_options
 from retrieval_pipeline.core.verifier.observation.snippet_errors import decide_field_error, field_error_details, line_errors
-from retrieval_pipeline.core.verifier.observation.snippet_observation import decide_options
 from retrieval_pipeline.core.verifier.sandbox_side import observe_snippet
 
 WHY = "Why does constructing this `Order` fail?"

@@ -14,14 +14,13 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import run_in_sandbox
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
 from retrieval_pipeline.core.verifier.claims.snippet_claims import snippet_details, snippet_names
 from retrieval_pipeline.core.verifier.decompose import decompose
+from retrieval_pipeline.core.verifier.observation.snippet_decisions import decide_options, type_matches
 from retrieval_pipeline.core.verifier.observation.snippet_observation import (
     compose,
-    decide_options,
     described_call,
     question_mismatch,
     snippet_evidence,
     split,
-    type_matches,
     untrusted,
 )
 from retrieval_pipeline.core.verifier.proofs.library_index import LibraryIndex, probe_environment

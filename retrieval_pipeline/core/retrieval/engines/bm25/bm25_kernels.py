@@ -1,4 +1,4 @@
-"""Numba kernel of :meth:`BM25Retriever.search_tokens <retrieval_pipeline.core.retrieval.engines.okapi_bm25.BM25Retriever.search_tokens>`,
+"""Numba kernel of :meth:`BM25Retriever.search_tokens <retrieval_pipeline.core.retrieval.engines.bm25.okapi_bm25.BM25Retriever.search_tokens>`,
 loaded only for large indexes (importing Numba and loading the compiled code cost about a second; ``cache=True`` keeps
 the machine code for later processes)."""
 
