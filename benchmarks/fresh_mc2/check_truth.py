@@ -24,27 +24,31 @@ HERE = Path(__file__).resolve().parent
 SUITES = ("configure_fresh2_mc", "diagnose_fresh2_mc", "predict_fresh2_mc")
 
 
-def _first_set_checker():
-    """``benchmarks/fresh_mc/check_truth.py`` as a module of its own, with its layout pointed at this folder."""
-    spec = importlib.util.spec_from_file_location("fresh_mc2_check_truth_base", HERE.parent / "fresh_mc" / "check_truth.py")
+def checker_for(here: Path, suites: tuple[str, str, str], which: str):
+    """``benchmarks/fresh_mc/check_truth.py`` as a module of its own, with its layout pointed at the set in ``here``.
+
+    ``suites`` are the set's configure, diagnose and predict suites; ``which`` names the set in the truth file's
+    header ("second", "third"). Later sets load this function by path, as this file loads the first set's script.
+    """
+    spec = importlib.util.spec_from_file_location(f"{here.name}_check_truth_base", here.parent / "fresh_mc" / "check_truth.py")
     assert spec is not None and spec.loader is not None
     base = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(base)
-    base.HERE = HERE
-    base.TRUTH = HERE / "truth.yaml"
-    base.SUITES = SUITES
+    base.HERE = here
+    base.TRUTH = here / "truth.yaml"
+    base.SUITES = suites
     base.IMPORT_DIRS = (
-        HERE,
-        HERE / "benchmarks/benchmark_definitions/diagnose_fresh2_mc",
-        HERE / "benchmarks/benchmark_definitions/predict_fresh2_mc/cases",
+        here,
+        here / "benchmarks/benchmark_definitions" / suites[1],
+        here / "benchmarks/benchmark_definitions" / suites[2] / "cases",
     )
-    base.TRUTH_HEADER = base.TRUTH_HEADER.replace("fresh multiple-choice", "second set of fresh multiple-choice").replace(
-        "benchmarks/fresh_mc/", "benchmarks/fresh_mc2/"
+    base.TRUTH_HEADER = base.TRUTH_HEADER.replace("fresh multiple-choice", f"{which} set of fresh multiple-choice").replace(
+        "benchmarks/fresh_mc/", f"benchmarks/{here.name}/"
     )
     return base
 
 
-_base = _first_set_checker()
+_base = checker_for(HERE, SUITES, "second")
 VERSIONS = _base.VERSIONS
 suite_keys = _base.suite_keys
 main = _base.main

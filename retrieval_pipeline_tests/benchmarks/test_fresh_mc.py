@@ -1,5 +1,5 @@
-"""The fresh multiple-choice suites (``benchmarks/fresh_mc`` and the held-out ``benchmarks/fresh_mc2``) load cleanly
-and every question has its truth recorded.
+"""The fresh multiple-choice suites (``benchmarks/fresh_mc``, ``benchmarks/fresh_mc2`` and the held-out
+``benchmarks/fresh_mc3``) load cleanly and every question has its truth recorded.
 
 No library run here: each set's ``check_truth.py`` re-establishes the truth in the google-adk venvs.
 """
@@ -22,6 +22,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SETS = {
     "fresh_mc": ("configure_fresh_mc", "diagnose_fresh_mc", "predict_fresh_mc"),
     "fresh_mc2": ("configure_fresh2_mc", "diagnose_fresh2_mc", "predict_fresh2_mc"),
+    "fresh_mc3": ("configure_fresh3_mc", "diagnose_fresh3_mc", "predict_fresh3_mc"),
 }
 DEV_SUITES = ("configure_adk_features_mc", "diagnose_setup_errors_mc", "predict_runtime_behavior_mc")
 VERSIONS = ("2.13", "1.20")
@@ -66,7 +67,7 @@ def test_every_snippet_question_gets_its_section(root, loaded) -> None:
 
 
 @pytest.mark.integration
-def test_ids_and_question_texts_are_unique_across_dev_and_both_fresh_sets(shared_data: Path) -> None:
+def test_ids_and_question_texts_are_unique_across_dev_and_every_fresh_set(shared_data: Path) -> None:
     dev = load_suites([shared_data / "adk" / "benchmark_definitions" / suite / "benchmark.yaml" for suite in DEV_SUITES])
     assert len(dev.cases) > 50
     sets = {"dev": dev.cases} | {root: _load(root).cases for root in sorted(SETS)}
