@@ -19,6 +19,7 @@ import inspect
 import json
 import re
 import sys
+import textwrap
 
 EVIDENCE = "option.evidence.json"
 #: Set by the proof's last statement when it installs the guard (:mod:`.guard`, in the sandbox only): from then on
@@ -89,8 +90,48 @@ def _has(obj, name):
             if name in vars(klass) or name in getattr(klass, "__annotations__", {}) or name in slots:
                 return True
         fields = getattr(obj, "model_fields", None) or getattr(obj, "__dataclass_fields__", None) or {}
-        return name in fields
+        return name in fields or name in (getattr(obj, "__private_attributes__", None) or {})
     return hasattr(obj, name)
+
+
+def _is_self(node):
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _sets_attribute(func):
+    return getattr(func, "id", None) == "setattr" or getattr(func, "attr", None) == "__setattr__"
+
+
+def _set_on_instances(cls, name):
+    """Whether instances of ``cls`` get the attribute ``name`` where the class does not show it: True when a method of
+    the class or a base assigns ``self.<name>`` (in ``__init__`` or in a helper it calls); None when that cannot be ruled
+    out (a ``__getattr__``, a method without readable source, a ``setattr`` or ``__dict__`` write of a name not written
+    out); False otherwise."""
+    unsure = (getattr(cls, "model_config", None) or {}).get("extra") == "allow"  # a pydantic model keeping extras
+    for klass in cls.__mro__:
+        if klass is object or str(getattr(klass, "__module__", "")).startswith("pydantic."):
+            continue  # pydantic's own machinery reads and writes fields and private attributes, which _has sees
+        if "__getattr__" in vars(klass):
+            unsure = True
+        for function in list(vars(klass).values()):
+            if not inspect.isfunction(function):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+            except (OSError, TypeError, SyntaxError):
+                unsure = True
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and _is_self(node.value):
+                    if isinstance(node.ctx, ast.Store) and node.attr == name:
+                        return True
+                    unsure = unsure or node.attr == "__dict__"
+                elif isinstance(node, ast.Call) and _sets_attribute(node.func) and len(node.args) > 1 and _is_self(node.args[0]):
+                    target = node.args[1]  # setattr(self, "x", v), object.__setattr__(self, "x", v)
+                    if isinstance(target, ast.Constant) and target.value == name:
+                        return True
+                    unsure = unsure or not isinstance(target, ast.Constant)
+    return None if unsure else False
 
 
 def _bind(spec):
@@ -133,6 +174,12 @@ def _walk(path, names, last_exists_only=False):
         last = i == len(parts) - 1
         present = _has(obj, part) if (last and last_exists_only and isinstance(obj, type)) else hasattr(obj, part)
         child = None if present else _submodule(obj, part)
+        if not present and child is None and last and last_exists_only and isinstance(obj, type):
+            on_instances = _set_on_instances(obj, part)  # ``self.x = ...`` in ``__init__``: an instance attribute
+            if on_instances:
+                return True
+            if on_instances is None:
+                raise _Unimportable(path + ": not an attribute of the class, and its instances may get it where it cannot be read")
         if not present and child is None:
             raise _Missing(path + ": no attribute " + repr(part) + " on " + repr(obj))
         if last and last_exists_only:

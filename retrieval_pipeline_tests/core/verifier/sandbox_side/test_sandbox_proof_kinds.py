@@ -76,6 +76,16 @@ def test_exists(proofs: dict[str, Any]) -> None:
     assert decide(proofs, "_prove_exists", path="Thing.attr", names=unprobed, head_from_question=False)[0] is None
 
 
+def test_an_attribute_set_on_instances_exists_and_one_a_class_may_set_dynamically_is_undecided(proofs: dict[str, Any]) -> None:
+    """Kind of claim: an attribute exists. ``logging.Handler`` gets ``formatter`` in ``__init__`` (``self.formatter =
+    None``), not on the class: looking only at the class made it false (a right key, ``ToolContext.function_call_id`` on
+    google-adk 1.20, came out Incorrect). ``argparse.Namespace`` sets whatever it is given (``setattr(self, name, ...)``):
+    a name missing from it is undecided, not false."""
+    assert decide(proofs, "_prove_exists", path="logging.Handler.formatter", names={}, head_from_question=False)[0] is True
+    assert decide(proofs, "_prove_exists", path="logging.Handler.nope_xyz", names={}, head_from_question=False)[0] is False
+    assert decide(proofs, "_prove_exists", path="argparse.Namespace.nope_xyz", names={}, head_from_question=False)[0] is None
+
+
 def test_signature_and_keywords(proofs: dict[str, Any]) -> None:
     exact = {"subject": "textwrap.dedent", "names": {}, "expect_async": False}
     assert decide(proofs, "_prove_signature", expected=[["text", "POSITIONAL_OR_KEYWORD"]], **exact)[0] is True

@@ -17,7 +17,7 @@ import yaml
 from retrieval_pipeline.core.datasets.suite.loading import load_suites
 from retrieval_pipeline.core.datasets.suite.reader import SNIPPET_KEY
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 #: Files root (a folder of ``benchmarks/``) -> its suites: configure (no snippets), diagnose, predict.
 SETS = {
     "fresh_mc": ("configure_fresh_mc", "diagnose_fresh_mc", "predict_fresh_mc"),
