@@ -14,11 +14,10 @@ mark moved to each other option), and scores both against that truth for the lib
 
     .venv/bin/python benchmarks/verify_fresh_mc.py                                    # google-adk 2.13 (the registry's)
     .venv/bin/python benchmarks/verify_fresh_mc.py --python .venvs/adk120/bin/python  # google-adk 1.20
-    .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc2 --counts-only   # the held-out set
+    .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc4 --counts-only   # the held-out set
 
-``benchmarks/fresh_mc`` (33 questions) was looked at question by question once its first scores were in (its failures
-led to four rules), so it is now a design set; ``benchmarks/fresh_mc2`` (32) is held out: ``--counts-only`` scores it
-without naming a question.
+Each set is held out until it is scored once (``--counts-only``: counts, never which question); then its failures are
+looked at and may become rules, and a new set is written (``docs/verifier.md``, "Questions written after the rules").
 """
 
 from __future__ import annotations
