@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -143,6 +144,18 @@ def _claim(case_id: str, letter: str, text: str, frame: _Frame) -> Claim:
     return _make(case_id, letter, text, "unknown", "not checkable offline", None, reason="no heuristic applies")
 
 
+def _instance_class(head: str, frame: _Frame) -> str | None:
+    """The class a lower-case head of an option stands for an instance of: the class the question names in backticks
+    whose name is the head's, case aside (`event` for `Event`, `types.Part` for `part`); else None. Such a head is read
+    as that class's instance, not as a module of the same name (``google.adk.events.event``)."""
+    if not head[:1].islower():
+        return None
+    named = [span.strip().removesuffix("()") for span in frame.spans]
+    classes = [span for span in named if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", span) and _CAMEL.match(span.split(".")[-1])]
+    matching = sorted({c for c in classes if c.split(".")[-1].lower() == head.lower()})
+    return matching[0] if len(matching) == 1 else None
+
+
 def _name_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame) -> Claim | None:
     named, alternative = clean_name_option(option)
     match = _NAME_PATH_OPTION.match(named.rstrip("."))
@@ -156,7 +169,17 @@ def _name_claim(case_id: str, letter: str, text: str, option: str, frame: _Frame
         extra["disjunctive"] = True
     role_note = f" (and derives from {' or '.join(role)} where the library defines it)" if role else ""
     if "." in path:
-        head = path.split(".")[0]
+        head, _, rest = path.partition(".")
+        instance_of = _instance_class(head, frame)
+        if instance_of is not None:  # `event.get_function_responses()` in a question about `Event`: an Event's member
+            if "." in rest:
+                return None  # a member of a member of an instance: the class alone does not say what that is
+            full = f"{instance_of}.{rest}"
+            return _make(
+                case_id, letter, text, "exists", f"`{full}` exists (`{head}` being an instance of `{instance_of}`)", full,
+                path=full, called=called, decides="necessary", free_names=[instance_of.split(".")[0]],
+                bindings=frame.bindings, instance=head,
+            )  # fmt: skip
         return _make(
             case_id, letter, text, "exists", f"`{path}` exists{role_note}", path,
             path=path, called=called, decides="necessary", free_names=[head], bindings=frame.bindings, **extra,

@@ -241,6 +241,20 @@ def _subject(question: str, spans: list[str]) -> str | None:
     return candidates[0]
 
 
+def _asks_for_parameter(question: str) -> bool:
+    """Whether the question asks which parameter (argument, keyword) to use: "which `X` parameter ...", "which ...
+    argument ...". Not when it first asks for something else and names parameters after ("Which method do you override
+    to give the model the tool's declaration (name, description, parameters)?" asks for a method)."""
+    param = _PARAM_QUESTION.search(question)
+    if param is None:
+        return False
+    name = _NAME_QUESTION.search(question)
+    if name is None:
+        return True
+    word = re.search(rf"\b{_PARAM_WORDS}\b", question[param.start() :], re.I)
+    return word is None or param.start() + word.start() < name.start(1)
+
+
 #: The nouns of a name question that ask for a member of the question's subject ("which method of `Runner`").
 _MEMBER_NOUNS = re.compile(r"^(?:methods?|attributes?|calls?)$", re.I)
 
@@ -264,7 +278,7 @@ def analyse_question(question: str) -> _Frame:
         bindings=_bindings(question, spans),
         expression=_question_expression(question),
         negated=bool(_NEGATED.search(question)),
-        param_question=bool(_PARAM_QUESTION.search(question)),
+        param_question=_asks_for_parameter(question),
         name_question=bool(_NAME_QUESTION.search(question)),
         member_question=_asks_for_member(question, _subject(question, spans)),
         acceptance=bool(_ACCEPTANCE.search(question)),

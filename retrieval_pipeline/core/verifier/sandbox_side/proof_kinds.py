@@ -49,6 +49,11 @@ def _prove_exists(path, names, head_from_question):
     except _Missing as exc:
         if exc.head and head_from_question:
             _undecided("the question's subject is missing: " + str(exc))
+        if exc.head and path[:1].islower() and "." in path:
+            # `ctx.agent_name`: a lower-case head that is no module may be the option's own variable, not a claim
+            _undecided(
+                "no module or builtin is named " + repr(path.split(".")[0]) + ", which may be a variable of the option's: " + str(exc)
+            )
         _false(str(exc))
     except ImportError as exc:
         _undecided("import failed: " + type(exc).__name__ + ": " + str(exc))

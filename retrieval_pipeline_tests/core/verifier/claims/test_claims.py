@@ -169,3 +169,23 @@ def test_a_bare_name_is_looked_up_on_the_subject_only_when_the_question_asks_for
     assert called[0].subject == "LoopAgent.escalate"
     module = decompose("f", "Which function of `os.path` joins two paths?", {"A": "join"})  # a function of a module
     assert module[0].subject == "os.path.join"
+
+
+def test_a_lower_case_head_named_like_a_class_the_question_names_is_an_instance_of_it():
+    """Kind of claim: a name exists. `event.get_function_responses()` in a question about `Event` is a method of an
+    Event, not an attribute of the module ``google.adk.events.event`` (read that way, a right key was disproven)."""
+    question = "Which `Event` method returns the function responses an event carries?"
+    claims = decompose("e", question, {"A": "`event.get_function_responses()`", "B": "`event.content.parts`"})
+    assert claims[0].kind == "exists" and claims[0].subject == "Event.get_function_responses"
+    assert claims[0].details["instance"] == "event" and claims[0].details["free_names"] == ["Event"]
+    assert claims[1].subject != "Event.content.parts"  # a member of a member: the class alone does not say
+    other = decompose("o", "Which `Runner` method ...?", {"A": "`event.get_function_calls()`"})  # no class of its name
+    assert "instance" not in other[0].details
+
+
+def test_a_question_that_asks_for_a_method_and_mentions_parameters_after_asks_for_a_method():
+    question = "You subclass `BaseTool`. Which method do you override to give the model the declaration (name, parameters)?"
+    claims = decompose("m", question, {"A": "`_get_declaration`", "B": "`to_declaration`"})
+    assert {c.kind for c in claims} == {"exists"} and claims[0].subject == "BaseTool._get_declaration"
+    asks_param = decompose("p", "Which parameter of `Runner` takes the method to call?", {"A": "app_name"})
+    assert asks_param[0].kind in ("signature_param", "constructor_kwarg")

@@ -86,6 +86,13 @@ def test_an_attribute_set_on_instances_exists_and_one_a_class_may_set_dynamicall
     assert decide(proofs, "_prove_exists", path="argparse.Namespace.nope_xyz", names={}, head_from_question=False)[0] is None
 
 
+def test_a_lower_case_head_that_is_no_module_is_undecided_not_false(proofs: dict[str, Any]) -> None:
+    """`ctx.agent_name` names the option's own variable: that no module is called `ctx` proves nothing about it."""
+    state, reason = decide(proofs, "_prove_exists", path="ctx.agent_name", names={}, head_from_question=False)
+    assert state is None and "may be a variable" in reason
+    assert decide(proofs, "_prove_exists", path="NoSuchThing_xyz.attr", names={}, head_from_question=False)[0] is False
+
+
 def test_signature_and_keywords(proofs: dict[str, Any]) -> None:
     exact = {"subject": "textwrap.dedent", "names": {}, "expect_async": False}
     assert decide(proofs, "_prove_signature", expected=[["text", "POSITIONAL_OR_KEYWORD"]], **exact)[0] is True
