@@ -10,7 +10,8 @@ mark moved to each other option), and scores both against that truth for the lib
   (a false false); ``consistent`` and ``undecided`` are no claim;
 - per question: the verdicts, a **false Incorrect** (the key is true, the verdict says it is disproven), a **false
   Ambiguous** (the distractor it names as also working is not true), a **false Valid** (the mark is not true);
-- per mutant whose mark is not true: flagged (Incorrect or Ambiguous), and false Valid.
+- per mutant whose mark is not true: flagged (Incorrect or Ambiguous), and false Valid;
+- "None of the above" (or "All of the above") proven true from the other options: how often that is right.
 
     .venv/bin/python benchmarks/verify_fresh_mc.py                                    # google-adk 2.13 (the registry's)
     .venv/bin/python benchmarks/verify_fresh_mc.py --python .venvs/adk120/bin/python  # google-adk 1.20
@@ -41,6 +42,7 @@ from verify_adk_mc import verify_offline  # noqa: E402
 
 from retrieval_pipeline.core.datasets.suite.loading import load_suites  # noqa: E402
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry  # noqa: E402
+from retrieval_pipeline.core.verifier.claims.claims import DERIVED_KINDS  # noqa: E402
 from retrieval_pipeline.core.verifier.verdicts.verdict import VERDICTS, decide  # noqa: E402
 
 FRESH = Path(__file__).resolve().parent / "fresh_mc"
@@ -73,9 +75,13 @@ def score(results: list[dict[str, Any]], truth: dict[str, set[str]]) -> dict[str
     errors: dict[str, list[str]] = {"false_true": [], "false_false": [], "false_incorrect": [], "false_ambiguous": [],
                                     "false_valid": [], "false_valid_mutant": []}  # fmt: skip
     key_wrong = mutants = flagged = 0
+    derived_true = {"right": 0, "wrong": 0}
     for r in results:
         case, true = r["case_id"], truth[r["case_id"]]
         card[r["verdict"]] += 1
+        for letter in r.get("derived", []):  # "None/All of the above" decided from the other options
+            if r["states"].get(letter) == "true":
+                derived_true["right" if letter in true else "wrong"] += 1
         for letter, state in r["states"].items():
             if state == "true" and letter not in true:
                 errors["false_true"].append(f"{case}:{letter}")
@@ -101,6 +107,7 @@ def score(results: list[dict[str, Any]], truth: dict[str, set[str]]) -> dict[str
     card["wrong_mutants"] = mutants
     card["wrong_mutants_flagged"] = flagged
     card["errors"] = errors
+    card["derived_true"] = derived_true
     return card
 
 
@@ -136,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append({
             "case_id": v.case_id, "marked": v.marked, "verdict": v.verdict,
             "states": {e.letter: e.state for e in v.evidence},
+            "derived": [e.letter for e in v.evidence if e.claim.kind in DERIVED_KINDS],
             "mutants": {e.letter: decide(v.case_id, e.letter, copy.deepcopy(v.evidence)).verdict
                         for e in v.evidence if e.letter != v.marked},
             "notes": {e.letter: f"{e.state} [{e.claim.kind}] {e.note}"[:300] for e in v.evidence},
@@ -144,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nverdicts: " + "  ".join(f"{v} {card[v]}" for v in VERDICTS) + f"  (Unverifiable {card['unverifiable_share']:.0%})")
     print(f"keys not true on {version}: {card['keys_not_true']}")
     print(f"wrong-mark mutants flagged: {card['wrong_mutants_flagged']} of {card['wrong_mutants']}")
+    print(f"'None/All of the above' proven true: right {card['derived_true']['right']}, wrong {card['derived_true']['wrong']}")
     for name, found in card["errors"].items():
         print(f"{name.replace('_', ' ')}: {len(found)}" + (f"  {found}" if found and not args.counts_only else ""))
     print(f"wall {time.monotonic() - started:.1f} s")

@@ -39,6 +39,16 @@ def test_each_kind_of_error_is_counted_against_the_truth_not_the_key(bench) -> N
     # wrong marks among the mutants: ok B, C (flagged); drift B (flagged; C is true); bad B (Valid), C (flagged); open A
     # (left open); certified none (A is true)
     assert (card["wrong_mutants"], card["wrong_mutants_flagged"]) == (6, 4)
+    assert card["derived_true"] == {"right": 0, "wrong": 0}  # no derived option listed in these rows
+
+
+def test_none_of_the_above_proven_true_is_scored_right_or_wrong(bench) -> None:
+    rows = [
+        {**row("a", "E", "Valid", {"A": "false", "E": "true"}, {"A": "Incorrect"}), "derived": ["E"]},
+        {**row("b", "A", "Incorrect", {"A": "false", "E": "true"}, {"E": "Valid"}), "derived": ["E"]},
+    ]
+    card = bench.score(rows, {"a": {"E"}, "b": {"A"}})
+    assert card["derived_true"] == {"right": 1, "wrong": 1} and card["errors"]["false_valid_mutant"] == ["b:E"]
 
 
 def test_an_ambiguous_verdict_naming_a_distractor_that_is_not_true_is_false(bench) -> None:

@@ -179,11 +179,36 @@ def prose_atoms(option: str, frame: _Frame) -> tuple[list[dict[str, Any]], dict[
     command = next((s.split() for s in spans if question_command(f"`{s}`")), None) or question_command(frame.question)
     positions = _span_positions(option)
     atoms: list[dict[str, Any]] = []
+    own = question_own_names(frame.question)
     for index, span in enumerate(spans):
+        if span.strip().removesuffix("()") in own:
+            continue  # `city` of the question's own `def get_weather(city: str)`: the user's name, not the library's
         for atom in _span_atoms(index, span.strip(), spans, positions, option, frame, command):
             if atom not in atoms:
                 atoms.append(atom)
     return atoms, bindings
+
+
+def question_own_names(question: str) -> set[str]:
+    """The names the question's own code defines: the functions it shows in backticks and their parameters (``def
+    get_weather(city: str, unit: str = "celsius") -> dict``, a ``lambda``). An option naming one speaks of the user's
+    code, so no lookup in the library decides it. (``include_contents='none'`` defines nothing: it sets a library
+    parameter.)"""
+    names: set[str] = set()
+    for span in _SPAN.findall(question):
+        code = span.strip()
+        for text in (code, code + ": ..."):  # a signature written without its body
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.arg):
+                    names.add(node.arg)
+            break
+    return names
 
 
 def _span_positions(option: str) -> list[tuple[int, int]]:

@@ -13,6 +13,9 @@ premise. :func:`abridged` names the cause when what was raised comes from one of
 * **an argument the question does not mention, refused as unknown**: ``unexpected keyword argument 'x'`` or pydantic's
   ``Extra inputs are not permitted`` at ``x``, where neither the question nor any option names ``x``: the snippet passes
   something other than what the question describes (the question sets ``ttl_seconds``, the snippet ``ttl``);
+* **a function run without the arguments it takes**: the section's function requires arguments (a tool context, a
+  request: what the framework calls it with), the observer calls it with none, and the ``TypeError`` is that call's
+  (``prepare_request() missing 1 required positional argument: 'tool_context'``), whatever the question mentions;
 * **a name defined elsewhere in the suite**: a ``NameError`` for a name that the snippet's file (or a file beside
   it) defines somewhere outside the module context the snippet runs in, e.g. inside another section or test. The
   loader lists those names (``Case.extra["code_snippet_suite_names"]``) and they travel in the snippet's context as
@@ -48,6 +51,9 @@ def abridged(observation: Mapping[str, Any], section: str, context: str, questio
     placeholder = _placeholder(section, text)
     if placeholder:
         return f"the snippet is abridged: {placeholder}, and what it raised ({raised.get('type')}) speaks of it"
+    uncalled = _call_without_arguments(observation, section)
+    if uncalled:
+        return uncalled
     said = " ".join([question, *options])
     unmentioned = [name for name in missing_arguments(raised) if not _mentioned(name, said)]
     if unmentioned:
@@ -61,6 +67,32 @@ def abridged(observation: Mapping[str, Any], section: str, context: str, questio
     if name and name in suite_names(context) - bound_names(section) and not hasattr(builtins, name):
         return f"the snippet is abridged: {name!r} is defined elsewhere in its suite, not in the code the snippet runs with"
     return None
+
+
+def _call_without_arguments(observation: Mapping[str, Any], section: str) -> str | None:
+    """Why the TypeError is the observer's own call of the section's function without the arguments it requires (a
+    function the framework calls with a tool context, a request, ...), or None: that says nothing about its code."""
+    called, raised = observation.get("called"), observation.get("raised") or {}
+    if not called or raised.get("type") != "TypeError" or not str(raised.get("message", "")).startswith(f"{called}()"):
+        return None
+    try:
+        tree = ast.parse(section)
+    except (SyntaxError, ValueError):
+        return None
+    required: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == called:
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            required |= {a.arg for a in positional[: len(positional) - len(args.defaults)]}
+            required |= {a.arg for a, default in zip(args.kwonlyargs, args.kw_defaults, strict=True) if default is None}
+    missing = missing_arguments(raised)
+    if not missing or not set(missing) <= required:
+        return None
+    return (
+        f"the snippet is a function that takes {', '.join(missing)}, which whatever calls it gives it: run with no "
+        f"arguments, it raised {raised.get('type')}: {_first_line(raised)}, which says nothing about its code"
+    )
 
 
 def missing_arguments(raised: Mapping[str, Any]) -> list[str]:

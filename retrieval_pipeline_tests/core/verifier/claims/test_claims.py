@@ -189,3 +189,16 @@ def test_a_question_that_asks_for_a_method_and_mentions_parameters_after_asks_fo
     assert {c.kind for c in claims} == {"exists"} and claims[0].subject == "BaseTool._get_declaration"
     asks_param = decompose("p", "Which parameter of `Runner` takes the method to call?", {"A": "app_name"})
     assert asks_param[0].kind in ("signature_param", "constructor_kwarg")
+
+
+def test_a_name_the_question_s_own_code_defines_is_not_looked_up_in_the_library():
+    """Kind of claim: a name exists (in prose). `city` in "Only `city`." is a parameter of the question's own
+    `def get_weather(city: str, ...)`, not an attribute of `FunctionTool`: looked up there, a right key was false."""
+    question = 'You wrap `def get_weather(city: str, unit: str = "celsius") -> dict` in a `FunctionTool`. Which are required?'
+    claims = decompose("q", question, {"A": "Only `city`.", "B": "Both `city` and `unit`.", "C": "Only `FunctionTool.name`."})
+    assert claims[0].kind == "unknown" and claims[1].kind == "unknown"
+    assert claims[2].kind == "compound"  # a library name in the same question is still read
+    from retrieval_pipeline.core.verifier.claims.compound_claims import question_own_names
+
+    assert question_own_names("What happens with `include_contents='none'`?") == set()  # setting a parameter defines nothing
+    assert question_own_names("Pass `lambda q: q.upper()` as the callback.") == {"q"}

@@ -138,3 +138,22 @@ def test_an_abridged_observation_leaves_every_option_undecided_so_no_verdict_res
         *[snippet_observation.OptionEvidence(c.letter, c, "derived", None, "undecided") for c in claims if c.kind != "snippet"],
     ]
     assert decide("c", "A", evidence).verdict == "Unverifiable"
+
+
+def test_a_function_run_without_the_arguments_it_takes_decides_nothing_even_when_the_question_mentions_them():
+    """The section is a function the framework calls with a tool context; the observer calls it with none. The
+    TypeError is that call's, whatever the question says (here it even names the tool context)."""
+    section = "async def prepare_request(tool_context):\n    request = LlmRequest(model='m')\n    return request\n"
+    question = "`prepare_request` is called with the tool context as the request is prepared. What happens?"
+    observed = raised("TypeError", "prepare_request() missing 1 required positional argument: 'tool_context'")
+    observed["called"] = "prepare_request"
+    why = abridged(observed, section, "", question, OPTIONS)
+    assert why is not None and "tool_context" in why and "says nothing about its code" in why
+    # the same error from a call inside the function is the code's own
+    inner = raised("TypeError", "LlmRequest() missing 1 required positional argument: 'model'")
+    inner["called"] = "prepare_request"
+    assert abridged(inner, section, "", "What happens with the `model` of the `LlmRequest`?", OPTIONS) is None
+    # an argument with a default is not required: a TypeError naming it is not the observer's doing
+    defaulted = raised("TypeError", "prepare_request() missing 1 required positional argument: 'tool_context'")
+    defaulted["called"] = "prepare_request"
+    assert abridged(defaulted, "def prepare_request(tool_context=None):\n    pass\n", "", question, OPTIONS) is None
