@@ -94,7 +94,10 @@ def test_adk_mc_suite_against_installed_google_adk(adk, adk_run, tmp_path):
     verdicts = {v.case_id.split(":", 1)[1]: v for v in run.verdicts}
     # stable facts of google-adk that the offline prover settles outright
     assert verdicts["which_is_the_correct_import_statement_for_the_runn"].verdict == "Valid"
-    assert verdicts["which_runconfig_parameter_allows_you_to_limit_the_"].verdict == "Valid"  # E: max_llm_calls
+    # E (max_llm_calls, not among A..D): every regular option is disproven, which alone proves no "None of the
+    # above" (soundness rule 9), so the question stays undecided rather than Valid by elimination
+    limit = verdicts["which_runconfig_parameter_allows_you_to_limit_the_"]
+    assert limit.verdict == "Unverifiable" and all(e.state == "false" for e in limit.evidence if e.letter != "E")
     assert sum(v.verdict == "Valid" for v in run.verdicts) >= 10
     assert [v.case_id for v in run.verdicts if v.verdict == "Incorrect"] == []
 
@@ -148,10 +151,14 @@ def test_atom_claim_kinds_settle_more_adk_questions_and_disprove_no_marked_answe
         states = {e.letter: e.state for e in verdict.evidence if e.claim.kind not in ("none_of_the_above", "all_of_the_above")}
         # every distractor disproven and the key passing its check; Valid only when the key is proven true, since a
         # necessary check leaves "None of the above" open (docs/verifier.md, soundness rule 1)
-        assert all_states[verdict.marked] in ("true", "consistent"), (name, verdict.reasons)
         assert {s for letter, s in states.items() if letter != verdict.marked} <= {"false"}, (name, verdict.reasons)
         assert verdict.verdict in ("Valid", "Unverifiable"), (name, verdict.reasons)
-        assert verdict.verdict == "Valid" or verdict.reasons[0].endswith("E are not ruled out"), (name, verdict.reasons)
+        if verdict.marked not in states:  # the key is "None of the above": disproofs alone never prove it (rule 9)
+            assert all_states[verdict.marked] == "undecided" and "does not prove" in verdict.reasons[0], (name, verdict.reasons)
+            assert verdict.verdict == "Unverifiable", name
+        else:
+            assert all_states[verdict.marked] in ("true", "consistent"), (name, verdict.reasons)
+            assert verdict.verdict == "Valid" or verdict.reasons[0].endswith("E are not ruled out"), (name, verdict.reasons)
         assert any(e.claim.kind == kind and e.decided_by == "offline" for e in verdict.evidence), name
     assert [v.case_id for v in adk_run.verdicts if v.verdict == "Incorrect"] == []
     plugin = verdicts["which_plugin_would_you_use_to_log_all_agent_intera"]

@@ -51,7 +51,9 @@ def test_every_planted_fault_is_caught_and_nothing_else_is_flagged(sample_run, p
     # what the verifier proved instead, for the wrong answers
     assert verdicts["stdlib_mc:what_does_bisect_bisect_left_1_2_2_3_2_return"].proven_true == ["A"]
     assert verdicts["stdlib_mc:what_does_datetime_date_2024_1_31_isoweekday_retur"].proven_true == ["B"]
-    assert verdicts["stdlib_mc:which_time_function_returns_the_processor_time_use"].proven_true == ["E"]
+    # its key is disproven and so are the other options; "None of the above" (the right answer, time.process_time) is
+    # not proven by that alone (soundness rule 9): Incorrect, with nothing proven to propose instead
+    assert verdicts["stdlib_mc:which_time_function_returns_the_processor_time_use"].proven_true == []
     assert verdicts["stdlib_mc:snippet_json_set"].proven_true == ["B"]  # TypeError, found by running the snippet
     assert verdicts["stdlib_mc:snippet_insort_position"].proven_true == ["B"]
     assert verdicts["stdlib_mc:snippet_stack_pop"].proven_true == ["A", "B"]
@@ -85,8 +87,12 @@ def test_report_and_remediation(sample_run, tmp_path):
     proposals = remediate(flagged, flagged_cases, OfflineProver(run.index), SandboxSettings())
     # a new key Valid only by elimination (consistent, not proven true) needs review, naming what was tried (rule 4)
     review = [p for p in proposals if p.status != "verified"]
-    assert len(proposals) == 9 and len(review) == 1, [(p.case_id, p.status, p.note) for p in proposals]
-    assert review[0].note.startswith("needs review") and "(key consistent)" in review[0].note, review[0].note
+    assert len(proposals) == 9 and len(review) == 3, [(p.case_id, p.status, p.note) for p in proposals]
+    assert all(p.note.startswith("needs review") for p in review), [p.note for p in review]
+    by_note = {p.case_id: p.note for p in review}
+    assert "(key consistent)" in by_note["stdlib_mc:which_expression_creates_an_empty_collections_dequ"]
+    # a disproven key whose right answer is "None of the above": nothing is proven to put in its place (rule 9)
+    assert "no other option is proven true" in by_note["stdlib_mc:which_time_function_returns_the_processor_time_use"]
     by_id = {p.case_id: p for p in proposals}
     assert by_id["stdlib_mc:snippet_json_set"].proposed["correct_answer"] == "B"
     assert by_id["stdlib_mc:snippet_stack_pop"].proposed["options"]["B"] == "`stack[-1] + 1` is `4`"

@@ -200,7 +200,9 @@ def propose_fix(
                         "explanation": explanation}  # fmt: skip
             return Proposal(case.case_id, verdict.verdict, "verified", original, proposed, attempts, description, before)
     note = (
-        "no candidate fix" if not candidates else f"needs review: no candidate was verified in {len(attempts)} tries ({_tried(attempts)})"
+        "needs review: no candidate fix: no other option is proven true to take the key's place"
+        if not candidates
+        else f"needs review: no candidate was verified in {len(attempts)} tries ({_tried(attempts)})"
     )
     if drifted and verdict.verdict != "Unverifiable":
         note += f"; the question as it stands is Valid against {', '.join(drifted)}: its answer depends on the library version"

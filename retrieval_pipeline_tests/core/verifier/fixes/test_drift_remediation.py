@@ -134,7 +134,7 @@ def test_a_fix_not_valid_in_the_target_is_not_run_against_the_others(calls):
     # the marked D is accepted nowhere and nothing else is true: no candidate fix at all, and "old" only sees the original
     verdict = Verdict("loop", "Incorrect", "D", [], ["D is proven false"], stale_verdict().evidence)
     proposal = fix(verdict, compare=(env("old"),), item=case({**OPTIONS, "D": "max_steps"}, marked="D"))
-    assert proposal is not None and proposal.attempts == [] and proposal.note.startswith("no candidate fix")
+    assert proposal is not None and proposal.attempts == [] and proposal.note.startswith("needs review: no candidate fix")
     assert calls == [("old", {**OPTIONS, "D": "max_steps"})]
 
 

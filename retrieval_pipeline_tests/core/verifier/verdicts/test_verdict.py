@@ -81,15 +81,18 @@ def test_valid_by_elimination_needs_none_of_the_above_proven_false_too():
 
 
 def test_none_of_the_above_marked():
-    assert decide("c", "E", case({"A": "false", "B": "false"})).verdict == "Valid"
+    # every other option disproven does not prove that none is right (soundness rule 9): never Valid by elimination
+    left = decide("c", "E", case({"A": "false", "B": "false"}))
+    assert left.verdict == "Unverifiable" and {e.letter: e.state for e in left.evidence}["E"] == "undecided"
+    assert "does not prove that none of them is right" in left.evidence[-1].note
     wrong = decide("c", "E", case({"A": "false", "B": "true"}))
     assert wrong.verdict == "Incorrect" and wrong.proven_true == ["B"]
     assert decide("c", "E", case({"A": "false", "B": "consistent"})).verdict == "Unverifiable"
 
 
-def test_marked_false_and_none_of_the_above_true():
+def test_a_marked_option_disproven_is_incorrect_without_none_of_the_above_being_proven():
     verdict = decide("c", "A", case({"A": "false", "B": "false"}))
-    assert verdict.verdict == "Incorrect" and verdict.proven_true == ["E"]
+    assert verdict.verdict == "Incorrect" and verdict.proven_true == []  # E stays undecided: nothing to propose
 
 
 def with_all(states: dict[str, str]) -> list[OptionEvidence]:
@@ -106,7 +109,7 @@ def test_all_of_the_above_is_true_when_every_other_option_is_and_false_when_one_
     # a single option marked while "All of the above" holds: a better answer is there
     assert decide("c", "A", with_all({"A": "true", "B": "true", "C": "true"})).verdict == "Ambiguous"
     none = decide("c", "E", with_all({"A": "false", "B": "false", "C": "false"}))
-    assert none.verdict == "Valid" and {e.letter: e.state for e in none.evidence}["D"] == "false"
+    assert none.verdict == "Unverifiable" and {e.letter: e.state for e in none.evidence}["D"] == "false"
 
 
 def _run(record: dict, passed: bool = True) -> Execution:
