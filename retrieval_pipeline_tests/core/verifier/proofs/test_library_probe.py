@@ -180,6 +180,20 @@ def test_prover_binds_absent_names_by_what_the_probe_saw(acme_index):
     assert "'missing'" in b
 
 
+def test_a_variable_named_after_a_class_is_no_value_for_a_call_to_evaluate():
+    """Kind of claim: a call evaluates. `text` in `Toolset(spec_str=text)` is a string the user holds; the index would
+    bind it to a class `Text` (its rule for `runner` -> `Runner`), and the call, given the class, failed for that alone:
+    a right key was false. In an expression the name is left unprobed (undecided); in a name lookup it still binds."""
+    index = LibraryIndex("lib", "lib", "1", "3.11", "python", names={"Text": ["lib.Text"], "Toolset": ["lib.Toolset"]},
+                         coverage=ProbeCoverage(2, 2))  # fmt: skip
+    prover = OfflineProver(index)
+    call = decompose("c", "Which call builds the toolset from the spec held in `text`?", {"A": "`Toolset(spec_str=text)`"})[0]
+    assert call.kind == "expression"
+    assert prover._names(call, ["text"])["text"][0] == "unprobed" and prover._names(call, ["Toolset"])["Toolset"] == ("path", "lib.Toolset")
+    lookup = decompose("l", "Which `Text` attribute holds the body?", {"A": "`text.body`"})[0]
+    assert prover._names(lookup, ["text"]).get("text", ("path", ""))[0] == "path"
+
+
 # --------------------------------------------------------------------------------------------------
 # A busy machine: a proof stopped by the wall clock is run again with more time
 
