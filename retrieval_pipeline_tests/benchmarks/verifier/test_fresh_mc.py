@@ -104,6 +104,9 @@ def test_truth_letters_are_options_and_none_of_the_above_excludes_the_rest(loade
 
 
 def test_check_truth_knows_the_same_questions(root, loaded, load_benchmark: Callable[[str], ModuleType]) -> None:
-    check_truth = load_benchmark(f"{root}/check_truth.py")
-    keys = check_truth.suite_keys()
+    check_truth = load_benchmark("fresh_mc/check_truth.py")  # one checker for every set: --root picks the set
+    fresh = check_truth.FreshSet(BENCHMARKS / root)
+    assert fresh.suites == tuple(SETS[root]) and all(d.is_dir() for d in fresh.import_dirs)
+    assert fresh.import_dirs[0] == BENCHMARKS / root and len(fresh.import_dirs) == 3  # helpers, diagnose, predict cases
+    keys = check_truth.suite_keys(fresh)
     assert keys == {case.case_id: case.correct_answer for case in loaded.cases}

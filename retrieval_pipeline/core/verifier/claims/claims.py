@@ -272,6 +272,7 @@ def _asks_for_member(question: str, subject: str | None) -> bool:
 
 def analyse_question(question: str) -> _Frame:
     spans = _SPAN.findall(question)
+    subject = _subject(question, spans)
     return _Frame(
         question=question,
         spans=spans,
@@ -280,10 +281,10 @@ def analyse_question(question: str) -> _Frame:
         negated=bool(_NEGATED.search(question)),
         param_question=_asks_for_parameter(question),
         name_question=bool(_NAME_QUESTION.search(question)),
-        member_question=_asks_for_member(question, _subject(question, spans)),
+        member_question=_asks_for_member(question, subject),
         acceptance=bool(_ACCEPTANCE.search(question)),
         constructor=bool(_CONSTRUCTOR.search(question)),
-        subject=_subject(question, spans),
+        subject=subject,
     )
 
 

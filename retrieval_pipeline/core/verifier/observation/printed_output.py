@@ -93,14 +93,7 @@ def decide_printed(details: Mapping[str, Any], observation: Mapping[str, Any]) -
     shown = " | ".join(lines)
     listed = listed_values(option)
     if listed is not None and lines:
-        values, comment = listed
-        if values == lines:
-            if comment:
-                return "consistent", f"the snippet prints these values; the comment ({comment!r}) is a claim of its own: {shown!r}"
-            return "true", f"{WHOLE_OUTPUT}, value by value: {shown!r}"
-        if _in_order(values, lines):
-            return "consistent", f"the snippet prints these values among others: {shown!r}"
-        return "false", f"the snippet prints other values: {shown!r}"
+        return _compare_values(*listed, lines, "prints", exact=f"{WHOLE_OUTPUT}, value by value: {shown!r}")
     wholes = [_plain(stdout)] if stdout.strip() else []
     returned = observation.get("returned") or {}
     if returned.get("type") == "str" and returned.get("literal"):
@@ -131,14 +124,20 @@ def decide_rest(rest: str, observation: Mapping[str, Any]) -> tuple[str, str] | 
         lines = [_plain(returned["repr"])] if "repr" in returned else ["None"]
     else:
         lines = [_plain(line) for line in str(observation.get("stdout") or "").splitlines() if line.strip()]
+    verb = said.group("verb").lower()
+    state, note = _compare_values(values, comment, lines, verb, exact=f"it {verb} exactly these values: {' | '.join(lines)!r}")
+    return state, f"no error; {note}"
+
+
+def _compare_values(values: list[str], comment: str, lines: list[str], verb: str, exact: str) -> tuple[str, str]:
+    """Values written out against what the run printed (or returned), line by line: the same lines are true (``exact``
+    is the note; consistent when a comment follows, a claim of its own), some of them in order consistent, anything
+    else false."""
     shown = " | ".join(lines)
     if values == lines:
         if comment:
-            return (
-                "consistent",
-                f"no error, and it {said.group('verb').lower()} these values; the comment ({comment!r}) is a claim of its own: {shown!r}",
-            )
-        return "true", f"no error, and it {said.group('verb').lower()} exactly these values: {shown!r}"
+            return "consistent", f"it {verb} these values; the comment ({comment!r}) is a claim of its own: {shown!r}"
+        return "true", exact
     if lines and _in_order(values, lines):
-        return "consistent", f"no error; these values are among what it {said.group('verb').lower()}: {shown!r}"
-    return "false", f"no error, but it {said.group('verb').lower()} other values: {shown!r}"
+        return "consistent", f"it {verb} these values among others: {shown!r}"
+    return "false", f"it {verb} other values: {shown!r}"

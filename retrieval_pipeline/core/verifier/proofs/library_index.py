@@ -204,10 +204,23 @@ class LibraryIndex:
             return ("path", self.module_aliases[name])
         if name in self.names:
             return ("path", self._best(self.names[name]))
-        if name[:1].islower():  # an instance variable named after its class: runner -> Runner
-            for short, fqns in self.names.items():
-                if short[:1].isupper() and short.lower() == name.lower().replace("_", ""):
-                    return ("path", self._best(fqns))
+        instance_of = self.instance_class(name)  # an instance variable named after its class: runner -> Runner
+        return ("path", instance_of) if instance_of else None
+
+    def resolved_as_instance(self, name: str) -> bool:
+        """Whether :meth:`resolve` binds ``name`` only as an instance of the class of its name, not as a module,
+        alias or object of that very name."""
+        return name not in self.module_aliases and name not in self.names and self.instance_class(name) is not None
+
+    def instance_class(self, name: str) -> str | None:
+        """The class a lower-case name may stand for an instance of (``runner`` -> ``Runner``, ``tool_context`` ->
+        ``ToolContext``), else None."""
+        if not name[:1].islower():
+            return None
+        key = name.lower().replace("_", "")
+        for short, fqns in self.names.items():
+            if short[:1].isupper() and short.lower() == key:
+                return self._best(fqns)
         return None
 
     def absent(self, name: str) -> tuple[str, str] | None:

@@ -133,21 +133,9 @@ class OfflineProver:
                 names[name] = ("either", [spec, ("path", other)])
         return atoms_body(safe_letter(claim.letter), names, atoms)
 
-    def _stands_for_an_instance(self, name: str) -> bool:
-        """Whether the index binds a lower-case name only as "an instance of the class of its name" (``runner`` ->
-        ``Runner``), not as a module, alias or object of that very name."""
-        index = self.index
-        return index is not None and name[:1].islower() and name not in index.module_aliases and name not in index.names
-
     def _instance_class(self, name: str) -> str | None:
         """The class a lower-case name is an instance of (``runner`` -> ``Runner``), by the index's own rule."""
-        if self.index is None or not name[:1].islower():
-            return None
-        key = name.lower().replace("_", "")
-        for short, fqns in self.index.names.items():
-            if short[:1].isupper() and short.lower() == key:
-                return self.index._best(fqns)
-        return None
+        return self.index.instance_class(name) if self.index is not None else None
 
     # ---- names
 
@@ -172,7 +160,7 @@ class OfflineProver:
                 if weak is not None:
                     names[name] = ("unprobed", (name, weak))  # undecided: the name is not evidence here
                     continue
-                if resolved is not None and claim.kind == "expression" and self._stands_for_an_instance(name):
+                if resolved is not None and claim.kind == "expression" and self.index.resolved_as_instance(name):
                     # `text` in `OpenAPIToolset(spec_str=text)` is a value the user holds, not the class `Text`:
                     # evaluated with the class in its place, the call fails for that alone
                     why = f"`{name}` stands for a value (an instance of {resolved[1]}?), which this proof cannot build"
