@@ -103,20 +103,60 @@ def _messages(raised: Mapping[str, Any]) -> list[str]:
     return texts
 
 
+#: Where a clause, a sentence or a line of a message ends (a "." inside a name such as ``Agent.tools`` does not).
+_CLAUSE_END = re.compile(r"[.!?,;:]\s+|\s*\n\s*")
+#: An option that marks its quote as cut (``cannot be user...``) claims only that part.
+_CUT = re.compile(r"(?:\.\.\.|\u2026)\s*$")
+
+
+def _clause_heads(text: str) -> list[str]:
+    """``text`` up to each end of a clause, a sentence or a line of it, and whole, normalised."""
+    ends = sorted({len(text), *(m.start() for m in _CLAUSE_END.finditer(text))})[:40]
+    return [_normal(text[:end]) for end in ends]
+
+
+def _ends_a_clause(wanted: str, text: str) -> bool:
+    """Whether ``wanted`` (normalised) is word for word in ``text`` and ends where a clause, a sentence or a line of it
+    ends (or at its end). Where it starts is free: an option may leave out ``Runner.__init__()`` before ``missing 1
+    required ...`` or stop at a comma, but one that stops where the message goes on without a break quotes another,
+    shorter message (a message a later version extended: ``Context variable not found: `x`.`` against ``Context
+    variable not found: `x` in agent 'a'.``)."""
+    return any(head.endswith(wanted) and (len(head) == len(wanted) or not head[-len(wanted) - 1].isalnum()) for head in _clause_heads(text))
+
+
+def _terms_end_a_clause(terms: Sequence[str], text: str) -> bool:
+    """The same for a key-term match: some clause end of ``text`` has every term before it and the last one last."""
+    for head in _clause_heads(text):
+        have = _terms(head)
+        if have and have[-1] == terms[-1] and set(terms) <= set(have):
+            return True
+    return False
+
+
 def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
-    """``("quoted" | "match" | "differs" | "partial", coverage)``: how the option's message compares with what was
-    raised (``quoted``: it is part of a raised message, word for word after normalising; ``match``: every key term
-    is in one; ``differs``: fewer than half are)."""
-    quoted = re.sub(r"\([^)]*\)", " ", option)  # "(shows the provided name)": a comment on the message
+    """``(kind, coverage)``: how the option's message compares with what was raised.
+
+    * ``quoted``: word for word (after normalising) in a raised message, ending where a clause, a sentence or a line of
+      it ends (:func:`_ends_a_clause`), or cut by the option itself (``...``);
+    * ``part``: word for word in one, but stopping where the message goes on without a break: it claims another,
+      shorter message (``Context variable not found: `x`.`` against ``... `x` in agent 'a'.``);
+    * ``match``: every key term is in one, the last one where a clause ends (``terms part`` when not);
+    * ``differs``: fewer than half of its key terms are in one; ``partial``: half or more.
+    """
+    quoted = re.sub(r"\([^)]+\)", " ", option)  # "(shows the provided name)": a comment on the message
     wanted = _normal(quoted)
-    texts = [_normal(t) for t in _messages(raised)]
+    raw = _messages(raised)
+    texts = [_normal(t) for t in raw]
+    cut = bool(_CUT.search(quoted.strip(" `'\"")))
     if wanted and any(wanted in t for t in texts):
-        return "quoted", 1.0
+        if cut or any(_ends_a_clause(wanted, t) for t in raw):
+            return "quoted", 1.0
+        return "part", 1.0
     terms = _terms(quoted)
     have = set(_terms(" ".join(texts)))
     coverage = sum(t in have for t in terms) / len(terms) if terms else 0.0
     if terms and coverage == 1.0:
-        return "match", coverage
+        return ("match" if cut or any(_terms_end_a_clause(terms, t) for t in raw) else "terms part"), coverage
     return ("differs" if coverage < 0.5 else "partial"), coverage
 
 
@@ -158,6 +198,11 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
                 return "true", f"the snippet {happened}"
             if found == "differs":
                 return "undecided", f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
+            if found in ("part", "terms part"):
+                return (
+                    "undecided",
+                    f"message partly: the option quotes the raised message only up to where it goes on without a break: the snippet {happened}",
+                )
             return "undecided", f"message partly: the type matches, {coverage:.0%} of the message's key terms: the snippet {happened}"
         if details.get("describes"):
             terms = _terms(str(details["describes"]))
@@ -171,9 +216,9 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         return "true", f"the snippet {happened}"
     if raised and outcome == "output":  # the message may be the text the question asks about
         found, coverage = message_match(str(details["output_text"]), raised)
-        if found == "match" and details.get("substring"):
+        if found in ("match", "terms part") and details.get("substring"):
             return "consistent", f"terms only: every key term is in the message, not as one substring: the snippet {happened}"
-        if found in ("quoted", "match"):
+        if found in ("quoted", "part", "match", "terms part"):  # a text that describes an error, not `Type: message`
             return "true", f"the snippet {happened}"
         if found == "differs" and details.get("asks_error"):
             return "undecided", f"text differs: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
@@ -192,11 +237,11 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
             return printed  # type: ignore[return-value]
         found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
         shown = " | ".join(t.strip() for t in texts if t.strip())
-        if found == "match" and details.get("substring"):
+        if found in ("match", "terms part") and details.get("substring"):
             return "consistent", f"terms only: every key term is in the output, not as one substring: {shown!r}"
-        if found == "quoted" and details.get("substring"):
+        if found in ("quoted", "part") and details.get("substring"):
             return "true", f"the snippet's output holds it word for word: {shown!r}"
-        if found in ("quoted", "match"):
+        if found in ("quoted", "part", "match", "terms part"):
             return "consistent", f"{PART_OF_OUTPUT}: {shown!r}"
         return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
     if outcome == "prints":

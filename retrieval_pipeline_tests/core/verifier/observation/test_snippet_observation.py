@@ -127,6 +127,36 @@ def test_a_quoted_message_that_differs_in_substance_is_false_even_when_no_option
     assert verdict.verdict == "Incorrect"  # the issue's false Valid: the other message made A "consistent" and Valid
 
 
+def test_a_quoted_message_that_stops_where_the_raised_one_goes_on_is_another_message_not_the_one_raised():
+    """Soundness: a quote is the message raised when it ends where a clause, a sentence or a line of it ends (the part
+    before is free: ``Runner.__init__()`` left out), or when the option marks it as cut (``...``). One that stops where
+    the message goes on without a break claims a shorter message, as a later version that extended the message shows:
+    undecided, and false beside an option that quotes the message raised."""
+    extended = {"type": "KeyError", "mro": ["KeyError", "LookupError", "Exception"], "errors": [],
+                "message": "\"Context variable not found: `user:name` in agent 'concierge'.\""}  # fmt: skip
+    older = {"A": "KeyError: 'Context variable not found: `user:name`.'", "B": "No error.", "C": "None of the above"}
+    assert decide(older, observed(extended)) == {"A": "undecided", "B": "false"}
+    assert decide_verdict(older, observed(extended), "A").verdict == "Unverifiable"  # never Valid on the older message
+    assert decide_verdict(older, observed(extended), "C").verdict == "Unverifiable"  # nor Incorrect
+    whole = {**older, "D": "KeyError: Context variable not found: `user:name` in agent 'concierge'."}
+    assert decide(whole, observed(extended)) == {"A": "false", "B": "false", "D": "true"}
+    clauses = {"type": "ValueError", "mro": ["ValueError", "Exception"], "errors": [],
+               "message": "Runner.__init__() got tools via config, not via LlmAgent.tools. Move them: see the docs"}  # fmt: skip
+    for cut in (
+        "got tools via config.",
+        "Runner.__init__() got tools via config, not via LlmAgent.tools",
+        "Move them",
+        "got tools via...",
+        "got tools via config, not via LlmAgent.tools. Move them: see the docs",
+    ):
+        assert decide({"A": f"ValueError: {cut}"}, observed(clauses)) == {"A": "true"}, cut
+    for cut in ("got tools", "Runner.__init__() got tools via config, not via LlmAgent.", "see the"):
+        assert decide({"A": f"ValueError: {cut}"}, observed(clauses)) == {"A": "undecided"}, cut
+    # a text option of a question about the errors names no exception: it describes an error, part of it or whole
+    described = decide({"A": "Input should be a valid dictionary or object."}, observed(validation_error("Input should be a valid dictionary or object to extract fields from")), "What validation errors occur when initializing this Event?")  # fmt: skip
+    assert described == {"A": "true"}
+
+
 def decide_verdict(options: dict[str, str], observation: dict, marked: str, question: str = "What error does this code raise?"):
     """The verdict on one observation: the snippet options decided as :func:`snippet_evidence` does, then :func:`verdict.decide`."""
     from retrieval_pipeline.core.verifier.verdicts.verdict import OptionEvidence
