@@ -269,7 +269,8 @@ def _quotes(details: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
         if returned.get("type") == "str" and returned.get("literal"):
             printed.append(str(ast.literal_eval(returned["repr"])))
         raised = {"message": " ".join(printed)}
-    return message_match(str(text), raised)[0] == "quoted"
+    found = message_match(str(text), raised)[0]
+    return found == "quoted" or (found == "part" and not details.get("message"))  # a text describing an error: a part
 
 
 def decide_options(claims: Sequence[Claim], observation: Mapping[str, Any]) -> list[Decision]:

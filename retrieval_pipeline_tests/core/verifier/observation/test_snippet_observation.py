@@ -155,6 +155,9 @@ def test_a_quoted_message_that_stops_where_the_raised_one_goes_on_is_another_mes
     # a text option of a question about the errors names no exception: it describes an error, part of it or whole
     described = decide({"A": "Input should be a valid dictionary or object."}, observed(validation_error("Input should be a valid dictionary or object to extract fields from")), "What validation errors occur when initializing this Event?")  # fmt: skip
     assert described == {"A": "true"}
+    errors = {"A": "Input should be a valid dictionary or object.", "B": "Field required: author."}  # B: no such error
+    raised = observed(validation_error("Input should be a valid dictionary or object to extract fields from"))
+    assert decide(errors, raised, "What validation errors occur when initializing this Event?") == {"A": "true", "B": "false"}
 
 
 def decide_verdict(options: dict[str, str], observation: dict, marked: str, question: str = "What error does this code raise?"):
