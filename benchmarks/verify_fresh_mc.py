@@ -16,6 +16,11 @@ mark moved to each other option), and scores both against that truth for the lib
     .venv/bin/python benchmarks/verify_fresh_mc.py                                    # google-adk 2.13 (the registry's)
     .venv/bin/python benchmarks/verify_fresh_mc.py --python .venvs/adk120/bin/python  # google-adk 1.20
     .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc4 --counts-only   # the held-out set
+    .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc --root benchmarks/fresh_mc2 --halves
+
+``--root`` may be given several times: the sets are proven in one run and scored together. ``--halves`` adds a
+scorecard per half of the questions (``verify_adk_mc.half_of``: the first hex digit of sha256(case id) even or odd),
+so sets that are design material now can serve as a design half and a check half as the dev questions do.
 
 Each set is held out until it is scored once (``--counts-only``: counts, never which question); then its failures are
 looked at and may become rules, and a new set is written (``docs/verifier.md``, "Questions written after the rules").
@@ -38,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from verify_adk_mc import verify_offline  # noqa: E402
+from verify_adk_mc import HALVES, half_of, verify_offline  # noqa: E402
 
 from retrieval_pipeline.core.datasets.suite.loading import load_suites  # noqa: E402
 from retrieval_pipeline.core.registry import DEFAULT_REGISTRY_PATH, load_registry  # noqa: E402
@@ -111,12 +116,24 @@ def score(results: list[dict[str, Any]], truth: dict[str, set[str]]) -> dict[str
     return card
 
 
+def report(card: dict[str, Any], version: str, counts_only: bool) -> None:
+    """Print a scorecard: the verdicts, keys not true, wrong marks flagged, and each kind of error (its questions too,
+    unless ``counts_only``)."""
+    print("verdicts: " + "  ".join(f"{v} {card[v]}" for v in VERDICTS) + f"  (Unverifiable {card['unverifiable_share']:.0%})")
+    print(f"keys not true on {version}: {card['keys_not_true']}")
+    print(f"wrong-mark mutants flagged: {card['wrong_mutants_flagged']} of {card['wrong_mutants']}")
+    print(f"'None/All of the above' proven true: right {card['derived_true']['right']}, wrong {card['derived_true']['wrong']}")
+    for name, found in card["errors"].items():
+        print(f"{name.replace('_', ' ')}: {len(found)}" + (f"  {found}" if found and not counts_only else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY_PATH)
     parser.add_argument("--dataset", default="adk_v1_24_1", help="whose verifier settings to use")
     parser.add_argument("--python", type=Path, default=None, help="override verifier.python")
-    parser.add_argument("--root", type=Path, default=FRESH, help="the fresh suites' files root")
+    parser.add_argument("--root", type=Path, action="append", help="a fresh set's files root (repeat for several)")
+    parser.add_argument("--halves", action="store_true", help="also score the design half and the check half apart")
     parser.add_argument("--json", type=Path, default=None, help="also write the scorecard and every question's states here")
     parser.add_argument(
         "--counts-only",
@@ -130,13 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.python is not None:
         settings = settings.model_copy(update={"python": args.python.absolute()})
     version = library_version(Path(settings.python))
-    raw = yaml.safe_load((args.root / "truth.yaml").read_text(encoding="utf-8"))
-    truth = {case: set(entry["truth"][version]) for case, entry in raw.items()}
-    loaded = load_suites(suite_files(args.root), files_root=args.root)
-    if loaded.rejects:
-        raise SystemExit(f"rejected cases in {args.root}: {[(r.case_id, r.reason) for r in loaded.rejects]}")
-    questions = [c for c in loaded.cases if c.benchmark_type == "multiple_choice"]
-    print(f"google-adk {version} ({settings.python}); {len(questions)} questions from {args.root}", flush=True)
+    roots = args.root or [FRESH]
+    truth: dict[str, set[str]] = {}
+    questions = []
+    for root in roots:
+        raw = yaml.safe_load((root / "truth.yaml").read_text(encoding="utf-8"))
+        truth |= {case: set(entry["truth"][version]) for case, entry in raw.items()}
+        loaded = load_suites(suite_files(root), files_root=root)
+        if loaded.rejects:
+            raise SystemExit(f"rejected cases in {root}: {[(r.case_id, r.reason) for r in loaded.rejects]}")
+        questions += [c for c in loaded.cases if c.benchmark_type == "multiple_choice"]
+    print(f"google-adk {version} ({settings.python}); {len(questions)} questions from {', '.join(map(str, roots))}", flush=True)
     run = verify_offline(questions, settings)
     results = []
     for v in run.verdicts:
@@ -149,17 +170,20 @@ def main(argv: list[str] | None = None) -> int:
             "notes": {e.letter: f"{e.state} [{e.claim.kind}] {e.note}"[:300] for e in v.evidence},
         })  # fmt: skip
     card = score(results, truth)
-    print("\nverdicts: " + "  ".join(f"{v} {card[v]}" for v in VERDICTS) + f"  (Unverifiable {card['unverifiable_share']:.0%})")
-    print(f"keys not true on {version}: {card['keys_not_true']}")
-    print(f"wrong-mark mutants flagged: {card['wrong_mutants_flagged']} of {card['wrong_mutants']}")
-    print(f"'None/All of the above' proven true: right {card['derived_true']['right']}, wrong {card['derived_true']['wrong']}")
-    for name, found in card["errors"].items():
-        print(f"{name.replace('_', ' ')}: {len(found)}" + (f"  {found}" if found and not args.counts_only else ""))
+    print()
+    report(card, version, args.counts_only)
+    halves = {half: score([r for r in results if half_of(r["case_id"]) == half], truth) for half in HALVES} if args.halves else {}
+    for half, half_card in halves.items():
+        print(f"\n{half} half ({half_card['questions']} questions):")
+        report(half_card, version, args.counts_only)
     print(f"wall {time.monotonic() - started:.1f} s")
     if args.json:
         if args.counts_only:
             card = {**card, "errors": {name: len(found) for name, found in card["errors"].items()}}
-        kept = {"version": version, "scorecard": card, **({} if args.counts_only else {"questions": results})}
+        if args.counts_only:
+            halves = {half: {**c, "errors": {name: len(found) for name, found in c["errors"].items()}} for half, c in halves.items()}
+        kept = {"version": version, "scorecard": card, **({"halves": halves} if halves else {}),
+                **({} if args.counts_only else {"questions": results})}  # fmt: skip
         args.json.write_text(json.dumps(kept, indent=2), encoding="utf-8")
     return 0
 

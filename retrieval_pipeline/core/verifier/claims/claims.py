@@ -123,7 +123,8 @@ _SPAN = re.compile(r"`([^`]+)`")
 _PARAM_WORDS = r"(?:keyword arguments?|keywords?|arguments?|parameters?|kwargs?|params?)"
 _PARAM_QUESTION = re.compile(rf"\bwhich\b[^?]*?\b{_PARAM_WORDS}\b|\b(?:which|what)\s+`[^`]+`\s+{_PARAM_WORDS}\b", re.I)
 _NAME_QUESTION = re.compile(
-    r"\bwhich\b[^?]*?\b(methods?|attributes?|functions?|calls?|class(?:es)?|decorators?|types?|plugins?|tools?|"
+    r"\bwhich\b[^?]*?\b(class methods?|methods?|attributes?|fields?|propert(?:y|ies)|functions?|calls?|class(?:es)?|"
+    r"decorators?|types?|plugins?|tools?|"
     r"exceptions?|objects?|services?|base class|configuration object)\b",
     re.I,
 )
@@ -231,7 +232,7 @@ def _subject(question: str, spans: list[str]) -> str | None:
     candidates = [c for c in (_clean_callable(s) for s in spans) if c]
     if not candidates:
         return None
-    direct = re.search(rf"(?:which|what)\s+`([^`]+)`\s+(?:{_PARAM_WORDS}|attributes?|methods?)", question, re.I)
+    direct = re.search(rf"(?:which|what)\s+`([^`]+)`\s+(?:{_PARAM_WORDS}|attributes?|methods?|fields?|propert(?:y|ies))", question, re.I)
     if direct and _clean_callable(direct.group(1)):
         return _clean_callable(direct.group(1))
     for match in _SUBJECT_AFTER.finditer(question):
@@ -255,8 +256,9 @@ def _asks_for_parameter(question: str) -> bool:
     return word is None or param.start() + word.start() < name.start(1)
 
 
-#: The nouns of a name question that ask for a member of the question's subject ("which method of `Runner`").
-_MEMBER_NOUNS = re.compile(r"^(?:methods?|attributes?|calls?)$", re.I)
+#: The nouns of a name question that ask for a member of the question's subject ("which method of `Runner`", "which
+#: `EventActions` field", "which `LlmAgent` property").
+_MEMBER_NOUNS = re.compile(r"^(?:(?:class )?methods?|attributes?|fields?|propert(?:y|ies)|calls?)$", re.I)
 
 
 def _asks_for_member(question: str, subject: str | None) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 from retrieval_pipeline.core.verifier.decompose import decompose
 
 OPTIONS_E = {"E": "None of the above"}
@@ -169,6 +171,28 @@ def test_a_bare_name_is_looked_up_on_the_subject_only_when_the_question_asks_for
     assert called[0].subject == "LoopAgent.escalate"
     module = decompose("f", "Which function of `os.path` joins two paths?", {"A": "join"})  # a function of a module
     assert module[0].subject == "os.path.join"
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("Which `Session` field holds the events so far?", "Session"),
+        ("Which field of the `Session` holds the events so far?", "Session"),
+        ("In a live session, which boolean field of `Session` (and so of what it yields) is set at the end?", "Session"),
+        ("Which `Session` property gives the last event?", "Session"),
+        ("Which class method of a `Session` subclass lists the supported names?", "Session"),
+    ],
+)  # fmt: skip
+def test_a_question_that_asks_for_a_field_or_a_property_of_its_subject_looks_the_name_up_on_it(question, subject):
+    """Kind of claim: a name exists, as a member of the question's subject. "Which field of `X`" and "which `X`
+    property" ask for a member of X as "which method of `X`" does: a bare name is looked up there (an absence there is
+    evidence; a name there passes a necessary check only). Before, no claim was made and every option stayed open."""
+    claims = decompose("f", question, {"A": "events", "B": "`last_event`", "C": "None of the above"})
+    assert [(c.kind, c.subject, c.decides) for c in claims[:2]] == [
+        ("exists", f"{subject}.events", "necessary"),
+        ("exists", f"{subject}.last_event", "necessary"),
+    ]
+    assert claims[2].kind == "none_of_the_above"
 
 
 def test_a_lower_case_head_named_like_a_class_the_question_names_is_an_instance_of_it():
