@@ -15,7 +15,7 @@ mark moved to each other option), and scores both against that truth for the lib
 
     .venv/bin/python benchmarks/verify_fresh_mc.py                                    # google-adk 2.13 (the registry's)
     .venv/bin/python benchmarks/verify_fresh_mc.py --python .venvs/adk120/bin/python  # google-adk 1.20
-    .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc4 --counts-only   # the held-out set
+    .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc7 --counts-only   # the held-out set
     .venv/bin/python benchmarks/verify_fresh_mc.py --root benchmarks/fresh_mc --root benchmarks/fresh_mc2 --halves
 
 ``--root`` may be given several times: the sets are proven in one run and scored together. ``--halves`` adds a
