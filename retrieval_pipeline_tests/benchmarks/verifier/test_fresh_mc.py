@@ -1,5 +1,6 @@
-"""The fresh multiple-choice suites (the design sets ``benchmarks/fresh_mc`` to ``benchmarks/fresh_mc6`` and the
-held-out ``benchmarks/fresh_mc7``) load cleanly and every question has its truth recorded.
+"""The fresh multiple-choice suites (the design sets ``benchmarks/fresh_mc`` to ``benchmarks/fresh_mc6``,
+``benchmarks/fresh_mc7``, scored once while held out, and the held-out ``benchmarks/fresh_mc8``) load cleanly and every
+question has its truth recorded.
 
 No library run here: each set's ``check_truth.py`` re-establishes the truth in the google-adk venvs.
 """
@@ -27,6 +28,7 @@ SETS = {
     "fresh_mc5": ("configure_fresh5_mc", "diagnose_fresh5_mc", "predict_fresh5_mc"),
     "fresh_mc6": ("configure_fresh6_mc", "diagnose_fresh6_mc", "predict_fresh6_mc"),
     "fresh_mc7": ("configure_fresh7_mc", "diagnose_fresh7_mc", "predict_fresh7_mc"),
+    "fresh_mc8": ("configure_fresh8_mc", "diagnose_fresh8_mc", "predict_fresh8_mc"),
 }
 DEV_SUITES = ("configure_adk_features_mc", "diagnose_setup_errors_mc", "predict_runtime_behavior_mc")
 VERSIONS = ("2.13", "1.20")
