@@ -95,17 +95,9 @@ OUTCOMES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], dict[str, Any] 
 )
 
 
-#: An option quoted whole (``'TypeError: f() takes 2 positional arguments but 3 were given'``): the quotes are the
-#: author's, around an exception and its message.
-_QUOTED_WHOLE = re.compile(rf"^(['\"])(?P<inner>{_EXC}\s*:.*)\1$", re.S)
-
-
 def snippet_details(option: str, snippet: str) -> dict[str, Any] | None:
     """The ``snippet`` claim details for one option text, or None when no outcome pattern reads it."""
     text = option.strip()
-    quoted = _QUOTED_WHOLE.match(text)
-    if quoted:
-        text = quoted.group("inner").strip()
     for pattern, build in OUTCOMES:
         match = pattern.match(text)
         details = build(match) if match else None

@@ -93,13 +93,6 @@ def moved_names(question: str, context: str, index: Any) -> dict[str, str]:
     return found
 
 
-def called_names(question: str) -> list[str]:
-    """Functions the question names as called, written as a call with nothing between the brackets or with arguments
-    (`` `snippet_x()` ``, `` `build(agent)` ``): the observer calls the one of them its section defines when the section
-    defines no ``code_under_test`` (:func:`..sandbox_side.observe_snippet.entry_point`)."""
-    return sorted({m.group(1) for m in re.finditer(r"`(?:await\s+)?([A-Za-z_]\w*)\([^`]*\)`", question)})
-
-
 def observe(
     snippet: str, claims: Sequence[Claim], settings: SandboxSettings, index: Any = None, extra: Sequence[str] = ()
 ) -> tuple[dict[str, Any] | None, Execution]:
@@ -116,10 +109,8 @@ def observe(
     """
     context, section = split(snippet)
     expressions = sorted({str(c.details["expr"]) for c in claims if c.details.get("outcome") == "value"} | set(extra))
-    question = claims[0].question if claims else ""
-    rebind = moved_names(question, context, index)
-    request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions,
-               "rebind": rebind, "called": called_names(question)}  # fmt: skip
+    rebind = moved_names(claims[0].question if claims else "", context, index)
+    request = {"context": context, "section": section, "module_name": "__snippet__", "expressions": expressions, "rebind": rebind}
 
     def run(limits: SandboxSettings) -> tuple[dict[str, Any] | None, Execution]:
         nonce = secrets.token_hex(16)
@@ -207,18 +198,12 @@ def guard_refusal(execution: Execution | None) -> str | None:
     return found[-1][:200] if found else "the guard ended the run"
 
 
-#: Words before a span that say the code lacks it ("without `model=`", "omits `name=`", "no `tools`").
-_SAID_ABSENT = re.compile(
-    r"\b(?:without|omit(?:s|ting)?|leav(?:es|ing)\s+out|lacks?|lacking|missing|no)\s+(?:the\s+|an?\s+|any\s+)?$", re.I
-)
-
-
 def question_mismatch(question: str, snippet: str) -> str | None:
     """Why the snippet is not the code the question describes, or None.
 
     The question names code in backticks; a span that is an expression or a value (``sys.maxsize``,
     ``summarizer='x'``, ``max_llm_calls=0``) must appear in the snippet or its module context (spaces and quote
-    style aside), unless the question says the code lacks it ("created without `model=`"). A bare name (``ttl_seconds``, ``SequentialAgent``) need not: questions name parameters and
+    style aside). A bare name (``ttl_seconds``, ``SequentialAgent``) need not: questions name parameters and
     classes to say they are left out or misused.
     """
 
@@ -230,8 +215,6 @@ def question_mismatch(question: str, snippet: str) -> str | None:
         span = match.group(1).strip()
         if not span or squeeze(span) in code:
             continue
-        if _SAID_ABSENT.search(question[: match.start()]):
-            continue  # "created without `model=`": the question says the code lacks it
         if re.fullmatch(r"[A-Za-z_]\w*", span):
             continue  # a name (a parameter, a class) is often named to say it is left out or misused
         return f"the question names `{span}`, which the snippet does not contain: the snippet is not the code it describes"

@@ -203,16 +203,12 @@ def only_defines(tree):
     return all(isinstance(n, definitions) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in tree.body)
 
 
-def entry_point(tree, named=()):
-    """The function the section means to be called: ``code_under_test``; else the one function of the section that
-    the question names as called (``named``: "What happens when `snippet_x()` runs?"); else its only function (when
-    the section only defines things); None when the section is a script (it ran as it was executed)."""
+def entry_point(tree):
+    """The function the section means to be called: ``code_under_test``, else its only function (when the
+    section only defines things); None when the section is a script (it ran as it was executed)."""
     functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if "code_under_test" in functions:
         return "code_under_test"
-    called = [name for name in functions if name in named]
-    if only_defines(tree) and len(called) == 1:
-        return called[0]
     return functions[0] if only_defines(tree) and len(functions) == 1 else None
 
 
@@ -242,7 +238,6 @@ def observe(request, _dumps=json.dumps, _loads=json.loads, _audit=sys.audit, _st
     context, section = _str(request.get("context") or ""), _str(request["section"])
     expressions = _tuple(_str(e) for e in request.get("expressions") or [])
     where = {_str(k): _str(v) for k, v in (request.get("rebind") or {}).items()}
-    named = _tuple(_str(n) for n in request.get("called") or [])
     module = type(sys)(module_name)
     sys.modules[module_name] = module
     namespace = module.__dict__
@@ -257,7 +252,7 @@ def observe(request, _dumps=json.dumps, _loads=json.loads, _audit=sys.audit, _st
             stage, compile_error = "compile", type(exc).__name__ + ": " + str(exc)
             code = None
         if code is not None:
-            name = entry_point(tree, named)
+            name = entry_point(tree)
             only = only_defines(tree)
             try:
                 stage = "section"
