@@ -14,7 +14,10 @@ questions of that kind (kind of claim: *a text the code prints or returns*):
   undecided, never false.
 * **"No error; it prints `X`"**: what follows "No error" is a claim of its own; when it says what is printed
   (``it prints `None` ``) or returned (``it returns `'yes'` ``), in values written out, it is compared as above
-  (:func:`decide_rest`), a comment after "because" or a colon being a claim of its own again.
+  (:func:`decide_rest`), a comment after "because" or a colon being a claim of its own again. A value returned is
+  compared by its repr only when one of them is a literal: an enum member's repr (``<WriteMode.ALLOWED: 'allowed'>``)
+  is the member written as code (``WriteMode.ALLOWED``), and any other object's repr is no text to compare with a value
+  written as code (undecided).
 * **Part of the output is not the output**: "What does this print?" asks for what is printed. An option is true when
   it is the whole printed text or the whole returned string (spaces, surrounding quotes and backticks and a final
   period aside); ``lambda`` inside ``<lambda>`` is only consistent with it (:func:`decide_printed`).
@@ -110,6 +113,18 @@ def decide_printed(details: Mapping[str, Any], observation: Mapping[str, Any]) -
 _SAYS_OUTPUT = re.compile(r"^(?:it\s+)?(?P<verb>prints|outputs|returns)\s+(?P<values>`.*?)(?:,?\s+because\b(?P<why>.*))?$", re.I | re.S)
 
 
+#: The repr of an enum member: ``<WriteMode.ALLOWED: 'allowed'>``.
+_ENUM_MEMBER = re.compile(r"<(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+): .*>", re.S)
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def decide_rest(rest: str, observation: Mapping[str, Any]) -> tuple[str, str] | None:
     """The state of what a "No error" option adds, when it says what the run prints or returns in values written out
     (the run raised nothing); None for anything else (a claim of its own, not checked)."""
@@ -122,6 +137,13 @@ def decide_rest(rest: str, observation: Mapping[str, Any]) -> tuple[str, str] | 
     if said.group("verb").lower() == "returns":
         returned = observation.get("returned") or {}
         lines = [_plain(returned["repr"])] if "repr" in returned else ["None"]
+        member = _ENUM_MEMBER.fullmatch(str(returned.get("repr", "")))
+        enum_class = member.group("path").rsplit(".", 1)[0] + "." if member else None
+        if enum_class and len(values) == 1 and values[0].startswith(enum_class):
+            lines = [member.group("path")]  # `<WriteMode.ALLOWED: 'allowed'>` is the member `WriteMode.ALLOWED`
+        elif "repr" in returned and not returned.get("literal") and not all(_is_literal(v) for v in values):
+            return "undecided", (f"no error; undecided: it returns {returned['repr']!r}, an object whose repr is no text to "
+                                 f"compare with {', '.join(values)!r} written as code")  # fmt: skip
     else:
         lines = [_plain(line) for line in str(observation.get("stdout") or "").splitlines() if line.strip()]
     verb = said.group("verb").lower()

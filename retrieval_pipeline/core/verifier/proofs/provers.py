@@ -23,6 +23,7 @@ an LLM writes.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping
@@ -175,6 +176,11 @@ class OfflineProver:
                 kind, reason = absent
                 if kind == "unprobed":
                     names[name] = ("unprobed", (name, reason))
+                elif claim.kind == "expression" and name in passed_only(str(claim.details.get("expr") or "")):
+                    # `llm_request.set_output_schema(Forecast)`: a value the option passes may be the user's own (a
+                    # model, a function) that the library need not define; its absence says nothing about the call
+                    why = f"`{name}` is only passed as a value, which may be the user's own: {reason}"
+                    names[name] = ("unprobed", (name, why))
                 elif claim.details.get("library_symbol") or name[:1].isupper():
                     names[name] = ("missing", reason)
         return names
@@ -251,6 +257,24 @@ class OfflineProver:
         elif d["mode"] != "evaluates":
             data["expected"] = d["expected"]
         return "_prove_expression", data
+
+
+def passed_only(expr: str) -> set[str]:
+    """Names an expression uses only as values passed to a call (its arguments), never as what is called or looked
+    up on: ``Forecast`` in ``llm_request.set_output_schema(Forecast)``."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except (SyntaxError, ValueError):
+        return set()
+    arguments: set[int] = set()  # the Name nodes that are themselves an argument
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            value = value.value if isinstance(value, ast.Starred) else value
+            if isinstance(value, ast.Name):
+                arguments.add(id(value))
+    passed = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) in arguments}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in arguments}
+    return passed - used
 
 
 #: Heads that are Python's own modules even when a library re-exports something of the same name.

@@ -91,6 +91,21 @@ def test_what_a_no_error_option_says_is_printed_or_returned_is_compared() -> Non
     assert decide_rest("the second agent will be ignored.", printed_none) is None
 
 
+def test_a_returned_object_is_compared_with_a_value_written_as_code_only_through_its_enum_repr() -> None:
+    """Kind of claim: what a call returns, written as code. An enum member's repr (``<WriteMode.ALLOWED: 'allowed'>``)
+    names the member the option writes (``WriteMode.ALLOWED``); read as text the two differed, and a right "No error;
+    it returns `WriteMode.ALLOWED`" was false. Any other object's repr is no text to compare with code: undecided."""
+    from retrieval_pipeline.core.verifier.observation.printed_output import decide_rest
+
+    member = {"raised": None, "stdout": "", "returned": {"type": "WriteMode", "literal": False, "repr": "<WriteMode.ALLOWED: 'allowed'>"}}
+    assert decide_rest("it returns `WriteMode.ALLOWED`", member)[0] == "true"
+    assert decide_rest("it returns `WriteMode.BLOCKED`", member)[0] == "false"
+    assert decide_rest("it returns `'allowed'`", member)[0] == "undecided"  # a str enum's member equals its value
+    assert decide_rest("it returns `3`", ran(returned="x"))[0] == "false"  # literals are compared as before
+    agent = {"raised": None, "stdout": "", "returned": {"type": "LlmAgent", "literal": False, "repr": "LlmAgent(name='a', model='m')"}}
+    assert decide_rest("it returns `root_agent`", agent)[0] == "undecided"
+
+
 def test_a_no_error_option_that_says_what_is_printed_is_decided_through_the_snippet_claim() -> None:
     from retrieval_pipeline.core.verifier.observation.snippet_decisions import decide_option
 

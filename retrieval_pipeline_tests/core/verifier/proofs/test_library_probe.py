@@ -194,6 +194,25 @@ def test_a_variable_named_after_a_class_is_no_value_for_a_call_to_evaluate():
     assert prover._names(lookup, ["text"]).get("text", ("path", ""))[0] == "path"
 
 
+def test_a_value_an_option_passes_that_the_library_does_not_define_is_no_evidence_against_the_call():
+    """Kind of claim: a call evaluates (soundness rule 10, a value the user holds). `Forecast` in
+    `llm_request.set_output_schema(Forecast)` is the user's pydantic model ("a pydantic model" in the question): the
+    library defines it nowhere, and that made every option's call false, so the right key was disproven. A name only
+    passed as a value is left unprobed (undecided); one the call is made on or looked up on is still missing."""
+    from retrieval_pipeline.core.verifier.proofs.provers import passed_only  # noqa: PLC0415
+
+    assert passed_only("llm_request.set_output_schema(Forecast)") == {"Forecast"}
+    assert passed_only("f(Forecast, Forecast.x)") == set() and passed_only("Forecast(x=1)") == set()
+    index = LibraryIndex("lib", "lib", "1", "3.11", "python", names={"Request": ["lib.Request"]}, coverage=ProbeCoverage(2, 2))
+    prover = OfflineProver(index)
+    question = "Which `Request` call makes the model answer as JSON matching your pydantic model?"
+    call = decompose("c", question, {"A": "`Request().set_output_schema(Forecast)`"})[0]
+    assert call.kind == "expression"
+    assert prover._names(call, ["Forecast"])["Forecast"][0] == "unprobed"
+    made_on = decompose("m", question, {"A": "`Forecast.from_request(Request())`"})[0]
+    assert prover._names(made_on, ["Forecast"])["Forecast"][0] == "missing"
+
+
 # --------------------------------------------------------------------------------------------------
 # A busy machine: a proof stopped by the wall clock is run again with more time
 
