@@ -1,5 +1,5 @@
-"""The fresh multiple-choice suites (the design sets ``benchmarks/fresh_mc`` to ``benchmarks/fresh_mc6``,
-``benchmarks/fresh_mc7``, scored once while held out, and the held-out ``benchmarks/fresh_mc8``) load cleanly and every
+"""The fresh multiple-choice suites (the design sets ``benchmarks/fresh_mc`` to ``benchmarks/fresh_mc6`` and
+``benchmarks/fresh_mc8``, and ``benchmarks/fresh_mc7``, scored while held out, never looked at) load cleanly and every
 question has its truth recorded.
 
 No library run here: each set's ``check_truth.py`` re-establishes the truth in the google-adk venvs.
