@@ -33,9 +33,16 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _default_stop_signals() -> None:
+    """SIGINT and SIGHUP at their defaults, whatever the test run inherited: a suite started as ``nohup make test &``
+    from a script runs with both ignored, and a make that inherits them ignored never sees them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start(command: list[str], env: dict[str, str], log: Path, *, sigint_ignored: bool = True) -> subprocess.Popen:
     """``command`` as ``setsid ... &`` from a script starts it: own session, no terminal, SIGINT ignored
-    (``sigint_ignored=False``: as a process supervisor or an IDE starts it, SIGINT at its default)."""
+    (``sigint_ignored=False``: as a process supervisor or an IDE starts it, SIGINT and SIGHUP at their defaults)."""
     return subprocess.Popen(
         command,
         cwd=PROJECT,
@@ -44,7 +51,7 @@ def _start(command: list[str], env: dict[str, str], log: Path, *, sigint_ignored
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_ignore_sigint if sigint_ignored else None,  # noqa: PLW1509
+        preexec_fn=_ignore_sigint if sigint_ignored else _default_stop_signals,  # noqa: PLW1509
     )
 
 
