@@ -144,6 +144,7 @@ class OfflineProver:
         """Bindings for the free names: from the question, then the library index, else importable."""
         bindings: Mapping[str, Mapping[str, str]] = claim.details.get("bindings") or {}
         names: dict[str, tuple[str, str]] = {}
+        passed = passed_only(str(claim.details.get("expr") or "")) if claim.kind == "expression" else set()
         for name in free:
             if name in bindings:
                 spec = bindings[name]
@@ -176,7 +177,7 @@ class OfflineProver:
                 kind, reason = absent
                 if kind == "unprobed":
                     names[name] = ("unprobed", (name, reason))
-                elif claim.kind == "expression" and name in passed_only(str(claim.details.get("expr") or "")):
+                elif name in passed:
                     # `llm_request.set_output_schema(Forecast)`: a value the option passes may be the user's own (a
                     # model, a function) that the library need not define; its absence says nothing about the call
                     why = f"`{name}` is only passed as a value, which may be the user's own: {reason}"
