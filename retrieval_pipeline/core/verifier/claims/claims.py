@@ -327,6 +327,11 @@ def _literal(text: str) -> tuple[bool, Any]:
         return False, None
 
 
+def is_literal(text: str) -> bool:
+    """Whether ``text`` is a Python literal (``'x'``, ``[0, 1]``, ``{'k': 40}``), as ``ast.literal_eval`` reads it."""
+    return _literal(text)[0]
+
+
 def _literal_source(text: str, value: Any) -> str:
     """Source that ``ast.literal_eval`` turns back into ``value``: its repr, or the option's own text when the
     repr is no literal (``1e999`` is ``inf``)."""

@@ -30,6 +30,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from retrieval_pipeline.core.verifier.claims.claims import is_literal
+
 #: What may join the values an option writes out: commas, "then", "and", "followed by" (and a final period).
 _JOINERS = re.compile(r"[\s,;.]*(?:(?:and\s+then|then|and|followed\s+by)[\s,;.]*)*", re.I)
 #: A value said to be printed more than once: "`x` twice", "`x` three times".
@@ -117,14 +119,6 @@ _SAYS_OUTPUT = re.compile(r"^(?:it\s+)?(?P<verb>prints|outputs|returns)\s+(?P<va
 _ENUM_MEMBER = re.compile(r"<(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+): .*>", re.S)
 
 
-def _is_literal(text: str) -> bool:
-    try:
-        ast.literal_eval(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
 def decide_rest(rest: str, observation: Mapping[str, Any]) -> tuple[str, str] | None:
     """The state of what a "No error" option adds, when it says what the run prints or returns in values written out
     (the run raised nothing); None for anything else (a claim of its own, not checked)."""
@@ -141,7 +135,7 @@ def decide_rest(rest: str, observation: Mapping[str, Any]) -> tuple[str, str] | 
         enum_class = member.group("path").rsplit(".", 1)[0] + "." if member else None
         if enum_class and len(values) == 1 and values[0].startswith(enum_class):
             lines = [member.group("path")]  # `<WriteMode.ALLOWED: 'allowed'>` is the member `WriteMode.ALLOWED`
-        elif "repr" in returned and not returned.get("literal") and not all(_is_literal(v) for v in values):
+        elif "repr" in returned and not returned.get("literal") and not all(is_literal(v) for v in values):
             return "undecided", (f"no error; undecided: it returns {returned['repr']!r}, an object whose repr is no text to "
                                  f"compare with {', '.join(values)!r} written as code")  # fmt: skip
     else:

@@ -133,6 +133,16 @@ def _terms_end_a_clause(terms: Sequence[str], text: str) -> bool:
     return False
 
 
+#: What :func:`message_match` finds, grouped: the option's text word for word in the message (``quoted``, ``part``) or only
+#: its key terms (``match``, ``terms part``); the message it quotes being the raised one (``quoted``, ``match``) or a
+#: shorter one, stopping where the raised message goes on (``part``, ``terms part``).
+WORD_FOR_WORD = frozenset({"quoted", "part"})
+TERMS_ONLY = frozenset({"match", "terms part"})
+WHOLE_MESSAGE = frozenset({"quoted", "match"})
+STOPS_SHORT = frozenset({"part", "terms part"})
+IN_MESSAGE = WORD_FOR_WORD | TERMS_ONLY
+
+
 def message_match(option: str, raised: Mapping[str, Any]) -> tuple[str, float]:
     """``(kind, coverage)``: how the option's message compares with what was raised.
 
@@ -194,11 +204,11 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
             return "false", f"the snippet {happened}; not {details['exception']}"
         if details.get("message"):
             found, coverage = message_match(str(details["message"]), raised)
-            if found in ("quoted", "match"):
+            if found in WHOLE_MESSAGE:
                 return "true", f"the snippet {happened}"
             if found == "differs":
                 return "undecided", f"message differs: the snippet {happened} ({coverage:.0%} of the option's key terms)"
-            if found in ("part", "terms part"):
+            if found in STOPS_SHORT:
                 return (
                     "undecided",
                     f"message partly: the option quotes the raised message only up to where it goes on without a break: the snippet {happened}",
@@ -216,9 +226,9 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
         return "true", f"the snippet {happened}"
     if raised and outcome == "output":  # the message may be the text the question asks about
         found, coverage = message_match(str(details["output_text"]), raised)
-        if found in ("match", "terms part") and details.get("substring"):
+        if found in TERMS_ONLY and details.get("substring"):
             return "consistent", f"terms only: every key term is in the message, not as one substring: the snippet {happened}"
-        if found in ("quoted", "part", "match", "terms part"):  # a text that describes an error, not `Type: message`
+        if found in IN_MESSAGE:  # a text that describes an error, not `Type: message`
             return "true", f"the snippet {happened}"
         if found == "differs" and details.get("asks_error"):
             return "undecided", f"text differs: the snippet {happened} ({coverage:.0%} of the option's key terms are in its message)"
@@ -237,11 +247,11 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
             return printed  # type: ignore[return-value]
         found, coverage = message_match(str(details["output_text"]), {"message": " ".join(texts)})
         shown = " | ".join(t.strip() for t in texts if t.strip())
-        if found in ("match", "terms part") and details.get("substring"):
+        if found in TERMS_ONLY and details.get("substring"):
             return "consistent", f"terms only: every key term is in the output, not as one substring: {shown!r}"
-        if found in ("quoted", "part") and details.get("substring"):
+        if found in WORD_FOR_WORD and details.get("substring"):
             return "true", f"the snippet's output holds it word for word: {shown!r}"
-        if found in ("quoted", "part", "match", "terms part"):
+        if found in IN_MESSAGE:
             return "consistent", f"{PART_OF_OUTPUT}: {shown!r}"
         return "false", f"the snippet's output does not hold it ({coverage:.0%} of its key terms): {shown!r}"
     if outcome == "prints":

@@ -36,7 +36,7 @@ from retrieval_pipeline.core.services.sandbox.bubblewrap import sandboxed
 from retrieval_pipeline.core.services.sandbox.redaction import safe_text
 from retrieval_pipeline.core.services.sandbox.results import Execution
 from retrieval_pipeline.core.services.sandbox.settings import SandboxSettings
-from retrieval_pipeline.core.verifier.claims.claims import Claim
+from retrieval_pipeline.core.verifier.claims.claims import Claim, is_literal
 from retrieval_pipeline.core.verifier.observation.abridged import abridged
 from retrieval_pipeline.core.verifier.observation.snippet_decisions import Decision, decide_options, what_happened
 from retrieval_pipeline.core.verifier.sandbox_side import source
@@ -261,14 +261,6 @@ def _valued(claim: Claim, text: str, value: Mapping[str, Any] | None) -> Claim:
     return dataclasses.replace(claim, details={**claim.details, **changed})
 
 
-def _is_literal(text: str) -> bool:
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
-    return True
-
-
 def snippet_evidence(
     claims: Sequence[Claim], snippet: str, settings: SandboxSettings, index: Any = None, options: Sequence[str] = ()
 ) -> list[OptionEvidence]:
@@ -284,7 +276,7 @@ def snippet_evidence(
         snippet, mismatch = described, None
     observation, execution = observe(snippet, claims, settings, index, extra=list(values))
     for value in values if observation is not None else ():
-        if not _is_literal(value):
+        if not is_literal(value):
             claims = [_valued(c, value, (observation.get("expressions") or {}).get(value)) for c in claims]
     why = untrusted(observation, execution) or mismatch
     if not why and observation is not None:
