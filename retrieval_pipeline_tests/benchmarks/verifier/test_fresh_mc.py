@@ -1,6 +1,6 @@
 """The fresh multiple-choice suites (the design sets ``benchmarks/fresh_mc`` to ``benchmarks/fresh_mc6`` and
-``benchmarks/fresh_mc8``, and ``benchmarks/fresh_mc7``, scored while held out, never looked at) load cleanly and every
-question has its truth recorded.
+``benchmarks/fresh_mc8``, ``benchmarks/fresh_mc7``, scored while held out, never looked at, and ``benchmarks/fresh_mc9``,
+the held-out set now, never scored nor looked at) load cleanly and every question has its truth recorded.
 
 No library run here: each set's ``check_truth.py`` re-establishes the truth in the google-adk venvs.
 """
@@ -29,6 +29,7 @@ SETS = {
     "fresh_mc6": ("configure_fresh6_mc", "diagnose_fresh6_mc", "predict_fresh6_mc"),
     "fresh_mc7": ("configure_fresh7_mc", "diagnose_fresh7_mc", "predict_fresh7_mc"),
     "fresh_mc8": ("configure_fresh8_mc", "diagnose_fresh8_mc", "predict_fresh8_mc"),
+    "fresh_mc9": ("configure_fresh9_mc", "diagnose_fresh9_mc", "predict_fresh9_mc"),
 }
 DEV_SUITES = ("configure_adk_features_mc", "diagnose_setup_errors_mc", "predict_runtime_behavior_mc")
 VERSIONS = ("2.13", "1.20")
