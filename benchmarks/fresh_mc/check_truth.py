@@ -12,8 +12,8 @@ suite's key is among the options true on 2.13.
     .venv/bin/python benchmarks/fresh_mc/check_truth.py --record                     # write what the snippets print now
 
 Every set is laid out the same way (``<root>/benchmark_definitions/<suite>/benchmark.yaml``, the snippets under
-``<root>/benchmarks/benchmark_definitions/<suite>/``, ``truth.yaml`` and ``evidence_helpers.py`` in the root), so its
-suites and import path follow from its root (:class:`FreshSet`).
+``<root>/benchmarks/benchmark_definitions/<suite>/``, ``truth.yaml`` in the root), so its suites and import path
+follow from its root (:class:`FreshSet`); the helpers its evidence imports are this folder's ``evidence_helpers.py``.
 
 ``--record`` only refreshes the ``printed`` texts; the true letters are a reader's judgment of that output
 and are never written by this script.
@@ -55,11 +55,12 @@ class FreshSet:
 
     @property
     def import_dirs(self) -> tuple[Path, ...]:
-        """Folders an evidence snippet imports from: the helpers (the root), then per suite with code its ``cases``
-        folder (predict: a file per question) or else its own (diagnose: one module of sections)."""
+        """Folders an evidence snippet imports from: the helpers (``evidence_helpers.py`` of this folder, one module for
+        every set), then per suite with code its ``cases`` folder (predict: a file per question) or else its own
+        (diagnose: one module of sections)."""
         code = self.root / "benchmarks" / "benchmark_definitions"
         found = [code / s / "cases" if (code / s / "cases").is_dir() else code / s for s in self.suites if (code / s).is_dir()]
-        return (self.root, *found)
+        return (HERE, *found)
 
 
 def suite_keys(fresh: FreshSet = FreshSet(HERE)) -> dict[str, str]:

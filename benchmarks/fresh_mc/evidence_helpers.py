@@ -1,4 +1,7 @@
-"""Helpers the evidence snippets of ``truth.yaml`` import (``check_truth.py`` puts this folder on the path).
+"""Helpers the evidence snippets of every fresh set's ``truth.yaml`` import (``check_truth.py`` puts this folder on
+the path of every set's evidence). Each set added the helpers its evidence needed here: the first ``norm`` to
+``defined_anywhere``; the second ``invocation_context``, ``events_of`` and ``outcome``; the third ``members``; the
+seventh ``cli_options``; the ninth ``read_anywhere``.
 
 Everything printed is normalised so that it is the same from run to run: object addresses, pydantic's
 documentation links and runs of whitespace are folded.
@@ -60,11 +63,76 @@ def has(module: str, *names: str) -> None:
     print(module, {name: hasattr(mod, name) for name in names})
 
 
-def defined_anywhere(*names: str) -> None:
-    """Print, for each name, whether any module of google.adk defines a class or function of that name."""
+def _adk_sources() -> list[str]:
+    """The text of every module of the installed google.adk."""
     import google.adk
 
     root = Path(google.adk.__file__).parent
-    texts = [path.read_text(encoding="utf-8", errors="replace") for path in sorted(root.rglob("*.py"))]
+    return [path.read_text(encoding="utf-8", errors="replace") for path in sorted(root.rglob("*.py"))]
+
+
+def defined_anywhere(*names: str) -> None:
+    """Print, for each name, whether any module of google.adk defines a class or function of that name."""
+    texts = _adk_sources()
     found = {name: any(re.search(rf"^\s*(?:class|def|async def)\s+{re.escape(name)}\b", text, re.M) for text in texts) for name in names}
     print("defined in google.adk:", found)
+
+
+def read_anywhere(*names: str) -> None:
+    """Print, for each name, whether it occurs as a whole identifier in any module of the installed google.adk."""
+    texts = _adk_sources()
+    found = {name: any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts) for name in names}
+    print("occurs in google.adk:", found)
+
+
+async def invocation_context(agent, state: dict | None = None):
+    """An ``InvocationContext`` for ``agent`` on a new in-memory session holding ``state``."""
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.sessions import InMemorySessionService
+
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="app", user_id="user_42", state=state or {})
+    return InvocationContext(session_service=service, invocation_id="inv-1", agent=agent, session=session)
+
+
+async def events_of(runner, text: str = "Hi", session_id: str | None = None) -> list[str]:
+    """Run ``text`` through ``runner`` on a new session (or ``session_id``); one ``author: text`` line per event."""
+    from google.genai import types
+
+    if session_id is None:
+        session = await runner.session_service.create_session(app_name=runner.app_name, user_id="user_42")
+        session_id = session.id
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    lines = []
+    async for event in runner.run_async(user_id="user_42", session_id=session_id, new_message=message):
+        parts = event.content.parts if event.content and event.content.parts else []
+        lines.append(f"{event.author}: {' '.join(part.text or '' for part in parts) or '<no text>'}")
+    return lines
+
+
+def outcome(label: str, fn, *args) -> None:
+    """Like ``run``, but without the return value's repr (for code that returns objects holding fresh ids or times)."""
+
+    def call():
+        result = fn(*args)
+        if inspect.iscoroutine(result):
+            asyncio.run(result)
+
+    run(label, call)
+
+
+def members(cls: type, *names: str) -> None:
+    """Print, for each name, whether ``cls`` has it as an attribute or as a pydantic field."""
+    fields = getattr(cls, "model_fields", {})
+    print(cls.__name__, {name: hasattr(cls, name) or name in fields for name in names})
+
+
+def cli_options(command: list[str], *options: str) -> str:
+    """Print, for each option, whether ``adk <command> --help`` lists it; return that help text."""
+    from click.testing import CliRunner
+    from google.adk.cli.cli_tools_click import main
+
+    out = CliRunner().invoke(main, [*command, "--help"]).output
+    listed = set(re.findall(r"--[a-zA-Z0-9_-]+", out))
+    print("adk", " ".join(command), {option: option in listed for option in options})
+    return out
