@@ -111,6 +111,12 @@ def test_check_truth_knows_the_same_questions(root, loaded, load_benchmark: Call
     check_truth = load_benchmark("fresh_mc/check_truth.py")  # one checker for every set: --root picks the set
     fresh = check_truth.FreshSet(BENCHMARKS / root)
     assert fresh.suites == tuple(SETS[root]) and all(d.is_dir() for d in fresh.import_dirs)
-    assert fresh.import_dirs[0] == BENCHMARKS / root and len(fresh.import_dirs) == 3  # helpers, diagnose, predict cases
+    # the helpers of every set (one module), then the diagnose and predict code
+    assert fresh.import_dirs[0] == BENCHMARKS / "fresh_mc" and len(fresh.import_dirs) == 3
+    assert (
+        (fresh.import_dirs[0] / "evidence_helpers.py").is_file()
+        and not (BENCHMARKS / root / "evidence_helpers.py").is_file()
+        or root == "fresh_mc"
+    )
     keys = check_truth.suite_keys(fresh)
     assert keys == {case.case_id: case.correct_answer for case in loaded.cases}
