@@ -106,7 +106,7 @@ class QuestionCheck:
     def check_description(self) -> str:
         """One line for the ``no_incorrect_questions`` check."""
         if self.incorrect:
-            return f"{len(self.incorrect)} question(s) whose marked answer was disproven"
+            return f"{len(self.incorrect)} question(s) whose marked answer was disproven: findings to review, see quality_report.md"
         return "no marked answer was disproven"
 
     def check_metadata(self) -> Metadata:

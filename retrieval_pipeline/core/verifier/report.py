@@ -217,6 +217,15 @@ def write_quality_report(report: Mapping[str, Any], path: str | Path) -> Path:
     return atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False, default=str))
 
 
+#: What an Incorrect verdict asks of the reader (docs/verifier.md, "Questions written after the rules": on questions
+#: written after the rules, a disproof has now and then looked in the wrong place).
+INCORRECT_IS_A_FINDING = (
+    "Each of these is a finding to review, not a key to change blindly: a proof disproved the marked answer, and on "
+    "questions written after the verifier's rules such a disproof has now and then been wrong. A proposed fix below is "
+    "`verified` only when its new key is proven true."
+)
+
+
 def markdown_report(report: Mapping[str, Any]) -> str:
     """A one-page summary: what was checked (dataset, library and versions), counts, flagged cases with reasons, proposals.
 
@@ -240,6 +249,8 @@ def markdown_report(report: Mapping[str, Any]) -> str:
         if not cases:
             continue
         lines += [f"## {verdict} ({len(cases)})", ""]
+        if verdict == "Incorrect":
+            lines += [INCORRECT_IS_A_FINDING, ""]
         for case in cases:
             lines.append(f"- `{case['case_id']}` (marked {markdown_text(case['marked'])}; proven true: "
                          f"{', '.join(case['proven_true']) or 'none'})")  # fmt: skip

@@ -93,7 +93,7 @@ def test_planted_wrong_answer_is_incorrect_flagged_and_a_fix_proposed(tmp_path):
     assert verdicts["verdict"].to_dict() == {"mc:right": "Valid", "mc:wrong": "Incorrect"}  # the api case is not a question
     assert json.loads(verdicts.loc["mc:wrong", "evidence"])["case_id"] == "mc:wrong"
     assert not checked.passed and checked.incorrect == ["mc:wrong"]
-    assert checked.check_description() == "1 question(s) whose marked answer was disproven"
+    assert checked.check_description() == "1 question(s) whose marked answer was disproven: findings to review, see quality_report.md"
     assert checked.check_metadata() == {"incorrect": ["mc:wrong"], "questions": 2}
     assert (
         checked.verdicts_metadata["questions"],

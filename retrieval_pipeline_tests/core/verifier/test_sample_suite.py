@@ -14,7 +14,7 @@ import pytest
 from retrieval_pipeline.core.datasets.suite.reader import load_suite
 from retrieval_pipeline.core.verifier.fixes.remediation import remediate, write_proposals
 from retrieval_pipeline.core.verifier.proofs.provers import OfflineProver
-from retrieval_pipeline.core.verifier.report import markdown_report, quality_report, run_meta, write_quality_report
+from retrieval_pipeline.core.verifier.report import INCORRECT_IS_A_FINDING, markdown_report, quality_report, run_meta, write_quality_report
 from retrieval_pipeline.core.verifier.verify import run_verification
 
 pytestmark = pytest.mark.heavy
@@ -112,3 +112,5 @@ def test_report_and_remediation(sample_run, tmp_path):
     assert first["execution"]["test_source"].startswith('"""Proof for case')
     text = markdown_report(report)
     assert "## Incorrect (6)" in text and "## Proposed fixes" in text
+    # an Incorrect is a finding to review: the section says so once, before its cases (no other section does)
+    assert text.count(INCORRECT_IS_A_FINDING) == 1 and text.index(INCORRECT_IS_A_FINDING) > text.index("## Incorrect (6)")
