@@ -259,7 +259,7 @@ def why_it_failed(check: FailedCheck, dataset: str) -> str:
     if check.name == "no_incorrect_questions":
         return (
             "a marked answer of the dataset's own questions was disproven against the installed library (quality report below): "
-            "ERROR so it stands out, not blocking, since the questions, not the retrievers, are wrong"
+            "ERROR so it stands out, not blocking, since it is the questions, not the retrievers, that are in doubt"
         )
     return "not blocking: reported, the run went on" if check.severity == "WARN" or not check.blocking else ""
 
