@@ -1,8 +1,9 @@
 """The fresh multiple-choice suites (the design sets ``benchmarks/fresh_mc`` to ``benchmarks/fresh_mc6`` and
-``benchmarks/fresh_mc8``, ``benchmarks/fresh_mc7``, scored while held out, never looked at, and ``benchmarks/fresh_mc9``,
-the held-out set now, never scored nor looked at) load cleanly and every question has its truth recorded.
+``benchmarks/fresh_mc8``; ``benchmarks/fresh_mc7`` and ``benchmarks/fresh_mc9``, scored while held out, counts only,
+never looked at) load cleanly and every question has its truth recorded.
 
-No library run here: each set's ``check_truth.py`` re-establishes the truth in the google-adk venvs.
+No library run here: ``benchmarks/fresh_mc/check_truth.py --root <set>`` re-establishes the truth in the google-adk
+venvs, with the one ``evidence_helpers.py`` beside it.
 """
 
 from __future__ import annotations
