@@ -127,6 +127,11 @@ def report(card: dict[str, Any], version: str, counts_only: bool) -> None:
         print(f"{name.replace('_', ' ')}: {len(found)}" + (f"  {found}" if found and not counts_only else ""))
 
 
+def _counts(card: dict[str, Any]) -> dict[str, Any]:
+    """The scorecard with each kind of error as a count, not its questions (a held-out set's)."""
+    return {**card, "errors": {name: len(found) for name, found in card["errors"].items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY_PATH)
@@ -178,10 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         report(half_card, version, args.counts_only)
     print(f"wall {time.monotonic() - started:.1f} s")
     if args.json:
-        if args.counts_only:
-            card = {**card, "errors": {name: len(found) for name, found in card["errors"].items()}}
-        if args.counts_only:
-            halves = {half: {**c, "errors": {name: len(found) for name, found in c["errors"].items()}} for half, c in halves.items()}
+        if args.counts_only:  # which questions erred stays unwritten: only how many
+            card, halves = _counts(card), {half: _counts(c) for half, c in halves.items()}
         kept = {"version": version, "scorecard": card, **({"halves": halves} if halves else {}),
                 **({} if args.counts_only else {"questions": results})}  # fmt: skip
         args.json.write_text(json.dumps(kept, indent=2), encoding="utf-8")

@@ -84,6 +84,15 @@ def _in_order(values: list[str], lines: list[str]) -> bool:
     return all(any(value == line for line in rest) for value in values)
 
 
+def output_texts(observation: Mapping[str, Any]) -> list[str]:
+    """The texts a run gave: what it printed, then the string it returned (when it returned one)."""
+    texts = [str(observation.get("stdout") or "")]
+    returned = observation.get("returned") or {}
+    if returned.get("type") == "str" and returned.get("literal"):
+        texts.append(str(ast.literal_eval(returned["repr"])))
+    return texts
+
+
 def decide_printed(details: Mapping[str, Any], observation: Mapping[str, Any]) -> tuple[str, str] | None:
     """The state of an ``output`` claim against a run that raised nothing, or None to leave it to the key-term reading.
 
@@ -99,10 +108,9 @@ def decide_printed(details: Mapping[str, Any], observation: Mapping[str, Any]) -
     listed = listed_values(option)
     if listed is not None and lines:
         return _compare_values(*listed, lines, "prints", exact=f"{WHOLE_OUTPUT}, value by value: {shown!r}")
-    wholes = [_plain(stdout)] if stdout.strip() else []
-    returned = observation.get("returned") or {}
-    if returned.get("type") == "str" and returned.get("literal"):
-        wholes.append(_plain(ast.literal_eval(returned["repr"])))
+    printed, *returned_text = output_texts(observation)
+    wholes = [_plain(printed)] if printed.strip() else []
+    wholes += [_plain(text) for text in returned_text]
     if _plain(option) in wholes:
         return "true", f"{WHOLE_OUTPUT} (or returned it): {' | '.join(wholes)!r}"
     if not re.search(r"[A-Za-z0-9_]{3,}", re.sub(r"\d+", "", option)):

@@ -43,7 +43,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval_pipeline.core.verifier.claims.claims import Claim
-from retrieval_pipeline.core.verifier.observation.printed_output import PART_OF_OUTPUT, WHOLE_OUTPUT, decide_printed, decide_rest
+from retrieval_pipeline.core.verifier.observation.printed_output import (
+    PART_OF_OUTPUT,
+    WHOLE_OUTPUT,
+    decide_printed,
+    decide_rest,
+    output_texts,
+)
 from retrieval_pipeline.core.verifier.observation.snippet_errors import decide_field_error
 from retrieval_pipeline.core.verifier.verdicts.verdict import OptionState
 
@@ -236,10 +242,7 @@ def decide_option(details: Mapping[str, Any], observation: Mapping[str, Any]) ->
     if raised:
         return "false", f"the snippet {happened} before that state is reached"
     if outcome == "output":
-        returned = observation.get("returned") or {}
-        texts = [str(observation.get("stdout") or "")]
-        if returned.get("type") == "str" and returned.get("literal"):
-            texts.append(str(ast.literal_eval(returned["repr"])))
+        texts = output_texts(observation)
         if not any(t.strip() for t in texts):
             return "undecided", f"the snippet {happened}, with no text to compare"
         printed = decide_printed(details, observation)  # values written out, the whole output, no key term
@@ -274,11 +277,7 @@ def _quotes(details: Mapping[str, Any], observation: Mapping[str, Any]) -> bool:
         return False
     raised = observation.get("raised")
     if not raised:
-        returned = observation.get("returned") or {}
-        printed = [str(observation.get("stdout") or "")]
-        if returned.get("type") == "str" and returned.get("literal"):
-            printed.append(str(ast.literal_eval(returned["repr"])))
-        raised = {"message": " ".join(printed)}
+        raised = {"message": " ".join(output_texts(observation))}
     found = message_match(str(text), raised)[0]
     return found == "quoted" or (found == "part" and not details.get("message"))  # a text describing an error: a part
 
